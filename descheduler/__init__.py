@@ -1,0 +1,1 @@
+"""corral's gang-aware defragmenting descheduler."""

@@ -1,0 +1,548 @@
+"""A cluster snapshot in numpy arrays, with cheap what-if.
+
+Rows are nodes (sorted by name, so every result is deterministic), columns are
+resources. ``alloc`` is allocatable after overcommit; ``used`` is the sum of the
+effective requests of the pods bound to each node. Whole and shared GPUs are tracked
+per device in ``gpu_free`` (thousandths of a GPU free on each device, -1 where a node
+has fewer devices than the widest node).
+
+Every change goes through :meth:`Snapshot.place` / :meth:`Snapshot.remove`, which keep a
+journal while a :meth:`fork` is open, so a planner can try a move and :meth:`revert` it
+exactly, or :meth:`commit` it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .config import EngineConfig
+from .model import (
+    GPU_SHARE_INDEX,
+    PodShape,
+    ShapeError,
+    Taint,
+    parse_taints,
+    shape_from_pod,
+)
+from .resources import ResourceError, parse_resource_list
+
+__all__ = [
+    "NodeRecord",
+    "PodRecord",
+    "Snapshot",
+    "SnapshotError",
+    "node_from_json",
+    "pod_from_json",
+]
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+# Annotations that are large and never needed for placement decisions.
+_DROP_ANNOTATIONS = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})
+_TERMINAL = frozenset({"Succeeded", "Failed"})
+
+
+class SnapshotError(ValueError):
+    """An object that cannot be read into a snapshot; the message names it."""
+
+
+@dataclass(slots=True)
+class NodeRecord:
+    name: str
+    allocatable: dict[str, int]
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    ready: bool = True
+    gpu_resource: str | None = None
+    gpu_count: int = 0
+    gpu_model: str = ""
+
+
+@dataclass(slots=True)
+class PodRecord:
+    """The fields of a pod that placement and descheduling need, and nothing more."""
+
+    namespace: str
+    name: str
+    shape: PodShape
+    node_name: str = ""
+    uid: str = ""
+    phase: str = "Pending"
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    owner_kind: str = ""
+    owner_name: str = ""
+    owner_uid: str = ""
+    priority: int = 0
+    priority_class: str = ""
+    created: str = ""
+    scheduler_name: str = ""
+    local_storage: bool = False
+    gpu_index: tuple[int, ...] = ()
+    # Set by the snapshot: row of the node the pod is bound to (-1: not bound).
+    node: int = -1
+    gpus: tuple[int, ...] = ()
+    slot: int = -1
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def bound(self) -> bool:
+        return self.node >= 0
+
+
+def _as_str_map(raw: Any, what: str) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise SnapshotError(f"{what}: expected a map of strings")
+    return {str(k): str(v) for k, v in raw.items()}
+
+
+def node_from_json(obj: Mapping[str, Any], config: EngineConfig | None = None) -> NodeRecord:
+    """A Node object as the API returns it."""
+    cfg = config or EngineConfig()
+    meta = obj.get("metadata") or {}
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise SnapshotError("node without metadata.name")
+    status = obj.get("status") or {}
+    spec = obj.get("spec") or {}
+    try:
+        alloc = parse_resource_list(status.get("allocatable") or status.get("capacity"))
+        taints = parse_taints(spec.get("taints"))
+    except (ResourceError, ShapeError) as e:
+        raise SnapshotError(f"node {name}: {e}") from None
+    labels = _as_str_map(meta.get("labels"), f"node {name}: metadata.labels")
+    alloc.setdefault("pods", cfg.default_pods_per_node)
+    gpu_res, gpu_count = None, 0
+    for res in cfg.gpu_resources:
+        if alloc.get(res, 0) > 0:
+            gpu_res, gpu_count = res, alloc.pop(res)
+            break
+    for res in cfg.gpu_resources:
+        alloc.pop(res, None)
+    model = next((labels[k] for k in cfg.gpu_model_labels if labels.get(k)), "")
+    conditions = status.get("conditions")
+    ready = True
+    if conditions:
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    return NodeRecord(
+        name=name,
+        allocatable=alloc,
+        labels=labels,
+        taints=taints,
+        unschedulable=bool(spec.get("unschedulable")),
+        ready=ready,
+        gpu_resource=gpu_res,
+        gpu_count=gpu_count,
+        gpu_model=model,
+    )
+
+
+def _owner(meta: Mapping[str, Any]) -> tuple[str, str, str]:
+    refs = meta.get("ownerReferences") or ()
+    chosen = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
+    if not chosen:
+        return "", "", ""
+    return str(chosen.get("kind", "")), str(chosen.get("name", "")), str(chosen.get("uid", ""))
+
+
+def _has_local_storage(spec: Mapping[str, Any]) -> bool:
+    return any(
+        "emptyDir" in v or "hostPath" in v for v in spec.get("volumes") or () if isinstance(v, dict)
+    )
+
+
+def pod_from_json(
+    obj: Mapping[str, Any],
+    config: EngineConfig | None = None,
+    shapes: dict[PodShape, PodShape] | None = None,
+) -> PodRecord:
+    """A Pod object as the API returns it. ``shapes`` interns equal shapes."""
+    cfg = config or EngineConfig()
+    meta = obj.get("metadata") or {}
+    name = meta.get("name") or meta.get("generateName") or ""
+    ns = meta.get("namespace") or "default"
+    try:
+        shape = shape_from_pod(obj, cfg.gpu_resources)
+    except ShapeError as e:
+        raise SnapshotError(f"pod {ns}/{name}: {e}") from None
+    if shapes is not None:
+        shape = shapes.setdefault(shape, shape)
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    annotations = _as_str_map(meta.get("annotations"), f"pod {ns}/{name}: annotations")
+    for k in _DROP_ANNOTATIONS & annotations.keys():
+        del annotations[k]
+    gpu_index: tuple[int, ...] = ()
+    if annotations.get(GPU_SHARE_INDEX):
+        try:
+            gpu_index = tuple(int(x) for x in annotations[GPU_SHARE_INDEX].split(","))
+        except ValueError:
+            raise SnapshotError(
+                f"pod {ns}/{name}: annotation {GPU_SHARE_INDEX}="
+                f"{annotations[GPU_SHARE_INDEX]!r}: expected comma-separated GPU indices"
+            ) from None
+    kind, owner, owner_uid = _owner(meta)
+    return PodRecord(
+        namespace=ns,
+        name=name,
+        shape=shape,
+        node_name=str(spec.get("nodeName") or ""),
+        uid=str(meta.get("uid") or ""),
+        phase=str(status.get("phase") or "Pending"),
+        labels=_as_str_map(meta.get("labels"), f"pod {ns}/{name}: labels"),
+        annotations=annotations,
+        owner_kind=kind,
+        owner_name=owner,
+        owner_uid=owner_uid,
+        priority=int(spec.get("priority") or 0),
+        priority_class=str(spec.get("priorityClassName") or ""),
+        created=str(meta.get("creationTimestamp") or ""),
+        scheduler_name=str(spec.get("schedulerName") or ""),
+        local_storage=_has_local_storage(spec),
+        gpu_index=gpu_index,
+    )
+
+
+# One journal entry: (sign, node, shape, gpus, pod slot or -1).
+_Entry = tuple[int, int, PodShape, tuple[int, ...], int]
+
+
+class Snapshot:
+    """Nodes and pods of a cluster as numpy arrays; see the module docstring."""
+
+    def __init__(
+        self,
+        nodes: Iterable[NodeRecord],
+        pods: Iterable[PodRecord] = (),
+        config: EngineConfig | None = None,
+    ) -> None:
+        self.config = config or EngineConfig()
+        node_list = sorted(nodes, key=lambda n: n.name)
+        self.nodes: list[NodeRecord] = node_list
+        self.node_names: list[str] = [n.name for n in node_list]
+        self.node_index: dict[str, int] = {n: i for i, n in enumerate(self.node_names)}
+        if len(self.node_index) != len(node_list):
+            raise SnapshotError("two nodes with the same name")
+        pod_list = list(pods)
+
+        names: dict[str, None] = dict.fromkeys(("cpu", "memory", "pods"))
+        for n in node_list:
+            names.update(dict.fromkeys(n.allocatable))
+        for p in pod_list:
+            names.update(dict.fromkeys(k for k, _ in p.shape.requests))
+        self.resources: list[str] = list(names)
+        self.res_index: dict[str, int] = {r: i for i, r in enumerate(self.resources)}
+
+        n_nodes, n_res = len(node_list), len(self.resources)
+        raw = np.zeros((n_nodes, n_res), dtype=np.int64)
+        for i, n in enumerate(node_list):
+            for r, v in n.allocatable.items():
+                raw[i, self.res_index[r]] = v
+        self.capacity: IntArray = raw
+        self.alloc: IntArray = raw.copy()
+        for r, factor in self.config.overcommit.items():
+            if r in self.res_index:
+                j = self.res_index[r]
+                self.alloc[:, j] = np.floor(raw[:, j] * factor).astype(np.int64)
+        self.used: IntArray = np.zeros_like(self.alloc)
+
+        self.unschedulable: BoolArray = np.array([n.unschedulable for n in node_list], dtype=bool)
+        self.ready: BoolArray = np.array([n.ready for n in node_list], dtype=bool)
+        self.gpu_total: IntArray = np.array([n.gpu_count for n in node_list], dtype=np.int64)
+        width = int(self.gpu_total.max()) if n_nodes else 0
+        self.gpu_free: IntArray = np.full((n_nodes, max(width, 1)), -1, dtype=np.int64)
+        for i, n in enumerate(node_list):
+            self.gpu_free[i, : n.gpu_count] = 1000
+        self.gpu_models: list[str] = sorted({n.gpu_model for n in node_list if n.gpu_count})
+        model_code = {m: i for i, m in enumerate(self.gpu_models)}
+        self.gpu_model: IntArray = np.array(
+            [model_code[n.gpu_model] if n.gpu_count else -1 for n in node_list], dtype=np.int64
+        )
+        gpu_res = sorted({n.gpu_resource for n in node_list if n.gpu_resource})
+        self.gpu_resource_names: list[str] = gpu_res
+        self.gpu_resource: IntArray = np.array(
+            [gpu_res.index(n.gpu_resource) if n.gpu_resource else -1 for n in node_list],
+            dtype=np.int64,
+        )
+        # Fixed tie-break order between equally scored nodes (lower wins). By default the
+        # name order; a simulator may set a seeded permutation.
+        self.node_rank: IntArray = np.arange(n_nodes, dtype=np.int64)
+
+        self._taints: list[Taint] = []
+        self._taint_matrix: BoolArray | None = None
+        self._label_cache: dict[str, tuple[IntArray, dict[str, int]]] = {}
+        self._vec_cache: dict[PodShape, tuple[IntArray, bool]] = {}
+        self._static_cache: dict[PodShape, BoolArray] = {}
+        self._journal: list[_Entry] = []
+        # (journal length, pod count) when each open fork began.
+        self._savepoints: list[tuple[int, int]] = []
+
+        self.pods: list[PodRecord] = []
+        self.pending: list[PodRecord] = []
+        self._bind_existing(pod_list)
+
+    # --- construction -------------------------------------------------------------------
+
+    @classmethod
+    def from_objects(
+        cls,
+        nodes: Iterable[Mapping[str, Any]],
+        pods: Iterable[Mapping[str, Any]] = (),
+        config: EngineConfig | None = None,
+    ) -> Snapshot:
+        """From Node and Pod JSON objects as the API returns them."""
+        cfg = config or EngineConfig()
+        shapes: dict[PodShape, PodShape] = {}
+        return cls(
+            (node_from_json(n, cfg) for n in nodes),
+            (pod_from_json(p, cfg, shapes) for p in pods),
+            cfg,
+        )
+
+    @classmethod
+    def from_list(cls, doc: Mapping[str, Any], config: EngineConfig | None = None) -> Snapshot:
+        """From a ``kubectl get nodes,pods -A -o json`` List (other kinds are ignored)."""
+        items = doc.get("items")
+        if not isinstance(items, list):
+            raise SnapshotError("expected a Kubernetes List with an 'items' array")
+        nodes = [i for i in items if isinstance(i, dict) and i.get("kind") == "Node"]
+        pods = [i for i in items if isinstance(i, dict) and i.get("kind") == "Pod"]
+        return cls.from_objects(nodes, pods, config)
+
+    def _bind_existing(self, pods: list[PodRecord]) -> None:
+        rows: list[int] = []
+        vecs: list[IntArray] = []
+        for p in pods:
+            if p.phase in _TERMINAL:
+                continue
+            p.slot = len(self.pods)
+            self.pods.append(p)
+            node = self.node_index.get(p.node_name, -1) if p.node_name else -1
+            if node < 0:
+                p.node, p.gpus = -1, ()
+                if not p.node_name:
+                    self.pending.append(p)
+                continue
+            vec, _ = self.vector(p.shape)
+            rows.append(node)
+            vecs.append(vec)
+            p.node = node
+            if p.shape.is_gpu:
+                p.gpus = self._existing_gpus(p, node)
+        if rows:
+            np.add.at(self.used, np.array(rows), np.stack(vecs))
+
+    def _existing_gpus(self, p: PodRecord, node: int) -> tuple[int, ...]:
+        d, k = p.shape.gpu_milli, p.shape.gpu_count
+        total = int(self.gpu_total[node])
+        if p.gpu_index and all(0 <= g < total for g in p.gpu_index):
+            gpus = p.gpu_index[:k] if len(p.gpu_index) >= k else p.gpu_index
+        else:
+            free = self.gpu_free[node, :total]
+            # Whole GPUs take the lowest fully free devices; a share takes the tightest fit.
+            order = (
+                np.argsort(-free, kind="stable")
+                if d >= 1000
+                else np.lexsort((np.arange(total), np.where(free >= d, free, 10_000)))
+            )
+            gpus = tuple(int(g) for g in sorted(order[:k].tolist()))
+        for g in gpus:
+            self.gpu_free[node, g] -= d
+        return tuple(gpus)
+
+    # --- per-shape views ----------------------------------------------------------------
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.node_names)
+
+    def vector(self, shape: PodShape) -> tuple[IntArray, bool]:
+        """The shape's request as a row over ``resources``, and whether every resource it
+        asks for exists somewhere in the cluster."""
+        hit = self._vec_cache.get(shape)
+        if hit is None:
+            vec = np.zeros(len(self.resources), dtype=np.int64)
+            known = True
+            for r, v in shape.requests:
+                j = self.res_index.get(r)
+                if j is None:
+                    known = known and v == 0
+                else:
+                    vec[j] = v
+            hit = (vec, known)
+            self._vec_cache[shape] = hit
+        return hit
+
+    def label_codes(self, key: str) -> tuple[IntArray, dict[str, int]]:
+        """Per-node integer codes of label ``key`` (-1 where absent) and the code table."""
+        hit = self._label_cache.get(key)
+        if hit is None:
+            vocab: dict[str, int] = {}
+            codes = np.fromiter(
+                (
+                    vocab.setdefault(v, len(vocab)) if (v := n.labels.get(key)) is not None else -1
+                    for n in self.nodes
+                ),
+                dtype=np.int64,
+                count=self.n_nodes,
+            )
+            hit = (codes, vocab)
+            self._label_cache[key] = hit
+        return hit
+
+    def taint_matrix(self) -> tuple[list[Taint], BoolArray]:
+        """The distinct NoSchedule/NoExecute taints and which node carries which."""
+        if self._taint_matrix is None:
+            index: dict[Taint, int] = {}
+            cells: list[tuple[int, int]] = []
+            for i, n in enumerate(self.nodes):
+                for t in n.taints:
+                    if t.effect != "PreferNoSchedule":
+                        cells.append((i, index.setdefault(t, len(index))))
+            m = np.zeros((self.n_nodes, len(index)), dtype=bool)
+            for i, j in cells:
+                m[i, j] = True
+            self._taints = list(index)
+            self._taint_matrix = m
+        return self._taints, self._taint_matrix
+
+    def static_cache(self) -> dict[PodShape, BoolArray]:
+        """Filters that no placement changes (selectors, taints, models), per shape."""
+        return self._static_cache
+
+    def free(self) -> IntArray:
+        return self.alloc - self.used
+
+    def gpu_free_total(self, nodes: IntArray | slice = slice(None)) -> IntArray:
+        """Free thousandths of a GPU per node (of ``nodes``, default all)."""
+        free = self.gpu_free[nodes]
+        out: IntArray = np.where(free > 0, free, 0).sum(axis=1)
+        return out
+
+    def pods_by_node(self) -> list[list[PodRecord]]:
+        out: list[list[PodRecord]] = [[] for _ in range(self.n_nodes)]
+        for p in self.pods:
+            if p.node >= 0:
+                out[p.node].append(p)
+        return out
+
+    # --- changes, journaled -------------------------------------------------------------
+
+    def place(
+        self,
+        shape: PodShape,
+        node: int,
+        gpus: Sequence[int] = (),
+        pod: PodRecord | None = None,
+    ) -> None:
+        """Bind ``shape`` (and ``pod``, if given) to ``node`` on devices ``gpus``.
+
+        The caller has checked that it fits; the engine's placement functions do.
+        """
+        gpus = tuple(gpus)
+        if shape.is_gpu and len(gpus) != shape.gpu_count:
+            raise ValueError(f"{shape.gpu_count} GPU(s) needed, {len(gpus)} given")
+        if pod is not None and pod.node >= 0:
+            raise ValueError(f"pod {pod.key} is already bound")
+        pod_i = -1
+        if pod is not None:
+            pod_i = self._pod_position(pod)
+        self._apply(+1, node, shape, gpus, pod_i)
+
+    def remove(self, pod: PodRecord) -> None:
+        """Unbind a bound pod, freeing its resources (an eviction, in a what-if)."""
+        if pod.node < 0:
+            raise ValueError(f"pod {pod.key} is not bound")
+        self._apply(-1, pod.node, pod.shape, pod.gpus, self._pod_position(pod))
+
+    def _pod_position(self, pod: PodRecord) -> int:
+        if 0 <= pod.slot < len(self.pods) and self.pods[pod.slot] is pod:
+            return pod.slot
+        pod.slot = len(self.pods)
+        self.pods.append(pod)
+        return pod.slot
+
+    def _apply(
+        self, sign: int, node: int, shape: PodShape, gpus: tuple[int, ...], pod_i: int
+    ) -> None:
+        vec, _ = self.vector(shape)
+        self.used[node] += sign * vec
+        for g in gpus:
+            self.gpu_free[node, g] -= sign * shape.gpu_milli
+        if pod_i >= 0:
+            p = self.pods[pod_i]
+            if sign > 0:
+                p.node, p.gpus = node, gpus
+            else:
+                p.node, p.gpus = -1, ()
+        if self._savepoints:
+            self._journal.append((sign, node, shape, gpus, pod_i))
+
+    def fork(self) -> int:
+        """Open a what-if; returns a token for :meth:`revert` or :meth:`commit`."""
+        self._savepoints.append((len(self._journal), len(self.pods)))
+        return len(self._savepoints)
+
+    def revert(self, token: int | None = None) -> None:
+        """Undo every change since the matching :meth:`fork`, exactly."""
+        depth = len(self._savepoints) if token is None else token
+        if not 0 < depth <= len(self._savepoints):
+            raise ValueError("no open fork to revert")
+        mark, n_pods = self._savepoints[depth - 1]
+        del self._savepoints[depth - 1 :]
+        while len(self._journal) > mark:
+            sign, node, shape, gpus, pod_i = self._journal.pop()
+            vec, _ = self.vector(shape)
+            self.used[node] -= sign * vec
+            for g in gpus:
+                self.gpu_free[node, g] += sign * shape.gpu_milli
+            if pod_i >= 0:
+                p = self.pods[pod_i]
+                if sign > 0:
+                    p.node, p.gpus = -1, ()
+                else:
+                    p.node, p.gpus = node, gpus
+        for p in self.pods[n_pods:]:
+            p.slot = -1
+        del self.pods[n_pods:]
+        if not self._savepoints:
+            self._journal.clear()
+
+    def commit(self, token: int | None = None) -> None:
+        """Keep the changes since the matching :meth:`fork` (they join the outer fork)."""
+        depth = len(self._savepoints) if token is None else token
+        if not 0 < depth <= len(self._savepoints):
+            raise ValueError("no open fork to commit")
+        del self._savepoints[depth - 1 :]
+        if not self._savepoints:
+            self._journal.clear()
+
+    @contextmanager
+    def what_if(self) -> Iterator[Snapshot]:
+        """``with snap.what_if(): ...``: every change inside is reverted on exit."""
+        token = self.fork()
+        try:
+            yield self
+        finally:
+            self.revert(token)
+
+    def state(self) -> tuple[bytes, bytes, tuple[tuple[int, tuple[int, ...]], ...]]:
+        """A fingerprint of everything a placement can change (for tests and checks)."""
+        return (
+            self.used.tobytes(),
+            self.gpu_free.tobytes(),
+            tuple((p.node, p.gpus) for p in self.pods),
+        )

@@ -1,0 +1,1 @@
+"""The Kubernetes edge shared by the webhook and the descheduler."""

@@ -1,0 +1,1 @@
+"""corral's mutating admission webhook."""
