@@ -1,0 +1,174 @@
+"""``gangplace``: the engine's own tools -- a fragmentation report, a gang placement
+and a demo on the bundled sample cluster."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+
+from .engine import (
+    EngineConfig,
+    Gang,
+    GangOptions,
+    PodShape,
+    QuantityError,
+    ShapeError,
+    Snapshot,
+    SnapshotError,
+    TaskRole,
+    place_gang,
+)
+from .engine.fragmentation import TargetWorkload
+from .engine.gang import GangError, GangPlacement
+from .engine.quantity import to_int, to_milli
+from .engine.report import fragmentation_report, render_report
+from .snapshot_io import load_snapshot
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+# Subcommands contributed by other modules: each adds its parser to the subparsers.
+EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = []
+
+
+def _probe_shapes() -> list[PodShape]:
+    return [
+        PodShape.of({"cpu": 8000, "memory": 64 * 2**30}, gpus=1),
+        PodShape.of({"cpu": 32000, "memory": 256 * 2**30}, gpus=4),
+        PodShape.of({"cpu": 64000, "memory": 512 * 2**30}, gpus=8),
+    ]
+
+
+def workload_of(snap: Snapshot) -> TargetWorkload:
+    """FGD's target workload from the pods in the cluster (falls back to the probes)."""
+    shapes = [p.shape for p in snap.pods]
+    return TargetWorkload.from_shapes(shapes or _probe_shapes())
+
+
+def _shape_from_args(args: argparse.Namespace) -> PodShape:
+    req = {"cpu": to_milli(args.cpu), "memory": to_int(args.memory)}
+    return PodShape.of(req, gpus=args.gpus, gpu_milli=args.gpu_milli)
+
+
+def _print_placement(res: GangPlacement) -> None:
+    if not res.ok:
+        print(f"does not fit: {res.reason}")
+        return
+    nodes = len(res.nodes())
+    print(f"gang {res.gang}: {res.placed} pods placed ({res.required} required) on {nodes} nodes")
+    for a in res.assignments:
+        gpus = f" GPUs {','.join(map(str, a.gpus))}" if a.gpus else ""
+        print(f"  {a.pod:<14} -> {a.node_name}{gpus}")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    snap = load_snapshot(args.snapshot, EngineConfig())
+    rep = fragmentation_report(snap, workload_of(snap), _probe_shapes())
+    if args.json:
+        print(json.dumps(rep.to_dict(), indent=2))
+    else:
+        print(render_report(rep, f"GPU fragmentation of {args.snapshot or 'the sample cluster'}"))
+    return EXIT_OK
+
+
+def cmd_place(args: argparse.Namespace) -> int:
+    snap = load_snapshot(args.snapshot, EngineConfig())
+    gang = Gang.uniform(args.name, _shape_from_args(args), args.pods, args.min_available)
+    res = place_gang(snap, gang, options=GangOptions(topology_key=args.topology_key))
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "gang": res.gang,
+                    "ok": res.ok,
+                    "required": res.required,
+                    "reason": res.reason,
+                    "assignments": [
+                        {"pod": a.pod, "node": a.node_name, "gpus": list(a.gpus)}
+                        for a in res.assignments
+                    ],
+                },
+                indent=2,
+            )
+        )
+    else:
+        _print_placement(res)
+    return EXIT_OK if res.ok else EXIT_FAILED
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    snap = load_snapshot(None)
+    print(
+        render_report(
+            fragmentation_report(snap, workload_of(snap), _probe_shapes()),
+            "GPU fragmentation of the bundled sample cluster",
+        )
+    )
+    print()
+    worker = PodShape.of({"cpu": 32000, "memory": 256 * 2**30}, gpus=4)
+    launcher = PodShape.of({"cpu": 2000, "memory": 4 * 2**30})
+    job = Gang("pytorch-llama", (TaskRole("launcher", launcher, 1), TaskRole("worker", worker, 4)))
+    print("Placing gang pytorch-llama: 1 launcher + 4 workers x 4 GPUs, all or nothing")
+    _print_placement(
+        place_gang(snap, job, options=GangOptions(topology_key="topology.corral.dev/rack"))
+    )
+    print()
+    big = Gang.uniform("mpi-train", PodShape.of({"cpu": 64000, "memory": 512 * 2**30}, gpus=8), 2)
+    print("Placing gang mpi-train: 2 workers x 8 GPUs, all or nothing")
+    _print_placement(place_gang(snap, big))
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gangplace", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    d = sub.add_parser("demo", help="report and gang placements on the bundled sample cluster")
+    d.set_defaults(func=cmd_demo)
+
+    r = sub.add_parser("report", help="fragmentation report of a cluster dump")
+    r.add_argument(
+        "--snapshot", help="kubectl get nodes,pods -A -o json output (default: the sample)"
+    )
+    r.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    r.set_defaults(func=cmd_report)
+
+    pl = sub.add_parser("place", help="place a gang of identical pods, all or nothing")
+    pl.add_argument(
+        "--snapshot", help="kubectl get nodes,pods -A -o json output (default: the sample)"
+    )
+    pl.add_argument("--name", default="gang", help="gang name (default: gang)")
+    pl.add_argument("--pods", type=int, required=True, help="gang size")
+    pl.add_argument(
+        "--min-available", type=int, help="members that must start together (default: all)"
+    )
+    pl.add_argument("--cpu", default="1", help="CPU per pod, a quantity (default: 1)")
+    pl.add_argument("--memory", default="1Gi", help="memory per pod, a quantity (default: 1Gi)")
+    pl.add_argument("--gpus", type=int, default=0, help="GPUs per pod (default: 0)")
+    pl.add_argument(
+        "--gpu-milli", type=int, default=None, help="thousandths of one GPU, for a shared GPU"
+    )
+    pl.add_argument("--topology-key", help="node label to keep the gang within (a rack or zone)")
+    pl.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    pl.set_defaults(func=cmd_place)
+
+    for add in EXTRA_COMMANDS:
+        add(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except (SnapshotError, ShapeError, QuantityError, GangError, ValueError) as e:
+        print(f"gangplace: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
