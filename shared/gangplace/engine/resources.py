@@ -31,6 +31,22 @@ class ResourceError(ValueError):
 
 def to_engine_units(resource: str, value: str | int | float) -> int:
     """One quantity of ``resource`` as the engine's integer (milli-CPU, bytes, counts)."""
+    key = (resource, value)
+    hit = _UNITS.get(key) if isinstance(value, str) else None
+    if hit is not None:
+        return hit
+    n = _to_engine_units(resource, value)
+    if isinstance(value, str) and len(_UNITS) < _UNITS_MAX:
+        _UNITS[key] = n
+    return n
+
+
+# Clusters repeat the same few quantity strings endlessly; remember their values.
+_UNITS: dict[tuple[str, str | int | float], int] = {}
+_UNITS_MAX = 1 << 16
+
+
+def _to_engine_units(resource: str, value: str | int | float) -> int:
     try:
         n = to_milli(value) if unit_of(resource) == "milli" else to_int(value)
     except QuantityError as e:

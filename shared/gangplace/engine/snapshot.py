@@ -104,9 +104,10 @@ class PodRecord:
 def _as_str_map(raw: Any, what: str) -> dict[str, str]:
     if raw is None:
         return {}
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         raise SnapshotError(f"{what}: expected a map of strings")
-    return {str(k): str(v) for k, v in raw.items()}
+    # The API only ever sends strings here; copying at C speed matters for 100k pods.
+    return dict(raw)
 
 
 def node_from_json(obj: Mapping[str, Any], config: EngineConfig | None = None) -> NodeRecord:

@@ -1,0 +1,60 @@
+"""Deserved shares by weight with caps, DRF, and the order waiting gangs are served."""
+
+import pytest
+from gangplace.engine import Queue, WaitingGang, deserved_shares, dominant_share, order_waiting
+
+TOTAL = {"cpu": 100, "nvidia.com/gpu": 40}
+
+
+def test_weights_split_the_cluster() -> None:
+    qs = [Queue("a", weight=3), Queue("b", weight=1)]
+    want = {"cpu": 1000, "nvidia.com/gpu": 1000}
+    waiting = [WaitingGang("ga", "a", want), WaitingGang("gb", "b", want)]
+    st = deserved_shares(qs, TOTAL, {}, waiting)
+    assert st["a"].deserved == pytest.approx({"cpu": 75, "nvidia.com/gpu": 30})
+    assert st["b"].deserved == pytest.approx({"cpu": 25, "nvidia.com/gpu": 10})
+
+
+def test_capped_queue_leaves_the_rest_to_others() -> None:
+    qs = [Queue("a", weight=1, capability={"nvidia.com/gpu": 5}), Queue("b", weight=1)]
+    want = {"cpu": 10, "nvidia.com/gpu": 40}
+    waiting = [WaitingGang("ga", "a", want), WaitingGang("gb", "b", want)]
+    st = deserved_shares(qs, TOTAL, {}, waiting)
+    assert st["a"].deserved["nvidia.com/gpu"] == pytest.approx(5)
+    assert st["b"].deserved["nvidia.com/gpu"] == pytest.approx(35)
+    # neither asks for more than 10 cpu, so neither deserves more
+    assert st["a"].deserved["cpu"] == pytest.approx(10)
+    assert st["b"].deserved["cpu"] == pytest.approx(10)
+
+
+def test_share_and_overuse() -> None:
+    qs = [Queue("a"), Queue("b")]
+    alloc = {"a": {"cpu": 80, "nvidia.com/gpu": 30}, "b": {"cpu": 10}}
+    waiting = [WaitingGang("gb", "b", {"cpu": 50, "nvidia.com/gpu": 20})]
+    st = deserved_shares(qs, TOTAL, alloc, waiting)
+    assert st["a"].overused and not st["b"].overused
+    assert st["a"].share > 1.0 > st["b"].share
+
+
+def test_dominant_share() -> None:
+    assert dominant_share({"cpu": 10, "nvidia.com/gpu": 8}, TOTAL) == pytest.approx(0.2)
+    assert dominant_share({}, TOTAL) == 0.0
+
+
+def test_order_serves_lowest_share_then_priority_then_smaller() -> None:
+    qs = [Queue("rich"), Queue("poor")]
+    alloc = {"rich": {"cpu": 60}, "poor": {"cpu": 5}}
+    waiting = [
+        WaitingGang("rich-1", "rich", {"cpu": 10}),
+        WaitingGang("poor-big", "poor", {"cpu": 30}),
+        WaitingGang("poor-small", "poor", {"cpu": 5}),
+        WaitingGang("poor-urgent", "poor", {"cpu": 30}, priority=10),
+    ]
+    st = deserved_shares(qs, {"cpu": 100}, alloc, waiting)
+    order = [g.name for g in order_waiting(waiting, st, {"cpu": 100})]
+    assert order == ["poor-urgent", "poor-small", "poor-big", "rich-1"]
+
+
+def test_bad_weight() -> None:
+    with pytest.raises(ValueError, match="weight"):
+        Queue("q", weight=0)
