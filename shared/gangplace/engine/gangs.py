@@ -1,0 +1,167 @@
+"""Which gang a running or waiting pod belongs to, in any scheduler's dialect.
+
+The webhook writes gang membership in the keys of the configured backend; the
+descheduler and the admin tools read it back from pods whatever the backend. This is
+the one table of those keys.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from .snapshot import PodRecord
+
+__all__ = [
+    "ANNOTATION_EVICTABLE",
+    "ANNOTATION_GANG",
+    "ANNOTATION_GANG_TIMEOUT",
+    "ANNOTATION_MIN_AVAILABLE",
+    "ANNOTATION_QUEUE",
+    "ANNOTATION_SKIP",
+    "COSCHED_POD_GROUP_LABEL",
+    "KUEUE_POD_GROUP_LABEL",
+    "KUEUE_QUEUE_LABEL",
+    "KUEUE_TOTAL_COUNT",
+    "LABEL_GANG_SCHEDULING",
+    "VOLCANO_GROUP_NAME",
+    "VOLCANO_QUEUE_NAME",
+    "VOLCANO_SLA_WAITING_TIME",
+    "YUNIKORN_APP_ID",
+    "YUNIKORN_APP_ID_LABEL",
+    "YUNIKORN_QUEUE",
+    "YUNIKORN_TASK_GROUPS",
+    "YUNIKORN_TASK_GROUP_NAME",
+    "GangMembers",
+    "Membership",
+    "group_pods",
+    "membership",
+]
+
+# corral's own keys (DESIGN.md, "Public interface").
+ANNOTATION_GANG = "corral.dev/gang"
+ANNOTATION_MIN_AVAILABLE = "corral.dev/min-available"
+ANNOTATION_QUEUE = "corral.dev/queue"
+ANNOTATION_GANG_TIMEOUT = "corral.dev/gang-timeout"
+ANNOTATION_SKIP = "corral.dev/skip"
+ANNOTATION_EVICTABLE = "corral.dev/evictable"
+LABEL_GANG_SCHEDULING = "corral.dev/gang-scheduling"
+
+# Volcano.
+VOLCANO_GROUP_NAME = "scheduling.k8s.io/group-name"
+VOLCANO_QUEUE_NAME = "scheduling.volcano.sh/queue-name"
+VOLCANO_SLA_WAITING_TIME = "volcano.sh/sla-waiting-time"
+# scheduler-plugins coscheduling.
+COSCHED_POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+# YuniKorn.
+YUNIKORN_APP_ID_LABEL = "applicationId"
+YUNIKORN_APP_ID = "yunikorn.apache.org/app-id"
+YUNIKORN_QUEUE = "yunikorn.apache.org/queue"
+YUNIKORN_TASK_GROUP_NAME = "yunikorn.apache.org/task-group-name"
+YUNIKORN_TASK_GROUPS = "yunikorn.apache.org/task-groups"
+# Kueue pod groups.
+KUEUE_POD_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
+KUEUE_TOTAL_COUNT = "kueue.x-k8s.io/pod-group-total-count"
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+@dataclass(frozen=True, slots=True)
+class Membership:
+    """What a pod says of its gang. ``min_available`` is None when only the gang
+    object (a PodGroup) knows it."""
+
+    gang: str
+    dialect: str
+    min_available: int | None = None
+    queue: str | None = None
+    timeout: str | None = None
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _yunikorn_min(annotations: Mapping[str, str]) -> int | None:
+    raw = annotations.get(YUNIKORN_TASK_GROUPS)
+    if not raw:
+        return None
+    try:
+        groups = json.loads(raw)
+        return sum(int(g.get("minMember", 0)) for g in groups if isinstance(g, dict)) or None
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
+def membership(pod: PodRecord) -> Membership | None:
+    """The gang ``pod`` belongs to, read from whichever dialect it carries."""
+    a, lab = pod.annotations, pod.labels
+    timeout = a.get(ANNOTATION_GANG_TIMEOUT)
+    if name := a.get(VOLCANO_GROUP_NAME):
+        queue = a.get(VOLCANO_QUEUE_NAME) or a.get(ANNOTATION_QUEUE)
+        return Membership(name, "volcano", _int(a.get(ANNOTATION_MIN_AVAILABLE)), queue, timeout)
+    if name := lab.get(COSCHED_POD_GROUP_LABEL):
+        queue = a.get(ANNOTATION_QUEUE)
+        return Membership(
+            name, "coscheduling", _int(a.get(ANNOTATION_MIN_AVAILABLE)), queue, timeout
+        )
+    if name := lab.get(KUEUE_POD_GROUP_LABEL):
+        queue = lab.get(KUEUE_QUEUE_LABEL)
+        return Membership(name, "kueue", _int(a.get(KUEUE_TOTAL_COUNT)), queue, timeout)
+    # A YuniKorn application is a gang only when it declares task groups.
+    app = lab.get(YUNIKORN_APP_ID_LABEL) or a.get(YUNIKORN_APP_ID)
+    if app and (a.get(YUNIKORN_TASK_GROUP_NAME) or a.get(YUNIKORN_TASK_GROUPS)):
+        queue = lab.get("queue") or a.get(YUNIKORN_QUEUE)
+        return Membership(app, "yunikorn", _yunikorn_min(a), queue, timeout)
+    if name := a.get(ANNOTATION_GANG):
+        return Membership(
+            name, "corral", _int(a.get(ANNOTATION_MIN_AVAILABLE)), a.get(ANNOTATION_QUEUE), timeout
+        )
+    return None
+
+
+@dataclass(slots=True)
+class GangMembers:
+    """The pods of one gang found in a snapshot."""
+
+    namespace: str
+    name: str
+    dialect: str
+    pods: list[PodRecord] = field(default_factory=list)
+    min_available: int | None = None
+    queue: str | None = None
+    timeout: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def running(self) -> list[PodRecord]:
+        return [p for p in self.pods if p.bound]
+
+    @property
+    def waiting(self) -> list[PodRecord]:
+        return [p for p in self.pods if not p.bound]
+
+
+def group_pods(pods: Iterable[PodRecord]) -> dict[str, GangMembers]:
+    """Pods grouped by gang (``namespace/name``); pods without gang keys are left out."""
+    out: dict[str, GangMembers] = {}
+    for p in pods:
+        m = membership(p)
+        if m is None:
+            continue
+        key = f"{p.namespace}/{m.gang}"
+        g = out.get(key)
+        if g is None:
+            g = out[key] = GangMembers(p.namespace, m.gang, m.dialect)
+        g.pods.append(p)
+        if m.min_available is not None:
+            g.min_available = m.min_available
+        g.queue = g.queue or m.queue
+        g.timeout = g.timeout or m.timeout
+    return out
