@@ -60,7 +60,7 @@ class ApiServer:
         ]
 
     async def start(self) -> ApiServer:
-        self._runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=1.0)
+        self._runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=0.25)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, 0, ssl_context=self.ssl_context)
         await site.start()
