@@ -8,7 +8,7 @@ plain records and snapshots these produce.
 
 from .backoff import Backoff
 from .cache import ClusterCache, SnapshotFeed, build_snapshot
-from .client import TRANSIENT_ERRORS, ApiError, KubeClient
+from .client import REQUEST_ERRORS, TRANSIENT_ERRORS, ApiError, KubeClient
 from .config import (
     KubeConfigError,
     RotatingToken,
@@ -42,6 +42,7 @@ from .selectors import FieldSelector, LabelSelector, SelectorError
 
 __all__ = [
     "API_CALLS",
+    "REQUEST_ERRORS",
     "RESOURCES",
     "TRANSIENT_ERRORS",
     "ApiCall",

@@ -20,7 +20,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from .resources import PODS, Resource, check_call
 
-__all__ = ["TRANSIENT_ERRORS", "ApiError", "KubeClient"]
+__all__ = ["REQUEST_ERRORS", "TRANSIENT_ERRORS", "ApiError", "KubeClient"]
 
 Json = dict[str, Any]
 
@@ -80,6 +80,9 @@ class ApiError(Exception):
         causes = details.get("causes") or []
         return [c for c in causes if isinstance(c, dict)]
 
+
+# Every way a request can fail: an answer from the server, or no usable answer at all.
+REQUEST_ERRORS: tuple[type[BaseException], ...] = (ApiError, *TRANSIENT_ERRORS)
 
 _REASONS = {
     400: "BadRequest",

@@ -23,7 +23,7 @@ from enum import StrEnum
 
 from ..engine import PodRecord
 from .backoff import Backoff
-from .client import TRANSIENT_ERRORS, ApiError, KubeClient
+from .client import REQUEST_ERRORS, TRANSIENT_ERRORS, ApiError, KubeClient
 from .records import PdbRecord, pdb_from_json
 from .resources import EVENTS, PDBS
 
@@ -400,7 +400,7 @@ class Evictor:
         }
         try:
             await self.client.create(EVENTS, body, namespace=t.namespace)
-        except (ApiError, *TRANSIENT_ERRORS) as e:
+        except REQUEST_ERRORS as e:
             log.warning("event for evicted pod %s not written: %s", t.key, e)
             return f"{type(e).__name__}: {e}"
         return ""

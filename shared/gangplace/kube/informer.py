@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from .backoff import Backoff
-from .client import TRANSIENT_ERRORS, ApiError, KubeClient
+from .client import REQUEST_ERRORS, ApiError, KubeClient
 from .resources import Resource, UndeclaredApiCall
 
 __all__ = ["Informer", "InformerStats", "Listener", "object_key"]
@@ -181,7 +181,7 @@ class Informer(Generic[T]):
                 self.stats.errors += 1
                 self.stats.last_error = f"{type(e).__name__}: {e}"
                 delay = self.backoff.next()
-                expected = isinstance(e, (ApiError, *TRANSIENT_ERRORS))
+                expected = isinstance(e, REQUEST_ERRORS)
                 level = logging.WARNING if expected else logging.ERROR
                 log.log(
                     level,

@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from .client import TRANSIENT_ERRORS, ApiError, KubeClient
+from .client import REQUEST_ERRORS, TRANSIENT_ERRORS, ApiError, KubeClient
 from .resources import LEASES
 
 __all__ = ["LeaderElector"]
@@ -233,7 +233,7 @@ class LeaderElector:
         }
         try:
             updated = await self.client.replace(LEASES, self.name, body, namespace=self.namespace)
-        except (ApiError, *TRANSIENT_ERRORS) as e:
+        except REQUEST_ERRORS as e:
             log.debug("%s: updating lease: %s", self.identity, e)
             return False
         self._observe(updated)
@@ -249,7 +249,7 @@ class LeaderElector:
         }
         try:
             created = await self.client.create(LEASES, body, namespace=self.namespace)
-        except (ApiError, *TRANSIENT_ERRORS) as e:
+        except REQUEST_ERRORS as e:
             log.debug("%s: creating lease: %s", self.identity, e)
             return False
         self._observe(created)
@@ -281,7 +281,7 @@ class LeaderElector:
                 )
             self._observe(released)
             log.info("%s: released lease %s/%s", self.identity, self.namespace, self.name)
-        except (ApiError, TimeoutError, *TRANSIENT_ERRORS) as e:
+        except REQUEST_ERRORS as e:  # includes a timeout
             log.warning("%s: could not release lease: %s", self.identity, e)
 
 
