@@ -255,6 +255,11 @@ async def test_gang_is_checked_against_budgets_first(api: ApiServer, kube: KubeC
     assert [r.outcome for r in results] == [Outcome.REFUSED_BY_PDB] * 2
     assert not api.requests("POST", "/eviction")
     assert (await ev.check_gang_pdbs(gang[:1])).allowed
+    # Budgets that cannot be read stop the gang too, with a result per member.
+    api.faults.fail(503, times=1, path="/poddisruptionbudgets$")
+    results = await ev.evict_gang(gang[:1])
+    assert results[0].outcome is Outcome.FAILED and "could not be read" in results[0].message
+    assert not api.requests("POST", "/eviction")
 
 
 async def test_gang_stops_when_its_first_member_is_refused(

@@ -458,7 +458,11 @@ class Evictor:
                 for m in members
             ]
         if check_pdbs:
-            check = await self.check_gang_pdbs(members, pdbs)
+            try:
+                check = await self.check_gang_pdbs(members, pdbs)
+            except REQUEST_ERRORS as e:
+                msg = f"gang not evicted: its disruption budgets could not be read: {e}"
+                return [self._record(EvictionResult(m, Outcome.FAILED, msg)) for m in members]
             if not check.allowed:
                 msg = "gang not evicted: " + "; ".join(check.reasons)
                 return [

@@ -269,9 +269,10 @@ class Informer(Generic[T]):
                 field_selector=self.field_selector,
                 timeout_seconds=timeout,
             )
-            async for event in stream:
-                got = True
-                self._apply(event)
+            async with contextlib.aclosing(stream):  # the connection closes with the loop
+                async for event in stream:
+                    got = True
+                    self._apply(event)
         except ApiError as e:
             if e.status == 410:
                 raise _Expired() from None
