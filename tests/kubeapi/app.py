@@ -333,16 +333,20 @@ async def _watch(request: web.Request, t: _Target) -> web.StreamResponse:
             if bookmarks and now >= next_bookmark and w.queue.empty():
                 await resp.write(bookmark())
                 next_bookmark = now + interval
-            # Wake at least twice a second to notice a client that went away.
-            wait = min(0.5, next_bookmark - now) if bookmarks else 0.5
-            if deadline is not None:
-                wait = min(wait, deadline - now)
-            try:
-                item = await asyncio.wait_for(w.queue.get(), max(wait, 0.0))
-            except TimeoutError:
-                if request.transport is None or request.transport.is_closing():
-                    return resp
-                continue
+            if w.queue.empty():
+                # Wake at least twice a second to notice a client that went away. (Never
+                # wait for zero seconds: that times out even with an item ready.)
+                wait = min(0.5, next_bookmark - now) if bookmarks else 0.5
+                if deadline is not None:
+                    wait = min(wait, deadline - now)
+                try:
+                    item = await asyncio.wait_for(w.queue.get(), max(wait, 0.001))
+                except TimeoutError:
+                    if request.transport is None or request.transport.is_closing():
+                        return resp
+                    continue
+            else:
+                item = w.queue.get_nowait()
             if item is None:
                 break
             kind, obj = item
@@ -383,5 +387,7 @@ def make_app(
     app.router.add_get("/healthz", _healthz)
     app.router.add_route("*", "/api/{tail:.*}", _handle)
     app.router.add_route("*", "/apis/{tail:.*}", _handle)
+    # Open watches must end before the server waits for its handlers to finish, so this
+    # is a shutdown hook rather than a cleanup context (which runs after that wait).
     app.on_shutdown.append(_close_watches)
     return app
