@@ -1,1 +1,84 @@
-"""The Kubernetes edge shared by the webhook and the descheduler."""
+"""The Kubernetes edge shared by the webhook and the descheduler.
+
+Only this package talks to the API server: :class:`KubeClient` (every request, checked
+against :data:`API_CALLS`), the informers behind :class:`ClusterCache`, the
+:class:`Evictor` and the :class:`LeaderElector`. Everything else in corral works on the
+plain records and snapshots these produce.
+"""
+
+from .backoff import Backoff
+from .cache import ClusterCache, SnapshotFeed, build_snapshot
+from .client import REQUEST_ERRORS, TRANSIENT_ERRORS, ApiError, KubeClient
+from .config import (
+    KubeConfigError,
+    RotatingToken,
+    client_for,
+    in_cluster_configuration,
+    load_configuration,
+    new_client,
+)
+from .evictor import (
+    Budget,
+    DisruptionCheck,
+    EvictionResult,
+    EvictionTarget,
+    Evictor,
+    Limits,
+    Outcome,
+    check_disruption,
+)
+from .informer import Informer, InformerStats, object_key
+from .leader import LeaderElector
+from .records import (
+    NamespaceRecord,
+    PdbRecord,
+    PodGroupRecord,
+    PriorityClassRecord,
+    QueueRecord,
+    RecordError,
+)
+from .resources import API_CALLS, RESOURCES, ApiCall, Resource, UndeclaredApiCall
+from .selectors import FieldSelector, LabelSelector, SelectorError
+
+__all__ = [
+    "API_CALLS",
+    "REQUEST_ERRORS",
+    "RESOURCES",
+    "TRANSIENT_ERRORS",
+    "ApiCall",
+    "ApiError",
+    "Backoff",
+    "Budget",
+    "ClusterCache",
+    "DisruptionCheck",
+    "EvictionResult",
+    "EvictionTarget",
+    "Evictor",
+    "FieldSelector",
+    "Informer",
+    "InformerStats",
+    "KubeClient",
+    "KubeConfigError",
+    "LabelSelector",
+    "LeaderElector",
+    "Limits",
+    "NamespaceRecord",
+    "Outcome",
+    "PdbRecord",
+    "PodGroupRecord",
+    "PriorityClassRecord",
+    "QueueRecord",
+    "RecordError",
+    "Resource",
+    "RotatingToken",
+    "SelectorError",
+    "SnapshotFeed",
+    "UndeclaredApiCall",
+    "build_snapshot",
+    "check_disruption",
+    "client_for",
+    "in_cluster_configuration",
+    "load_configuration",
+    "new_client",
+    "object_key",
+]

@@ -1,0 +1,493 @@
+"""The one place where the descheduler changes the cluster: policy/v1 Evictions.
+
+Each pod is evicted through the Eviction API, which honours PodDisruptionBudgets (a 429
+means a budget said no). 429s and 5xx are retried a bounded number of times with
+jittered backoff. :class:`Limits` caps how much one run may evict -- in total, per node,
+per namespace, and any other grouping a :class:`Budget` describes (queues, GPUs) -- and
+a gang is admitted against the limits as a whole, so a limit never splits a gang.
+Dry-run does everything except the final POSTs. Every evicted pod gets an Event that
+names the plan, and every pod gets an :class:`EvictionResult`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from ..engine import PodRecord
+from .backoff import Backoff
+from .client import REQUEST_ERRORS, TRANSIENT_ERRORS, ApiError, KubeClient
+from .records import PdbRecord, pdb_from_json
+from .resources import EVENTS, PDBS
+
+__all__ = [
+    "Budget",
+    "DisruptionCheck",
+    "EvictionResult",
+    "EvictionTarget",
+    "Evictor",
+    "Limits",
+    "Outcome",
+    "check_disruption",
+]
+
+log = logging.getLogger(__name__)
+
+# Pods in these phases are evicted without consulting their budgets, as the API server does.
+_PDB_EXEMPT_PHASES = frozenset({"Pending", "Succeeded", "Failed"})
+_MAX_EVENT_MESSAGE = 1024
+
+
+class Outcome(StrEnum):
+    EVICTED = "evicted"
+    DRY_RUN = "dry-run"
+    REFUSED_BY_PDB = "refused-by-pdb"
+    SKIPPED_BY_LIMIT = "skipped-by-limit"
+    GONE = "gone"  # already deleted, or replaced by a new pod of the same name
+    FAILED = "failed"
+    ABORTED = "aborted"  # not attempted: the rest of its gang failed first, or leadership lost
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class EvictionTarget:
+    """A pod to evict, with what limits and budget checks need to know about it.
+    With ``uid`` set, the API server refuses to evict a different pod of the same name."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+    node: str = ""
+    gang: str = ""
+    queue: str = ""
+    gpu_milli: int = 0
+    phase: str = "Running"
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @classmethod
+    def from_record(cls, pod: PodRecord, *, gang: str = "", queue: str = "") -> EvictionTarget:
+        return cls(
+            namespace=pod.namespace,
+            name=pod.name,
+            uid=pod.uid,
+            node=pod.node_name,
+            gang=gang,
+            queue=queue,
+            gpu_milli=pod.shape.gpu_demand_milli,
+            phase=pod.phase,
+            labels=pod.labels,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionResult:
+    target: EvictionTarget
+    outcome: Outcome
+    message: str
+    attempts: int = 0  # eviction requests sent
+    limit: str = ""  # the budget that skipped it
+    event_error: str = ""  # the Event could not be written (the eviction itself stands)
+
+
+def _one(_: EvictionTarget) -> int:
+    return 1
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """At most ``limit`` units per distinct ``key(target)``; a target whose key is
+    ``None`` is not counted. A unit is one pod unless ``cost`` says otherwise."""
+
+    name: str
+    limit: int
+    key: Callable[[EvictionTarget], str | None]
+    cost: Callable[[EvictionTarget], int] = _one
+
+    def __post_init__(self) -> None:
+        if self.limit < 0:
+            raise ValueError(f"budget {self.name}: limit must be >= 0, got {self.limit}")
+
+    @classmethod
+    def per_run(cls, limit: int) -> Budget:
+        return cls("per-run", limit, lambda t: "")
+
+    @classmethod
+    def per_node(cls, limit: int) -> Budget:
+        return cls("per-node", limit, lambda t: t.node or None)
+
+    @classmethod
+    def per_namespace(cls, limit: int) -> Budget:
+        return cls("per-namespace", limit, lambda t: t.namespace)
+
+    @classmethod
+    def per_queue(cls, limit: int) -> Budget:
+        return cls("per-queue", limit, lambda t: t.queue or None)
+
+    @classmethod
+    def gpus_per_run(cls, milli: int) -> Budget:
+        """Thousandths of a GPU evicted in the run (8000: eight whole GPUs)."""
+        return cls("gpu-milli-per-run", milli, lambda t: "" if t.gpu_milli else None, _gpu_milli)
+
+
+def _gpu_milli(t: EvictionTarget) -> int:
+    return t.gpu_milli
+
+
+class Limits:
+    """Budgets and what has been used of them; the descheduler can add its own."""
+
+    def __init__(self, budgets: Iterable[Budget] = ()) -> None:
+        self.budgets: list[Budget] = list(budgets)
+        names = [b.name for b in self.budgets]
+        if len(set(names)) != len(names):
+            raise ValueError(f"limits: budget names must be unique, got {names}")
+        self.used: Counter[tuple[str, str]] = Counter()
+
+    def add(self, budget: Budget) -> None:
+        if any(b.name == budget.name for b in self.budgets):
+            raise ValueError(f"limits: a budget named {budget.name!r} exists already")
+        self.budgets.append(budget)
+
+    def _costs(self, targets: Sequence[EvictionTarget]) -> Counter[tuple[str, str]]:
+        need: Counter[tuple[str, str]] = Counter()
+        for b in self.budgets:
+            for t in targets:
+                k = b.key(t)
+                if k is not None:
+                    need[(b.name, k)] += b.cost(t)
+        return need
+
+    def blocking(self, targets: Sequence[EvictionTarget]) -> tuple[str, str] | None:
+        """(budget name, explanation) of the first budget that evicting all ``targets``
+        would exceed, or None."""
+        limits = {b.name: b.limit for b in self.budgets}
+        for (name, key), cost in self._costs(targets).items():
+            used = self.used[(name, key)]
+            if used + cost > limits[name]:
+                scope = f" for {key}" if key else ""
+                return name, (
+                    f"{name} limit {limits[name]}{scope} would be exceeded: "
+                    f"{used} used, {cost} more needed"
+                )
+        return None
+
+    def reserve(self, targets: Sequence[EvictionTarget]) -> None:
+        self.used.update(self._costs(targets))
+
+    def release(self, targets: Sequence[EvictionTarget]) -> None:
+        self.used.subtract(self._costs(targets))
+
+
+@dataclass(frozen=True, slots=True)
+class DisruptionCheck:
+    """Whether the disruption budgets allow evicting a whole gang, and why not."""
+
+    allowed: bool
+    reasons: tuple[str, ...] = ()
+
+
+def check_disruption(
+    members: Sequence[EvictionTarget], pdbs: Iterable[PdbRecord]
+) -> DisruptionCheck:
+    """Every budget covering members of the gang must allow as many disruptions as it
+    covers running members; a pod under two budgets cannot be evicted at all."""
+    by_ns: dict[str, list[PdbRecord]] = {}
+    for p in pdbs:
+        by_ns.setdefault(p.namespace, []).append(p)
+    reasons: list[str] = []
+    covered: Counter[str] = Counter()
+    budgets: dict[str, PdbRecord] = {}
+    for m in members:
+        if m.phase in _PDB_EXEMPT_PHASES:
+            continue
+        matching = [p for p in by_ns.get(m.namespace, ()) if p.selector.matches(m.labels)]
+        if len(matching) > 1:
+            names = ", ".join(sorted(p.name for p in matching))
+            reasons.append(
+                f"pod {m.key} is covered by {len(matching)} disruption budgets ({names}); "
+                "the Eviction API refuses such pods"
+            )
+        for p in matching:
+            covered[p.key] += 1
+            budgets[p.key] = p
+    for key in sorted(covered):
+        p, n = budgets[key], covered[key]
+        if not p.status_current:
+            reasons.append(
+                f"disruption budget {key} is not yet processed by the server "
+                f"(generation {p.generation}, observed {p.observed_generation})"
+            )
+        elif n > p.disruptions_allowed:
+            reasons.append(
+                f"disruption budget {key} allows {p.disruptions_allowed} disruption(s); "
+                f"the gang would disrupt {n}"
+            )
+    return DisruptionCheck(not reasons, tuple(reasons))
+
+
+def _is_pdb_refusal(e: ApiError) -> bool:
+    return any(c.get("reason") == "DisruptionBudget" for c in e.causes) or (
+        "disruption budget" in e.message.lower()
+    )
+
+
+def _describe(e: ApiError) -> str:
+    causes = "; ".join(str(c.get("message")) for c in e.causes if c.get("message"))
+    text = f"{e.status} {e.reason}: {e.message}"
+    return f"{text} ({causes})" if causes else text
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Evictor:
+    """Evicts pods for one descheduling run (one ``plan``); keeps every result.
+
+    ``guard`` is asked before every request (for example ``lambda: elector.is_leader``):
+    once it says no, nothing more is evicted. Limits are per Evictor, that is per run.
+    """
+
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        plan: str,
+        limits: Limits | Iterable[Budget] = (),
+        dry_run: bool = False,
+        max_attempts: int = 4,
+        backoff_initial: float = 1.0,
+        backoff_max: float = 15.0,
+        guard: Callable[[], bool] | None = None,
+        component: str = "corral-descheduler",
+        event_reason: str = "Descheduled",
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError(f"evictor: max_attempts must be >= 1, got {max_attempts}")
+        if not plan:
+            raise ValueError("evictor: plan must name the plan (it goes into every Event)")
+        self.client = client
+        self.plan = plan
+        self.limits = limits if isinstance(limits, Limits) else Limits(limits)
+        self.dry_run = dry_run
+        self.max_attempts = max_attempts
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.guard = guard
+        self.component = component
+        self.event_reason = event_reason
+        self.instance = socket.gethostname()
+        self._sleep = sleep
+        self.results: list[EvictionResult] = []
+
+    def summary(self) -> dict[str, int]:
+        """How many pods ended in each outcome so far."""
+        return dict(Counter(r.outcome.value for r in self.results))
+
+    def _allowed(self) -> bool:
+        return self.guard is None or self.guard()
+
+    def _record(self, result: EvictionResult) -> EvictionResult:
+        self.results.append(result)
+        log.info(
+            "%s %s: %s (%s)", result.outcome.value, result.target.key, result.message, self.plan
+        )
+        return result
+
+    # --- one pod ----------------------------------------------------------------------
+
+    async def evict(self, target: EvictionTarget, reason: str = "") -> EvictionResult:
+        """Evict one pod within the limits."""
+        if not self._allowed():
+            return self._record(
+                EvictionResult(target, Outcome.ABORTED, "not allowed to evict (guard)")
+            )
+        blocked = self.limits.blocking([target])
+        if blocked:
+            return self._record(
+                EvictionResult(target, Outcome.SKIPPED_BY_LIMIT, blocked[1], limit=blocked[0])
+            )
+        self.limits.reserve([target])
+        return self._record(await self._evict_reserved(target, reason))
+
+    async def _evict_reserved(self, target: EvictionTarget, reason: str) -> EvictionResult:
+        if self.dry_run:
+            return EvictionResult(
+                target, Outcome.DRY_RUN, f"dry run: would evict for plan {self.plan}"
+            )
+        outcome, message, attempts = await self._post(target)
+        if outcome is not Outcome.EVICTED:
+            self.limits.release([target])
+            return EvictionResult(target, outcome, message, attempts)
+        event_error = await self._event(target, reason)
+        return EvictionResult(target, outcome, message, attempts, event_error=event_error)
+
+    async def _post(self, t: EvictionTarget) -> tuple[Outcome, str, int]:
+        backoff = Backoff(initial=self.backoff_initial, maximum=self.backoff_max)
+        last, refused = "", False
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                await self.client.evict(t.namespace, t.name, uid=t.uid)
+                return Outcome.EVICTED, f"evicted for plan {self.plan}", attempt
+            except ApiError as e:
+                if e.status == 404:
+                    return Outcome.GONE, f"pod no longer exists ({e.message})", attempt
+                if e.status == 409 and "precondition" in e.message.lower():
+                    return Outcome.GONE, f"pod was replaced by a new one ({e.message})", attempt
+                if "more than one PodDisruptionBudget" in e.message:
+                    return Outcome.FAILED, _describe(e), attempt
+                if e.status != 429 and e.status != 409 and e.status < 500:
+                    return Outcome.FAILED, _describe(e), attempt
+                last, refused = _describe(e), e.status == 429 and _is_pdb_refusal(e)
+                delay = backoff.next()
+                if e.retry_after is not None:
+                    delay = min(self.backoff_max, e.retry_after)
+            except TRANSIENT_ERRORS as e:
+                last, refused = f"network error: {type(e).__name__}: {e}", False
+                delay = backoff.next()
+            if attempt < self.max_attempts:
+                if not self._allowed():
+                    return (
+                        Outcome.ABORTED,
+                        f"stopped retrying (guard); last answer: {last}",
+                        attempt,
+                    )
+                await self._sleep(delay)
+        tries = f"after {self.max_attempts} attempt(s)"
+        if refused:
+            return Outcome.REFUSED_BY_PDB, f"{last} [{tries}]", self.max_attempts
+        return Outcome.FAILED, f"{last} [{tries}]", self.max_attempts
+
+    async def _event(self, t: EvictionTarget, reason: str) -> str:
+        """Write a core/v1 Event on the evicted pod; the error text, or '' if written."""
+        message = f"Evicted by {self.component} for plan {self.plan}"
+        if reason:
+            message += f": {reason}"
+        now = _now()
+        suffix = f".{time.time_ns():x}"
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": t.name[: 253 - len(suffix)] + suffix, "namespace": t.namespace},
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "namespace": t.namespace,
+                "name": t.name,
+                **({"uid": t.uid} if t.uid else {}),
+            },
+            "reason": self.event_reason,
+            "message": message[:_MAX_EVENT_MESSAGE],
+            "type": "Normal",
+            "action": "Evict",
+            "count": 1,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "source": {"component": self.component, "host": self.instance},
+            "reportingComponent": self.component,
+            "reportingInstance": self.instance,
+        }
+        try:
+            await self.client.create(EVENTS, body, namespace=t.namespace)
+        except REQUEST_ERRORS as e:
+            log.warning("event for evicted pod %s not written: %s", t.key, e)
+            return f"{type(e).__name__}: {e}"
+        return ""
+
+    # --- a gang -----------------------------------------------------------------------
+
+    async def fetch_pdbs(self, namespaces: Iterable[str]) -> list[PdbRecord]:
+        """The disruption budgets of some namespaces, read from the API server."""
+        out: list[PdbRecord] = []
+        for ns in sorted(set(namespaces)):
+            token: str | None = None
+            while True:
+                page = await self.client.list(PDBS, namespace=ns, limit=500, continue_token=token)
+                out.extend(pdb_from_json(o) for o in page.get("items") or ())
+                token = (page.get("metadata") or {}).get("continue") or None
+                if not token:
+                    break
+        return out
+
+    async def check_gang_pdbs(
+        self, members: Sequence[EvictionTarget], pdbs: Iterable[PdbRecord] | None = None
+    ) -> DisruptionCheck:
+        """Do the disruption budgets allow evicting every member? ``pdbs`` from an informer,
+        or read from the API server when not given."""
+        if pdbs is None:
+            pdbs = await self.fetch_pdbs(m.namespace for m in members)
+        return check_disruption(members, pdbs)
+
+    async def evict_gang(
+        self,
+        members: Sequence[EvictionTarget],
+        reason: str = "",
+        *,
+        pdbs: Iterable[PdbRecord] | None = None,
+        check_pdbs: bool = True,
+    ) -> list[EvictionResult]:
+        """Evict a whole gang, or none of it when the limits or budgets do not allow all.
+
+        The limits are reserved for every member up front. If the first eviction is
+        refused, the rest are not attempted (``aborted``); once a member is gone the
+        rest follow, so the gang can be placed again as a whole.
+        """
+        if not members:
+            return []
+        if not self._allowed():
+            return [
+                self._record(EvictionResult(m, Outcome.ABORTED, "not allowed to evict (guard)"))
+                for m in members
+            ]
+        blocked = self.limits.blocking(members)
+        if blocked:
+            msg = f"gang of {len(members)} skipped: {blocked[1]}"
+            return [
+                self._record(EvictionResult(m, Outcome.SKIPPED_BY_LIMIT, msg, limit=blocked[0]))
+                for m in members
+            ]
+        if check_pdbs:
+            try:
+                check = await self.check_gang_pdbs(members, pdbs)
+            except REQUEST_ERRORS as e:
+                msg = f"gang not evicted: its disruption budgets could not be read: {e}"
+                return [self._record(EvictionResult(m, Outcome.FAILED, msg)) for m in members]
+            if not check.allowed:
+                msg = "gang not evicted: " + "; ".join(check.reasons)
+                return [
+                    self._record(EvictionResult(m, Outcome.REFUSED_BY_PDB, msg)) for m in members
+                ]
+        self.limits.reserve(members)
+        out: list[EvictionResult] = []
+        evicted_any = False
+        for i, m in enumerate(members):
+            if not self._allowed():
+                rest = members[i:]
+                self.limits.release(rest)
+                out.extend(
+                    self._record(EvictionResult(r, Outcome.ABORTED, "not allowed to evict (guard)"))
+                    for r in rest
+                )
+                break
+            result = self._record(await self._evict_reserved(m, reason))
+            out.append(result)
+            if result.outcome in (Outcome.EVICTED, Outcome.GONE, Outcome.DRY_RUN):
+                evicted_any = True
+            elif not evicted_any:
+                rest = members[i + 1 :]
+                self.limits.release(rest)
+                msg = f"not attempted: the eviction of {m.key} was {result.outcome.value}"
+                out.extend(self._record(EvictionResult(r, Outcome.ABORTED, msg)) for r in rest)
+                break
+        return out

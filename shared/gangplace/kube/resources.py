@@ -1,0 +1,169 @@
+"""The Kubernetes resources corral reads and writes, their REST paths, and the one list
+of every API call the layer makes.
+
+:data:`API_CALLS` is the single source of truth for what the layer may do: the client
+(:mod:`gangplace.kube.client`) refuses a call that is not on it, so the RBAC rules that a
+later check derives from this list cannot fall behind the code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote
+
+__all__ = [
+    "API_CALLS",
+    "COSCHED_PODGROUPS",
+    "EVENTS",
+    "LEASES",
+    "NAMESPACES",
+    "NODES",
+    "NON_TERMINAL_PODS",
+    "PDBS",
+    "PODS",
+    "PRIORITY_CLASSES",
+    "RESOURCES",
+    "VOLCANO_PODGROUPS",
+    "VOLCANO_QUEUES",
+    "ApiCall",
+    "Resource",
+    "UndeclaredApiCall",
+    "check_call",
+    "pods_on_node",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """One REST resource: ``group`` is ``""`` for the core group."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def prefix(self) -> str:
+        return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+
+    def path(
+        self, namespace: str | None = None, name: str | None = None, subresource: str = ""
+    ) -> str:
+        """The REST path. A namespaced resource without ``namespace`` is the collection
+        across all namespaces (list and watch only)."""
+        if not self.namespaced and namespace:
+            raise ValueError(f"{self.plural} is cluster-scoped; got namespace {namespace!r}")
+        if subresource and not name:
+            raise ValueError(f"subresource {subresource!r} of {self.plural} needs a name")
+        parts = [self.prefix]
+        if self.namespaced and namespace:
+            parts.append(f"/namespaces/{quote(namespace, safe='')}")
+        parts.append(f"/{self.plural}")
+        if name:
+            parts.append(f"/{quote(name, safe='')}")
+        if subresource:
+            parts.append(f"/{subresource}")
+        return "".join(parts)
+
+    def __str__(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
+PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
+PDBS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", namespaced=True)
+PRIORITY_CLASSES = Resource(
+    "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
+)
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", namespaced=True)
+VOLCANO_PODGROUPS = Resource(
+    "scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", namespaced=True
+)
+VOLCANO_QUEUES = Resource("scheduling.volcano.sh", "v1beta1", "queues", "Queue", namespaced=False)
+COSCHED_PODGROUPS = Resource(
+    "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", namespaced=True
+)
+
+RESOURCES: tuple[Resource, ...] = (
+    NODES,
+    PODS,
+    NAMESPACES,
+    EVENTS,
+    PDBS,
+    PRIORITY_CLASSES,
+    LEASES,
+    VOLCANO_PODGROUPS,
+    VOLCANO_QUEUES,
+    COSCHED_PODGROUPS,
+)
+
+# Pods that hold resources: the descheduler and the webhook never need finished pods.
+NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+def pods_on_node(node: str) -> str:
+    """Field selector for the pods bound to one node."""
+    return f"spec.nodeName={node}"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiCall:
+    """One kind of request, in RBAC terms: ``verb`` on ``group``/``resource``[/``sub``]."""
+
+    verb: str  # get, list, watch, create, update, patch, delete
+    group: str
+    resource: str
+    subresource: str = ""
+    why: str = ""
+
+    @property
+    def rule(self) -> tuple[str, str, str]:
+        """(verb, group, resource[/subresource]) as an RBAC rule names it."""
+        res = f"{self.resource}/{self.subresource}" if self.subresource else self.resource
+        return (self.verb, self.group, res)
+
+
+def _watched(r: Resource, why: str) -> tuple[ApiCall, ApiCall]:
+    return (
+        ApiCall("list", r.group, r.plural, why=why),
+        ApiCall("watch", r.group, r.plural, why=why),
+    )
+
+
+API_CALLS: tuple[ApiCall, ...] = (
+    *_watched(NODES, "informer: nodes for the engine snapshot"),
+    *_watched(PODS, "informer: pods for the engine snapshot"),
+    *_watched(NAMESPACES, "informer: namespace labels (opt-in, queue map)"),
+    *_watched(PRIORITY_CLASSES, "informer: priority values"),
+    *_watched(PDBS, "informer and evictor: disruption budgets before evicting a gang"),
+    *_watched(VOLCANO_PODGROUPS, "informer: Volcano gangs"),
+    *_watched(VOLCANO_QUEUES, "informer: Volcano queues"),
+    *_watched(COSCHED_PODGROUPS, "informer: scheduler-plugins gangs"),
+    ApiCall("create", "", "pods", "eviction", why="evictor: policy/v1 Eviction"),
+    ApiCall("create", "", "events", why="evictor: an Event on each evicted pod"),
+    ApiCall("get", LEASES.group, LEASES.plural, why="leader election"),
+    ApiCall("create", LEASES.group, LEASES.plural, why="leader election"),
+    ApiCall("update", LEASES.group, LEASES.plural, why="leader election"),
+)
+
+_DECLARED = frozenset((c.verb, c.group, c.resource, c.subresource) for c in API_CALLS)
+
+
+class UndeclaredApiCall(RuntimeError):
+    """The code tried a call that :data:`API_CALLS` does not list (a programming error:
+    add it to the list, and to the RBAC rules)."""
+
+
+def check_call(verb: str, resource: Resource, subresource: str = "") -> None:
+    if (verb, resource.group, resource.plural, subresource) not in _DECLARED:
+        sub = f"/{subresource}" if subresource else ""
+        raise UndeclaredApiCall(
+            f"{verb} {resource}{sub} is not declared in gangplace.kube.resources.API_CALLS"
+        )

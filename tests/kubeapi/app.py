@@ -1,0 +1,393 @@
+"""The aiohttp application that speaks the Kubernetes REST protocol over an
+:class:`~tests.kubeapi.store.ApiStore`.
+
+Paths are resolved the way the API server does: ``/api/v1/...`` for the core group,
+``/apis/{group}/{version}/...`` for the others, ``namespaces/{ns}/`` before namespaced
+collections, and ``{name}/{subresource}`` after an object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+import orjson
+from aiohttp import web
+
+from .faults import Faults, RequestRecord
+from .store import ApiStatusError, ApiStore, ResourceType, status_body
+
+__all__ = ["FAULTS", "LOG", "SETTINGS", "STORE", "Settings", "make_app"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Settings:
+    bookmark_interval: float = 1.0  # seconds between BOOKMARKs on a quiet watch
+    tokens: frozenset[str] | None = None  # accepted bearer tokens; None: no authentication
+
+
+STORE = web.AppKey("store", ApiStore)
+FAULTS = web.AppKey("faults", Faults)
+LOG = web.AppKey("log", list[RequestRecord])
+SETTINGS = web.AppKey("settings", Settings)
+
+_PATCH_TYPES = (
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/json-patch+json",
+)
+
+
+def _json(body: object, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(
+        body=orjson.dumps(body), status=status, content_type="application/json", headers=headers
+    )
+
+
+@web.middleware
+async def _record(request: web.Request, handler: web.Handler) -> web.StreamResponse:
+    request.app[LOG].append(
+        RequestRecord(
+            request.method,
+            request.path,
+            dict(request.query),
+            request.content_type if request.body_exists else "",
+            request.headers.get("Authorization", ""),
+            request.headers.get("User-Agent", ""),
+        )
+    )
+    return await handler(request)
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: web.Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except ApiStatusError as e:
+        return _json(e.body(), e.code, e.headers or None)
+    except web.HTTPException:
+        raise
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:  # a bug in the fake server: say so, as the real one would
+        log.exception("in-memory API server failed on %s %s", request.method, request.path)
+        return _json(status_body(500, "InternalError", f"{type(e).__name__}: {e}"), 500)
+
+
+@web.middleware
+async def _auth(request: web.Request, handler: web.Handler) -> web.StreamResponse:
+    tokens = request.app[SETTINGS].tokens
+    if tokens is not None:
+        header = request.headers.get("Authorization", "")
+        if not header.startswith("Bearer ") or header[7:] not in tokens:
+            return _json(status_body(401, "Unauthorized", "Unauthorized"), 401)
+    return await handler(request)
+
+
+@web.middleware
+async def _faults(request: web.Request, handler: web.Handler) -> web.StreamResponse:
+    faults = request.app[FAULTS]
+    delay = faults.latency_for(request)
+    if delay > 0:
+        await asyncio.sleep(delay)
+    rule = faults.failure_for(request)
+    if rule is not None:
+        reason = {429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable"}.get(
+            rule.status, "Injected"
+        )
+        headers = {"Retry-After": str(rule.retry_after)} if rule.retry_after is not None else None
+        message = rule.message or f"injected fault: {rule.status}"
+        return _json(status_body(rule.status, reason, message), rule.status, headers)
+    return await handler(request)
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    rt: ResourceType
+    namespace: str | None
+    name: str | None
+    subresource: str
+
+
+def _not_found() -> ApiStatusError:
+    return ApiStatusError(404, "NotFound", "the server could not find the requested resource")
+
+
+def _resolve(store: ApiStore, path: str) -> _Target:
+    segs = [s for s in path.split("/") if s]
+    if len(segs) >= 2 and segs[0] == "api":
+        group, version, rest = "", segs[1], segs[2:]
+    elif len(segs) >= 3 and segs[0] == "apis":
+        group, version, rest = segs[1], segs[2], segs[3:]
+    else:
+        raise _not_found()
+    namespace: str | None = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        rt = store.types.get((group, version, rest[2]))
+        if rt is not None and rt.namespaced:
+            namespace, rest = rest[1], rest[2:]
+    if not rest or len(rest) > 3:
+        raise _not_found()
+    rt = store.types.get((group, version, rest[0]))
+    if rt is None:
+        raise _not_found()
+    name = rest[1] if len(rest) > 1 else None
+    sub = rest[2] if len(rest) > 2 else ""
+    if rt.namespaced and namespace is None and name is not None:
+        raise _not_found()
+    if not rt.namespaced and namespace is not None:
+        raise _not_found()
+    if sub and sub not in ("status", "eviction"):
+        raise _not_found()
+    if sub == "status" and not rt.status_subresource:
+        raise _not_found()
+    if sub == "eviction" and (rt.group, rt.plural) != ("", "pods"):
+        raise _not_found()
+    return _Target(rt, namespace, name, sub)
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").lower() in ("true", "1")
+
+
+def _dry_run(request: web.Request) -> bool:
+    values = request.query.getall("dryRun", [])
+    for v in values:
+        if v != "All":
+            raise ApiStatusError(
+                400, "BadRequest", f"Invalid dryRun value {v!r}: only All is supported"
+            )
+    return bool(values)
+
+
+async def _body(request: web.Request) -> object:
+    raw = await request.read()
+    if not raw:
+        raise ApiStatusError(400, "BadRequest", "the request has no body")
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise ApiStatusError(400, "BadRequest", f"error decoding the body as JSON: {e}") from None
+
+
+async def _handle(request: web.Request) -> web.StreamResponse:
+    store = request.app[STORE]
+    t = _resolve(store, request.path)
+    q = request.query
+    ns = t.namespace or ""
+    method = request.method
+    if method == "GET":
+        if t.name is not None:
+            return _json(store.get(t.rt, ns, t.name))
+        if _flag(q.get("watch")):
+            return await _watch(request, t)
+        limit = q.get("limit", "0")
+        if not limit.isdigit():
+            raise ApiStatusError(
+                400, "BadRequest", f"limit must be a non-negative integer, got {limit!r}"
+            )
+        return _json(
+            store.list(
+                t.rt,
+                t.namespace,
+                label_selector=q.get("labelSelector"),
+                field_selector=q.get("fieldSelector"),
+                limit=int(limit),
+                continue_token=q.get("continue"),
+                resource_version=q.get("resourceVersion"),
+                resource_version_match=q.get("resourceVersionMatch"),
+            )
+        )
+    if method == "POST":
+        dry = _dry_run(request)
+        if t.subresource == "eviction" and t.name is not None:
+            return _json(store.evict(ns, t.name, await _body(request), dry_run=dry), 201)
+        if t.name is not None or (t.rt.namespaced and t.namespace is None):
+            raise ApiStatusError(
+                405, "MethodNotAllowed", f"POST is not supported on {request.path}"
+            )
+        return _json(store.create(t.rt, ns, await _body(request), dry_run=dry), 201)
+    if method == "PUT" and t.name is not None:
+        dry = _dry_run(request)
+        return _json(
+            store.replace(
+                t.rt, ns, t.name, await _body(request), subresource=t.subresource, dry_run=dry
+            )
+        )
+    if method == "PATCH" and t.name is not None:
+        dry = _dry_run(request)
+        ctype = request.content_type
+        if ctype not in _PATCH_TYPES:
+            raise ApiStatusError(
+                415,
+                "UnsupportedMediaType",
+                f"the body of the request was in an unknown format - accepted media types "
+                f"include: {', '.join(_PATCH_TYPES)} (got {ctype!r})",
+            )
+        return _json(
+            store.patch(
+                t.rt,
+                ns,
+                t.name,
+                ctype,
+                await _body(request),
+                subresource=t.subresource,
+                dry_run=dry,
+            )
+        )
+    if method == "DELETE":
+        dry = _dry_run(request)
+        opts: dict[str, object] = {}
+        if request.body_exists:
+            raw = await _body(request)
+            opts = raw if isinstance(raw, dict) else {}
+        pre = opts.get("preconditions") if isinstance(opts.get("preconditions"), dict) else {}
+        assert isinstance(pre, dict)
+        if t.name is not None:
+            return _json(
+                store.delete(
+                    t.rt,
+                    ns,
+                    t.name,
+                    uid=pre.get("uid"),
+                    resource_version=pre.get("resourceVersion"),
+                    dry_run=dry,
+                )
+            )
+        doomed = store.list(
+            t.rt,
+            t.namespace,
+            label_selector=q.get("labelSelector"),
+            field_selector=q.get("fieldSelector"),
+        )["items"]
+        for obj in doomed:
+            meta = obj["metadata"]
+            store.delete(t.rt, meta.get("namespace", ""), meta["name"], dry_run=dry)
+        return _json(status_body(200, "", "", success=True))
+    raise ApiStatusError(405, "MethodNotAllowed", f"{method} is not supported on {request.path}")
+
+
+async def _watch(request: web.Request, t: _Target) -> web.StreamResponse:
+    store = request.app[STORE]
+    settings = request.app[SETTINGS]
+    q = request.query
+    timeout_raw = q.get("timeoutSeconds")
+    if timeout_raw is not None and not timeout_raw.isdigit():
+        raise ApiStatusError(
+            400, "BadRequest", f"timeoutSeconds must be an integer, got {timeout_raw!r}"
+        )
+    bookmarks = _flag(q.get("allowWatchBookmarks"))
+    resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+    resp.enable_chunked_encoding()
+    try:
+        w = store.watch(
+            t.rt,
+            t.namespace,
+            label_selector=q.get("labelSelector"),
+            field_selector=q.get("fieldSelector"),
+            resource_version=q.get("resourceVersion"),
+        )
+    except ApiStatusError as e:
+        if e.code != 410:
+            raise
+        # As the API server does: the watch starts, and its only event is the error.
+        await resp.prepare(request)
+        await resp.write(orjson.dumps({"type": "ERROR", "object": e.body()}) + b"\n")
+        await resp.write_eof()
+        return resp
+    drop = request.app[FAULTS].drop_for(request)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + int(timeout_raw) if timeout_raw else None
+    sent = 0
+
+    def bookmark() -> bytes:
+        obj = {
+            "kind": t.rt.kind,
+            "apiVersion": t.rt.api_version,
+            "metadata": {"resourceVersion": str(store.rv)},
+        }
+        return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
+
+    interval = settings.bookmark_interval
+    next_bookmark = loop.time() + interval
+    try:
+        await resp.prepare(request)
+        while True:
+            if drop is not None and sent >= drop.after_events:
+                if drop.abort:
+                    # Cut the connection: no final chunk, so the client sees a broken stream.
+                    if request.transport is not None:
+                        request.transport.close()
+                    return resp
+                break
+            now = loop.time()
+            if deadline is not None and now >= deadline:
+                if bookmarks and w.queue.empty():
+                    await resp.write(bookmark())
+                break
+            # A bookmark promises every change up to its resourceVersion was sent: only
+            # with nothing queued.
+            if bookmarks and now >= next_bookmark and w.queue.empty():
+                await resp.write(bookmark())
+                next_bookmark = now + interval
+            if w.queue.empty():
+                # Wake at least twice a second to notice a client that went away. (Never
+                # wait for zero seconds: that times out even with an item ready.)
+                wait = min(0.5, next_bookmark - now) if bookmarks else 0.5
+                if deadline is not None:
+                    wait = min(wait, deadline - now)
+                try:
+                    item = await asyncio.wait_for(w.queue.get(), max(wait, 0.001))
+                except TimeoutError:
+                    if request.transport is None or request.transport.is_closing():
+                        return resp
+                    continue
+            else:
+                item = w.queue.get_nowait()
+            if item is None:
+                break
+            kind, obj = item
+            await resp.write(orjson.dumps({"type": kind, "object": obj}) + b"\n")
+            sent += 1
+        await resp.write_eof()
+    except ConnectionResetError:
+        pass  # the client went away
+    finally:
+        store.unwatch(w)
+    return resp
+
+
+async def _version(request: web.Request) -> web.Response:
+    return _json({"major": "1", "minor": "31", "gitVersion": "v1.31.0-corral-test"})
+
+
+async def _healthz(request: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+async def _close_watches(app: web.Application) -> None:
+    app[STORE].close_watches()
+
+
+def make_app(
+    store: ApiStore | None = None,
+    faults: Faults | None = None,
+    settings: Settings | None = None,
+) -> web.Application:
+    """The in-memory API server as an aiohttp application."""
+    app = web.Application(middlewares=[_record, _errors, _auth, _faults])
+    app[STORE] = store or ApiStore()
+    app[FAULTS] = faults or Faults()
+    app[LOG] = []
+    app[SETTINGS] = settings or Settings()
+    app.router.add_get("/version", _version)
+    app.router.add_get("/healthz", _healthz)
+    app.router.add_route("*", "/api/{tail:.*}", _handle)
+    app.router.add_route("*", "/apis/{tail:.*}", _handle)
+    # Open watches must end before the server waits for its handlers to finish, so this
+    # is a shutdown hook rather than a cleanup context (which runs after that wait).
+    app.on_shutdown.append(_close_watches)
+    return app

@@ -1,0 +1,105 @@
+"""Run the in-memory API server on 127.0.0.1 (a random port) and make clients for it."""
+
+from __future__ import annotations
+
+import ssl
+from types import TracebackType
+
+from aiohttp import web
+from gangplace.kube import KubeClient, client_for
+from kubernetes_asyncio.client import Configuration
+
+from .app import LOG, Settings, make_app
+from .faults import Faults, RequestRecord
+from .store import ApiStore
+
+__all__ = ["CLIENT_HEADER", "ApiServer"]
+
+# The header a test client carries so that faults can single it out.
+CLIENT_HEADER = "X-Test-Client"
+
+
+class ApiServer:
+    """``async with ApiServer() as api:`` -- ``api.url``, ``api.store``, ``api.faults``,
+    ``api.log`` (every request), ``api.client()`` (a real kubernetes-asyncio client)."""
+
+    def __init__(
+        self,
+        store: ApiStore | None = None,
+        *,
+        faults: Faults | None = None,
+        bookmark_interval: float = 1.0,
+        tokens: frozenset[str] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.store = store or ApiStore()
+        self.faults = faults or Faults()
+        self.settings = Settings(bookmark_interval=bookmark_interval, tokens=tokens)
+        self.app = make_app(self.store, self.faults, self.settings)
+        self.ssl_context = ssl_context
+        self.host = host
+        self.port = 0
+        self._runner: web.AppRunner | None = None
+        self._clients: list[KubeClient] = []
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if self.ssl_context else "http"
+        return f"{scheme}://{self.host}:{self.port}"
+
+    @property
+    def log(self) -> list[RequestRecord]:
+        return self.app[LOG]
+
+    def requests(self, method: str | None = None, path_contains: str = "") -> list[RequestRecord]:
+        return [
+            r
+            for r in self.log
+            if (method is None or r.method == method) and path_contains in r.path
+        ]
+
+    async def start(self) -> ApiServer:
+        self._runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=0.25)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, 0, ssl_context=self.ssl_context)
+        await site.start()
+        self.port = int(self._runner.addresses[0][1])
+        return self
+
+    async def stop(self) -> None:
+        for c in self._clients:
+            await c.close()
+        self._clients.clear()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> ApiServer:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    def configuration(self, token: str | None = None) -> Configuration:
+        cfg = Configuration(host=self.url)
+        if token is not None:
+            cfg.api_key["BearerToken"] = token
+            cfg.api_key_prefix["BearerToken"] = "Bearer"
+        return cfg
+
+    def client(
+        self, name: str = "", *, token: str | None = None, request_timeout: float = 10.0
+    ) -> KubeClient:
+        """A client over real HTTP; ``name`` goes into the :data:`CLIENT_HEADER` header.
+        Closed when the server stops."""
+        kube = client_for(self.configuration(token), request_timeout=request_timeout)
+        if name:
+            kube.api.set_default_header(CLIENT_HEADER, name)
+        self._clients.append(kube)
+        return kube

@@ -1,0 +1,98 @@
+"""API_CALLS is exactly what the layer does: every request seen on the wire while the
+informers, the evictor and the leader elector run is declared, and every declared call
+is made."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from gangplace.kube import (
+    API_CALLS,
+    ClusterCache,
+    EvictionTarget,
+    Evictor,
+    KubeClient,
+    LeaderElector,
+    UndeclaredApiCall,
+)
+from gangplace.kube.resources import NODES, PODS, VOLCANO_QUEUES, pods_on_node
+
+from tests.kubeapi import ApiServer
+from tests.kubeapi import objects as o
+from tests.kubeapi.app import _resolve
+
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+def wire_calls(api: ApiServer) -> set[tuple[str, str, str, str]]:
+    out = set()
+    for r in api.log:
+        t = _resolve(api.store, r.path)
+        if r.method == "GET":
+            verb = "get" if t.name else ("watch" if r.watch else "list")
+        else:
+            verb = _VERBS[r.method]
+        out.add((verb, t.rt.group, t.rt.plural, t.subresource))
+    return out
+
+
+async def test_api_calls_match_the_wire(api: ApiServer, kube: KubeClient) -> None:
+    api.store.load(
+        [
+            o.namespace("corral"),
+            o.node("n1"),
+            o.pod("p", "ns1", node="n1", labels={"app": "p"}),
+            o.pdb("p", "ns1", match_labels={"app": "p"}, max_unavailable=1),
+        ]
+    )
+    async with ClusterCache(
+        kube, namespaces=True, pdbs=True, priority_classes=True, volcano=True, coscheduling=True
+    ) as cache:
+        await cache.wait_synced(5)
+        await asyncio.sleep(0.05)  # the watches are open
+        elector = LeaderElector(
+            kube,
+            name="l",
+            namespace="corral",
+            identity="me",
+            lease_duration=1,
+            renew_deadline=0.5,
+            retry_period=0.1,
+        )
+
+        async def lead() -> None:
+            ev = Evictor(kube, plan="p", guard=lambda: elector.is_leader)
+            rec = cache.pods.get("ns1/p")
+            assert rec is not None
+            results = await ev.evict_gang([EvictionTarget.from_record(rec)])
+            assert results[0].outcome.value == "evicted"
+            await asyncio.sleep(0.25)  # a renewal or two
+
+        await asyncio.wait_for(elector.run(lead), 5)
+    declared = {(c.verb, c.group, c.resource, c.subresource) for c in API_CALLS}
+    seen = wire_calls(api)
+    assert seen - declared == set(), "calls made but not declared in API_CALLS"
+    assert declared - seen == set(), "calls declared but never made: drop them or test them"
+    assert all(c.why for c in API_CALLS)
+
+
+async def test_undeclared_calls_are_refused(kube: KubeClient) -> None:
+    with pytest.raises(UndeclaredApiCall, match="create nodes is not declared"):
+        await kube.create(NODES, o.node("x"))
+    with pytest.raises(UndeclaredApiCall, match=r"get queues.scheduling.volcano.sh"):
+        await kube.get(VOLCANO_QUEUES, "q")
+
+
+def test_paths() -> None:
+    assert PODS.path() == "/api/v1/pods"
+    assert PODS.path("ns1") == "/api/v1/namespaces/ns1/pods"
+    assert PODS.path("ns1", "p", "eviction") == "/api/v1/namespaces/ns1/pods/p/eviction"
+    assert VOLCANO_QUEUES.path(name="q") == "/apis/scheduling.volcano.sh/v1beta1/queues/q"
+    assert pods_on_node("n1") == "spec.nodeName=n1"
+    with pytest.raises(ValueError, match="cluster-scoped"):
+        NODES.path("ns1")
+    with pytest.raises(ValueError, match="needs a name"):
+        PODS.path("ns1", subresource="eviction")
+    rules = {c.rule for c in API_CALLS}
+    assert ("create", "", "pods/eviction") in rules
