@@ -144,7 +144,7 @@ class MakeRoomConfig(_Section):
 
     enabled: bool = True
     max_victims_per_gang: int = Field(
-        default=8, ge=1, description="victim gangs moved to make room for one waiting gang"
+        default=16, ge=1, description="victim gangs moved to make room for one waiting gang"
     )
     candidate_nodes: int = Field(
         default=48,

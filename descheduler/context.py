@@ -99,7 +99,10 @@ class PlanContext:
             config=config,
             scorer=make_scorer(sc, workload),
             options=GangOptions(
-                fewest_nodes=sc.fewest_nodes, topology_key=sc.topology_key, best_effort=False
+                fewest_nodes=sc.fewest_nodes,
+                topology_key=sc.topology_key,
+                best_effort=False,
+                explain=False,
             ),
             views=views,
             workload=workload,

@@ -138,22 +138,22 @@ def _settle(
             out.report_after, out.fragmentation_after, out.waiting_after = report, frag, blocked
             return moves
         if broken is not None:
-            first = next(i for i, m in enumerate(moves) if m.for_gang == broken)
+            cut = next(i for i, m in enumerate(moves) if m.for_gang == broken)
             why = f"{broken} would still not start"
         else:
             last = moves[droppable[-1]]
-            first = next(
+            cut = next(
                 i
                 for i in droppable
                 if (last.for_gang is not None and moves[i].for_gang == last.for_gang)
                 or (last.for_gang is None and moves[i].kind == last.kind)
             )
             why = f"{worse}, which can start now, could not start after them"
-        dropped = sorted({m.for_gang or m.unit for m in moves[first:] if m.kind != "release-stale"})
+        dropped = sorted({m.for_gang or m.unit for m in moves[cut:] if m.kind != "release-stale"})
         ctx.notes.append(
             f"moves for {', '.join(dropped)} dropped: with every move made at once, {why}"
         )
-        moves = [m for i, m in enumerate(moves) if i < first or m.kind == "release-stale"]
+        moves = [m for i, m in enumerate(moves) if i < cut or m.kind == "release-stale"]
 
 
 def _probes(ctx: PlanContext) -> list[PodShape]:

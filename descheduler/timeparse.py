@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from functools import lru_cache
 
 __all__ = ["TimeFormatError", "format_duration", "format_time", "parse_duration", "parse_time"]
 
@@ -57,8 +58,10 @@ def format_duration(seconds: float) -> str:
     return "".join(f"{v}{u}" for v, u in ((h, "h"), (m, "m"), (sec, "s")) if v)
 
 
+@lru_cache(maxsize=1 << 16)
 def parse_time(text: str) -> datetime:
-    """An RFC 3339 timestamp (``2026-11-30T08:00:00Z``) as an aware UTC datetime."""
+    """An RFC 3339 timestamp (``2026-11-30T08:00:00Z``) as an aware UTC datetime.
+    (Cached: a cluster's pods share few distinct creation times.)"""
     s = text.strip()
     if s.endswith(("Z", "z")):
         s = s[:-1] + "+00:00"

@@ -99,8 +99,10 @@ def _timeout(pg: PodGroupInfo | None, pods: Sequence[PodRecord]) -> float | None
 
 
 def _last_moved(pg: PodGroupInfo | None, pods: Sequence[PodRecord]) -> datetime | None:
-    stamps = [pg.annotations.get(ANNOTATION_LAST_MOVED, "")] if pg is not None else []
-    stamps.extend(p.annotations.get(ANNOTATION_LAST_MOVED, "") for p in pods)
+    key = ANNOTATION_LAST_MOVED
+    stamps = [p.annotations[key] for p in pods if key in p.annotations]
+    if pg is not None and key in pg.annotations:
+        stamps.append(pg.annotations[key])
     times = [t for t in (_time(s) for s in stamps) if t is not None]
     return max(times) if times else None
 

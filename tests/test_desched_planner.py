@@ -355,3 +355,25 @@ def test_config_scoring_policies_all_plan() -> None:
         cfg = DeschedulerConfig.model_validate({"scheduling": {"policy": policy}})
         p = plan(state(issue_3948()), cfg)
         assert p.waiting_after == [], policy
+
+
+def test_moves_whose_promise_does_not_hold_are_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole-plan check: a make-room move after which its gang still cannot start
+    (here: only one of the two pods it needs moved) is dropped, with a note."""
+    import descheduler.planner as planner_module
+
+    good = plan(state(issue_3948()))
+    assert len(good.moves) == 2
+    half = good.moves[:1]
+
+    real = planner_module.make_room
+
+    def only_half(ctx: Any, demands: Any) -> list[Any]:
+        real(ctx, demands)  # plans as usual...
+        return list(half)  # ...but hands back one of its two moves
+
+    monkeypatch.setattr(planner_module, "make_room", only_half)
+    p = plan(state(issue_3948()))
+    assert p.moves == []
+    assert p.waiting_after == ["default/llm"]
+    assert any("dropped" in n and "default/llm would still not start" in n for n in p.notes)

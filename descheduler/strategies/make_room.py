@@ -40,6 +40,8 @@ IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
 _MAX_TRIALS = 24
+# Added to the estimated cost of a pod that has no room elsewhere (shortlist only).
+STUCK_PENALTY = 1e6
 
 
 class Candidates:
@@ -60,6 +62,7 @@ class Candidates:
             self.by_node.setdefault(p.node, []).append(p)
         n = len(pods)
         self.pod_node = np.fromiter((p.node for p in pods), dtype=np.int64, count=n)
+        self.pos = {id(p): i for i, p in enumerate(pods)}
         self.pod_unit = np.array(units, dtype=np.int64)
         rows: dict[PodShape, int] = {}
         shape_idx = np.fromiter(
@@ -71,6 +74,13 @@ class Candidates:
             else np.zeros((0, len(snap.resources)), dtype=np.int64)
         )
         self.pod_vec = mat[shape_idx] if n else np.zeros((0, len(snap.resources)), np.int64)
+        self.pod_shape = shape_idx
+        shapes = list(rows)
+        res = snap.res_index
+        self.shape_cpu = mat[:, res["cpu"]] if rows else np.zeros(0, dtype=np.int64)
+        self.shape_mem = mat[:, res["memory"]] if rows else np.zeros(0, dtype=np.int64)
+        self.shape_k = np.array([s.gpu_count if s.is_gpu else 0 for s in shapes], dtype=np.int64)
+        self.shape_d = np.array([s.gpu_milli if s.is_gpu else 0 for s in shapes], dtype=np.int64)
         self.pod_cost = np.fromiter(
             (
                 ctx.pod_cost(p) + (0.0 if ctx.tier(self.views[u]) == 0 else TIER_PENALTY)
@@ -91,8 +101,44 @@ class Candidates:
         if i is not None:
             self.alive[i] = False
 
-    def arrays(self) -> dict[str, npt.NDArray[np.int64] | FloatArray]:
-        """Per node: what every live movable pod holds, how many there are, their cost."""
+    def stuck(self, reserved: IntArray | None = None) -> npt.NDArray[np.bool_]:
+        """Per movable pod: no other node (nor one of ``reserved``) has room for it now
+        -- CPU, memory and GPUs only: a guess for ordering; the engine decides."""
+        snap = self.ctx.snap
+        res = snap.res_index
+        free = snap.alloc - snap.used
+        cpu, mem = free[:, res["cpu"]], free[:, res["memory"]]
+        g = snap.gpu_free
+        full = (g >= 1000).sum(axis=1)
+        widest = g.max(axis=1)
+        usable = snap.ready & ~snap.unschedulable
+        if reserved is not None and reserved.size:
+            usable = usable.copy()
+            usable[reserved] = False
+        n_shapes = self.shape_cpu.size
+        count = np.zeros(n_shapes, dtype=np.int64)
+        own = np.zeros(self.pod_node.size, dtype=bool)
+        for lo in range(0, n_shapes, 256):
+            hi = min(lo + 256, n_shapes)
+            k, d = self.shape_k[lo:hi, None], self.shape_d[lo:hi, None]
+            gpu_ok = np.where(
+                d >= 1000, full[None, :] >= k, np.where(d > 0, widest[None, :] >= d, True)
+            )
+            ok = (
+                (cpu[None, :] >= self.shape_cpu[lo:hi, None])
+                & (mem[None, :] >= self.shape_mem[lo:hi, None])
+                & gpu_ok
+                & usable[None, :]
+            )
+            count[lo:hi] = ok.sum(axis=1)
+            sel = (self.pod_shape >= lo) & (self.pod_shape < hi)
+            own[sel] = ok[self.pod_shape[sel] - lo, self.pod_node[sel]]
+        out: npt.NDArray[np.bool_] = count[self.pod_shape] - own < 1
+        return out
+
+    def arrays(self, stuck: npt.NDArray[np.bool_]) -> dict[str, npt.NDArray[np.int64] | FloatArray]:
+        """Per node: what every live movable pod holds, how many there are, their cost
+        (pods with no room elsewhere count as very costly: the shortlist avoids them)."""
         snap = self.ctx.snap
         n_nodes, n_res = snap.used.shape
         m = self.alive[self.pod_unit] if self.pod_unit.size else np.zeros(0, dtype=bool)
@@ -113,7 +159,11 @@ class Candidates:
             "used": used,
             "gpu": gpu,
             "count": np.bincount(nodes, minlength=n_nodes).astype(np.int64),
-            "cost": np.bincount(nodes, weights=self.pod_cost[m], minlength=n_nodes),
+            "cost": np.bincount(
+                nodes,
+                weights=self.pod_cost[m] + STUCK_PENALTY * stuck[m],
+                minlength=n_nodes,
+            ),
             "gpu_total": np.bincount(nodes, weights=self.pod_gpu[m], minlength=n_nodes),
         }
 
@@ -125,6 +175,7 @@ class NodeOption:
     victims: tuple[Victim, ...]
     cost: float
     tier: int
+    viable: bool  # every victim has room elsewhere now (a guess; the engine decides)
 
 
 def _driver(d: Demand) -> tuple[PodShape, int]:
@@ -194,26 +245,16 @@ def _capacity(ctx: PlanContext, shape: PodShape, node: int) -> int:
 
 
 class Room:
-    """Free room elsewhere, measured once per waiting gang: a victim whose pods have no
-    room on other nodes now is tried last (it may still fit after the gang is placed,
-    so it is not ruled out -- the engine decides that)."""
+    """Whether a victim's pods have room on other nodes now -- those the waiting gang
+    will take aside. A victim without is tried last (it may still fit once the gang is
+    placed, so it is not ruled out: the engine decides)."""
 
-    def __init__(self, ctx: PlanContext) -> None:
-        self.ctx = ctx
-        self._cap: dict[PodShape, IntArray] = {}
+    def __init__(self, cand: Candidates, reserved: IntArray) -> None:
+        self.stuck = cand.stuck(reserved)
+        self.pos = cand.pos
 
     def viable(self, v: Victim) -> bool:
-        need: dict[PodShape, int] = {}
-        for p in v.pods:
-            need[p.shape] = need.get(p.shape, 0) + 1
-        own = np.array(sorted({p.node for p in v.pods}), dtype=np.int64)
-        for shape, n in need.items():
-            cap = self._cap.get(shape)
-            if cap is None:
-                cap = self._cap[shape] = member_capacity(self.ctx.snap, shape)
-            if int(cap.sum()) - int(cap[own].sum()) < n:
-                return False
-        return True
+        return not any(self.stuck[self.pos[id(p)]] for p in v.pods)
 
 
 def _node_option(
@@ -224,6 +265,7 @@ def _node_option(
     shape: PodShape,
     target: int,
     excluded: set[str],
+    refused: list[str] | None = None,
 ) -> NodeOption | None:
     snap = ctx.snap
     cap0 = _capacity(ctx, shape, node)
@@ -244,11 +286,16 @@ def _node_option(
                 return True
         return False
 
-    options = [
-        v
-        for v in _unit_options(ctx, pods_here, node)
-        if v.view.key not in excluded and ctx.refusal(v.pods, v.view.queue) is None
-    ]
+    options = []
+    for v in _unit_options(ctx, pods_here, node):
+        if v.view.key in excluded:
+            continue
+        no = ctx.refusal(v.pods, v.view.queue)
+        if no is not None:
+            if refused is not None:
+                refused.append(no)
+            continue
+        options.append(v)
     options.sort(
         key=lambda v: (not useful(v), not room.viable(v), v.tier, v.cost, v.view.key, v.partial)
     )
@@ -282,7 +329,12 @@ def _node_option(
         if enough:
             victims = rest
     return NodeOption(
-        node, slots, victims, sum(v.cost for v in victims), max(v.tier for v in victims)
+        node,
+        slots,
+        victims,
+        sum(v.cost for v in victims),
+        max(v.tier for v in victims),
+        all(room.viable(v) for v in victims),
     )
 
 
@@ -326,20 +378,24 @@ def _search(
 ) -> tuple[list[Victim] | None, str]:
     """Victims that let ``d`` start, every one of them placed again; or why none.
 
-    Node options are taken best first (queues above their share, then cost per member
-    of room). A victim that would fit nowhere else is ruled out for this gang, and the
-    options that counted on it are worked out again without it."""
+    Node options are taken best first: victims that look like they have room
+    elsewhere, then queues above their share, then cost per member of room. Once they
+    add up to the room needed, the engine tries the move. A victim that would fit
+    nowhere else is ruled out for this gang, and the options that counted on it are
+    worked out again without it."""
     limit = ctx.config.make_room.max_victims_per_gang
     rank = ctx.snap.node_rank
 
-    def key(o: NodeOption) -> tuple[int, float, int]:
-        return (o.tier, o.cost / o.slots, int(rank[o.node]))
+    def key(o: NodeOption) -> tuple[bool, int, float, int]:
+        # room beyond what is missing is worth nothing to this gang
+        return (not o.viable, o.tier, o.cost / min(o.slots, deficit), int(rank[o.node]))
 
     heap = [(key(o), o.node, o) for o in options]
     heapq.heapify(heap)
     excluded: set[str] = set()
+    taken: list[NodeOption] = []
     chosen: dict[str, Victim] = {}
-    slots, trials = 0, 0
+    trials = 0
     why = "no set of movable gangs on the examined nodes makes room"
     while heap and trials < _MAX_TRIALS:
         _, node, opt = heapq.heappop(heap)
@@ -355,11 +411,9 @@ def _search(
         if len(merged) > limit:
             why = f"it would need more than {limit} victim gangs (max_victims_per_gang)"
             continue
+        taken.append(opt)
         chosen = merged
-        slots += opt.slots
-        if slots < deficit:
-            continue
-        while chosen and trials < _MAX_TRIALS:
+        while sum(o.slots for o in taken) >= deficit and trials < _MAX_TRIALS:
             trials += 1
             trial, bad, reason = try_move(ctx, list(chosen.values()), d)
             if trial is not None:
@@ -368,9 +422,17 @@ def _search(
             if bad is None:
                 why = reason
                 break
-            excluded.add(bad.view.key)
-            chosen.pop(bad.view.key, None)
             why = f"the gangs that could make room would not fit again elsewhere ({reason})"
+            excluded.add(bad.view.key)
+            for o in taken:
+                if any(v.view.key == bad.view.key for v in o.victims):
+                    again = remake(o.node, excluded)
+                    if again is not None:
+                        heapq.heappush(heap, (key(again), o.node, again))
+            taken = [o for o in taken if all(v.view.key != bad.view.key for v in o.victims)]
+            chosen = {}
+            for o in taken:
+                chosen = _merge(ctx, chosen, o.victims) or chosen
     return None, why
 
 
@@ -432,7 +494,9 @@ def _room_for(ctx: PlanContext, cand: Candidates, d: Demand) -> list[Move] | str
     snap = ctx.snap
     shape, need = _driver(d)
     cap_now = member_capacity(snap, shape)
-    arrays = cand.arrays()
+    hosts = np.flatnonzero(cap_now > 0)
+    room = Room(cand, hosts if int(cap_now.sum()) <= need else np.zeros(0, dtype=np.int64))
+    arrays = cand.arrays(room.stuck)
     with freed(snap, arrays["used"], arrays["gpu"]):  # type: ignore[arg-type]
         cap_pot = member_capacity(snap, shape)
     if int(cap_pot.sum()) < need:
@@ -446,17 +510,27 @@ def _room_for(ctx: PlanContext, cand: Candidates, d: Demand) -> list[Move] | str
         return "moving pods frees no node it could use"
     deficit = max(1, need - int(cap_now.sum()))
     shortlist = _shortlist(ctx, arrays, shape, nodes, ctx.config.make_room.candidate_nodes)
-    room = Room(ctx)
+    refused: list[str] = []
 
     def option(n: int, excluded: set[str]) -> NodeOption | None:
         pods_here = [p for p in cand.by_node.get(n, ()) if ctx.movable(ctx.view_of(p))]
         if not pods_here:
             return None
-        return _node_option(ctx, room, pods_here, n, shape, min(deficit, int(gain[n])), excluded)
+        target = min(deficit, int(gain[n]))
+        return _node_option(ctx, room, pods_here, n, shape, target, excluded, refused)
 
-    options = [o for o in (option(n, set()) for n in shortlist.tolist()) if o is not None]
-    victims, why = _search(ctx, d, options, deficit, option)
-    if victims is None:
+    # Exact options are worked out a batch at a time, best estimates first: most
+    # gangs find room in the first batch.
+    options: list[NodeOption] = []
+    why = "no set of movable gangs on the examined nodes makes room"
+    for lo, hi in _batches(shortlist.size):
+        options += [o for o in (option(n, set()) for n in shortlist[lo:hi].tolist()) if o]
+        victims, why = _search(ctx, d, options, deficit, option)
+        if victims is not None:
+            break
+    else:
+        if not options and refused:
+            return f"the eviction limits or disruption budgets stop every move: {refused[0]}"
         return why
     trial, victims = _prune(ctx, d, victims)
     moves = _moves(ctx, d, victims, trial)
@@ -466,6 +540,15 @@ def _room_for(ctx: PlanContext, cand: Candidates, d: Demand) -> list[Move] | str
         ctx.moved.add(v.view.key)
         cand.retire(v.view)
     return moves
+
+
+def _batches(n: int, first: int = 8) -> list[tuple[int, int]]:
+    """[0, 8), [8, 24), [24, 56)... up to n."""
+    out, lo, size = [], 0, first
+    while lo < n:
+        out.append((lo, min(n, lo + size)))
+        lo, size = lo + size, size * 2
+    return out
 
 
 def make_room(ctx: PlanContext, demands: Sequence[Demand]) -> list[Move]:
