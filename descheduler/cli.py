@@ -2,6 +2,7 @@
 
     corral-descheduler plan [--snapshot FILE] [--config FILE] [--output text|json] [--now T]
     corral-descheduler run (--once | --interval 10m) [--dry-run] [--config FILE] [--kubeconfig F]
+    corral-descheduler config        every config key, its default and what it means
 
 Exit codes: 0 done, 1 some evictions failed, 2 bad config or input.
 """
@@ -19,7 +20,7 @@ from typing import Any
 from gangplace.engine import SnapshotError
 from gangplace.snapshot_io import load_list
 
-from .config import ConfigError, DeschedulerConfig, load_config
+from .config import ConfigError, DeschedulerConfig, load_config, render_defaults
 from .planner import plan
 from .render import render_plan
 from .state import StateError, state_from_list
@@ -63,6 +64,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_dict(), indent=2))
     else:
         print(render_plan(result, source))
+    return EXIT_OK
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    print(render_defaults(), end="")
     return EXIT_OK
 
 
@@ -119,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--config", help="descheduler config, YAML")
     r.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube)")
     r.set_defaults(func=cmd_run)
+
+    c = sub.add_parser("config", help="print every config key with its default and meaning")
+    c.set_defaults(func=cmd_config)
     return p
 
 

@@ -21,7 +21,7 @@ from pydantic import (
     field_validator,
 )
 
-from .timeparse import TimeFormatError, parse_duration
+from .timeparse import TimeFormatError, format_duration, parse_duration
 
 __all__ = [
     "ConfigError",
@@ -36,6 +36,7 @@ __all__ = [
     "StaleGangsConfig",
     "load_config",
     "parse_config",
+    "render_defaults",
 ]
 
 
@@ -120,10 +121,16 @@ class Limits(_Section):
     """Caps on one run; ``null`` means no cap. A gang is never split by a limit: a
     move that does not fit the remaining budget whole is not planned."""
 
-    max_evictions_per_run: int | None = Field(default=50, ge=0)
-    max_evictions_per_node: int | None = Field(default=16, ge=0)
-    max_evictions_per_namespace: int | None = Field(default=25, ge=0)
-    max_evictions_per_queue: int | None = Field(default=25, ge=0)
+    max_evictions_per_run: int | None = Field(default=50, ge=0, description="pods evicted")
+    max_evictions_per_node: int | None = Field(
+        default=16, ge=0, description="pods evicted from any one node"
+    )
+    max_evictions_per_namespace: int | None = Field(
+        default=25, ge=0, description="pods evicted from any one namespace"
+    )
+    max_evictions_per_queue: int | None = Field(
+        default=25, ge=0, description="pods evicted from the gangs of any one queue"
+    )
     max_gpus_disrupted_per_run: float | None = Field(
         default=64.0, ge=0, description="GPUs held by evicted pods, summed over the run"
     )
@@ -134,15 +141,19 @@ class CostWeights(_Section):
     GPU-hours of work the moved pods have done (lost on restart) + priority_per_1000 *
     priority / 1000 per pod."""
 
-    pod: float = Field(default=1.0, ge=0)
-    gpu_hour: float = Field(default=0.05, ge=0)
-    priority_per_1000: float = Field(default=0.1, ge=0)
+    pod: float = Field(default=1.0, ge=0, description="cost of each pod moved")
+    gpu_hour: float = Field(
+        default=0.05, ge=0, description="cost of each GPU-hour the moved pods have run"
+    )
+    priority_per_1000: float = Field(
+        default=0.1, ge=0, description="cost per pod of each 1000 of its priority"
+    )
 
 
 class MakeRoomConfig(_Section):
     """Moves that let waiting gangs start."""
 
-    enabled: bool = True
+    enabled: bool = Field(default=True, description="make room for waiting gangs")
     max_victims_per_gang: int = Field(
         default=16, ge=1, description="victim gangs moved to make room for one waiting gang"
     )
@@ -159,7 +170,7 @@ class MakeRoomConfig(_Section):
 class DefragmentConfig(_Section):
     """Moves that lower FGD fragmentation when no gang is waiting."""
 
-    enabled: bool = True
+    enabled: bool = Field(default=True, description="defragment when no gang waits")
     min_gain_gpus: float = Field(
         default=0.5, ge=0, description="each move must lower F(M) by at least this many GPUs"
     )
@@ -178,7 +189,7 @@ class DefragmentConfig(_Section):
 class StaleGangsConfig(_Section):
     """Releasing partial gangs that waited past their gang timeout."""
 
-    enabled: bool = True
+    enabled: bool = Field(default=True, description="release stale partial gangs")
     default_timeout: Duration = Field(
         default=1800.0, description="when a gang names no timeout (corral.dev/gang-timeout)"
     )
@@ -192,7 +203,9 @@ class RunnerConfig(_Section):
 
 
 class DeschedulerConfig(_Section):
-    engine: EngineConfig = Field(default_factory=EngineConfig)
+    engine: EngineConfig = Field(
+        default_factory=EngineConfig, description="how the engine reads the cluster"
+    )
     scheduling: SchedulingConfig = Field(default_factory=SchedulingConfig)
     eviction: EvictionRules = Field(default_factory=EvictionRules)
     limits: Limits = Field(default_factory=Limits)
@@ -243,3 +256,52 @@ def load_config(path: str | Path | None) -> DeschedulerConfig:
     except yaml.YAMLError as e:
         raise ConfigError(f"config {path}: not valid YAML ({e})") from None
     return parse_config(raw, f"config {path}")
+
+
+def _yaml_value(v: Any) -> str:
+    text = yaml.safe_dump(v, default_flow_style=True, width=1000).strip()
+    return text.removesuffix("\n...").removesuffix("...").strip()
+
+
+def _doc(model: type[BaseModel]) -> list[str]:
+    text = (model.__doc__ or "").strip()
+    return [" ".join(p.split()) for p in text.split("\n\n") if p.strip()] if text else []
+
+
+def render_defaults() -> str:
+    """Every key with its default and what it means, as a YAML file that loads back
+    to the defaults (``corral-descheduler config``)."""
+    lines = ["# corral-descheduler configuration: every key, at its default."]
+    defaults = DeschedulerConfig()
+    for name, field in DeschedulerConfig.model_fields.items():
+        value = getattr(defaults, name)
+        lines.append("")
+        if isinstance(value, BaseModel):
+            lines.extend(f"# {d}" for d in _doc(type(value)))
+            lines.append(f"{name}:")
+            for key, sub in type(value).model_fields.items():
+                doc = sub.description or _ENGINE_KEYS.get(key)
+                if doc:
+                    lines.append(f"  # {doc}")
+                raw = getattr(value, key)
+                dumped = value.model_dump(mode="json")[key] if raw is not None else None
+                if key in _DURATIONS:
+                    dumped = format_duration(float(raw))
+                lines.append(f"  {key}: {_yaml_value(dumped)}")
+        else:
+            if field.description:
+                lines.append(f"# {field.description}")
+            lines.append(f"{name}: {_yaml_value(value)}")
+    return "\n".join(lines) + "\n"
+
+
+# The engine's own settings, described here for the reference.
+_ENGINE_KEYS = {
+    "gpu_resources": "extended resources counted as whole GPUs, per device",
+    "gpu_model_labels": "node labels that name the GPU model, most specific first",
+    "overcommit": "per-resource factor on allocatable, e.g. {cpu: 1.5}; never GPUs",
+    "default_pods_per_node": "pods a node takes when it does not say",
+}
+
+# Keys written back as Go durations.
+_DURATIONS = frozenset({"cooldown", "min_pod_age", "default_timeout", "interval"})

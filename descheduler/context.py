@@ -3,6 +3,7 @@ budget left, queue shares, the scorer, and the costs of moving pods."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -10,6 +11,7 @@ from datetime import datetime
 from gangplace.engine import (
     GangOptions,
     PodRecord,
+    PodShape,
     Queue,
     QueueState,
     Scorer,
@@ -18,7 +20,7 @@ from gangplace.engine import (
     deserved_shares,
     order_waiting,
 )
-from gangplace.engine.fragmentation import TargetWorkload
+from gangplace.engine.fragmentation import TargetWorkload, TaskShape
 
 from .budget import Budget
 from .config import DeschedulerConfig
@@ -50,6 +52,16 @@ class Victim:
     @property
     def gpu_milli(self) -> int:
         return sum(p.shape.gpu_demand_milli for p in self.pods)
+
+
+def _workload(snap: Snapshot, coverage: float) -> TargetWorkload:
+    """FGD's typical shapes from the running pods (every pod when none runs)."""
+    shapes = [p.shape for p in snap.pods if p.node >= 0] or [p.shape for p in snap.pods]
+    task: dict[PodShape, TaskShape] = {}
+    for s in shapes:
+        if s not in task:
+            task[s] = TaskShape.of(s)
+    return TargetWorkload.from_shapes([task[s] for s in shapes], coverage)
 
 
 def cluster_total(snap: Snapshot) -> dict[str, int]:
@@ -91,8 +103,7 @@ class PlanContext:
     def build(cls, state: ClusterState, config: DeschedulerConfig) -> PlanContext:
         snap = state.snapshot
         views = build_views(state, config.queue_default)
-        shapes = [p.shape for p in snap.pods if p.node >= 0] or [p.shape for p in snap.pods]
-        workload = TargetWorkload.from_shapes(shapes, config.defragment.workload_coverage)
+        workload = _workload(snap, config.defragment.workload_coverage)
         sc = config.scheduling
         ctx = cls(
             state=state,
@@ -121,18 +132,23 @@ class PlanContext:
 
     def _queues_and_demand(self) -> None:
         queues: dict[str, Queue] = dict(self.state.queues)
-        allocated: dict[str, dict[str, int]] = {}
+        per_shape: Counter[tuple[str, PodShape]] = Counter()
         demands: list[Demand] = []
         for v in self.views.values():
-            queues.setdefault(v.queue, Queue(v.queue))
-            placed = v.placed
-            if placed:
-                alloc = allocated.setdefault(v.queue, {})
-                for r, n in request_of([p.shape for p in placed]).items():
-                    alloc[r] = alloc.get(r, 0) + n
-            d = demand_of(v)
-            if d is not None:
-                demands.append(d)
+            if v.queue not in queues:
+                queues[v.queue] = Queue(v.queue)
+            for p in v.pods:
+                if p.node >= 0:
+                    per_shape[(v.queue, p.shape)] += 1
+            if v.is_gang:
+                d = demand_of(v)
+                if d is not None:
+                    demands.append(d)
+        allocated: dict[str, dict[str, int]] = {}
+        for (q, shape), n in per_shape.items():
+            alloc = allocated.setdefault(q, {})
+            for r, x in request_of([shape]).items():
+                alloc[r] = alloc.get(r, 0) + x * n
         total = cluster_total(self.snap)
         waiting = [self.waiting_gang(d) for d in demands]
         self.queue_states = deserved_shares(queues.values(), total, allocated, waiting)

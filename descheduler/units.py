@@ -175,7 +175,7 @@ def build_views(state: ClusterState, default_queue: str) -> dict[str, GangView]:
             queue=_pod_queue(p) or default_queue,
             priority=p.priority,
             created=_time(p.created),
-            last_moved=_last_moved(None, (p,)),
+            last_moved=_last_moved(None, (p,)) if ANNOTATION_LAST_MOVED in p.annotations else None,
         )
     return views
 

@@ -249,9 +249,7 @@ def main() -> None:
             )
             nb += 1
     items.append(podgroup("research", "llm-finetune", 1, "research", "Inqueue", TAKEN))
-    items.append(
-        volcano_member("research", "llm-finetune", 0, "", 4, "research", TAKEN, a100)
-    )
+    items.append(volcano_member("research", "llm-finetune", 0, "", 4, "research", TAKEN, a100))
 
     # H100s: 4 GPUs used on each; a 2 x 8-GPU gang waits.
     h100 = "H100-SXM5-80GB"
@@ -265,7 +263,12 @@ def main() -> None:
     # sweep-c: scheduler-plugins coscheduling, under a budget that allows no disruption.
     items.append(
         podgroup(
-            "training", "sweep-c", 4, "training", "Running", "2026-12-01T11:00:00Z",
+            "training",
+            "sweep-c",
+            4,
+            "training",
+            "Running",
+            "2026-12-01T11:00:00Z",
             api="scheduling.x-k8s.io/v1alpha1",
         )
     )
@@ -317,27 +320,52 @@ def main() -> None:
     t4 = "Tesla-T4"
     items.append(
         podgroup(
-            "speech", "mpi-stale", 4, "research", "Running", "2026-12-01T09:00:00Z",
+            "speech",
+            "mpi-stale",
+            4,
+            "research",
+            "Running",
+            "2026-12-01T09:00:00Z",
             annotations={"corral.dev/gang-timeout": "30m"},
         )
     )
     for i in range(4):
         items.append(
             volcano_member(
-                "speech", "mpi-stale", i, "t4-0" if i < 2 else "", 1, "research",
-                "2026-12-01T09:00:00Z", t4,
+                "speech",
+                "mpi-stale",
+                i,
+                "t4-0" if i < 2 else "",
+                1,
+                "research",
+                "2026-12-01T09:00:00Z",
+                t4,
             )
         )
     items.append(
         pod(
-            "speech", "asr-0", "t4-0", 2, owner=("Job", "asr"),
-            created="2026-12-01T07:00:00Z", cpu="8", mem="32Gi", model=t4,
+            "speech",
+            "asr-0",
+            "t4-0",
+            2,
+            owner=("Job", "asr"),
+            created="2026-12-01T07:00:00Z",
+            cpu="8",
+            mem="32Gi",
+            model=t4,
         )
     )
     items.append(
         pod(
-            "inference", "tts-serve-0", "t4-1", 4, owner=("ReplicaSet", "tts-serve-6d9f"),
-            created="2026-11-20T00:00:00Z", cpu="16", mem="64Gi", model=t4,
+            "inference",
+            "tts-serve-0",
+            "t4-1",
+            4,
+            owner=("ReplicaSet", "tts-serve-6d9f"),
+            created="2026-11-20T00:00:00Z",
+            cpu="16",
+            mem="64Gi",
+            model=t4,
             annotations={"scheduling.volcano.sh/queue-name": "inference"},
         )
     )
@@ -345,8 +373,14 @@ def main() -> None:
     for i in range(4):
         items.append(
             pod(
-                "etl", f"spark-exec-{i}", "cpu-0", 0, owner=("ReplicaSet", "spark-exec"),
-                created="2026-12-01T08:00:00Z", cpu="8", mem="32Gi",
+                "etl",
+                f"spark-exec-{i}",
+                "cpu-0",
+                0,
+                owner=("ReplicaSet", "spark-exec"),
+                created="2026-12-01T08:00:00Z",
+                cpu="8",
+                mem="32Gi",
             )
         )
 

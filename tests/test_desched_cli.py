@@ -131,3 +131,8 @@ def test_run_surface(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
     assert code == 2 and "runner.interval" in err
     with pytest.raises(SystemExit):
         main(["run", "--once", "--interval", "10m"])  # one or the other
+
+
+def test_config_prints_the_reference(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "config")
+    assert code == 0 and "max_evictions_per_run: 50" in out and "cooldown: 1h" in out

@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from descheduler import ConfigError, DeschedulerConfig, load_config, parse_config
+from descheduler.config import render_defaults
 
 
 def test_no_file_and_an_empty_file_give_the_defaults(tmp_path: Path) -> None:
@@ -93,3 +95,14 @@ def test_config_is_immutable() -> None:
     c = DeschedulerConfig()
     with pytest.raises(ValueError):
         c.limits.max_evictions_per_run = 3  # type: ignore[misc]
+
+
+def test_the_reference_lists_every_key_documented_at_its_default() -> None:
+    text = render_defaults()
+    assert parse_config(yaml.safe_load(text)) == DeschedulerConfig()
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("  ") and not line.lstrip().startswith("#"):
+            assert lines[i - 1].lstrip().startswith("#"), f"undocumented: {line}"
+    for section in DeschedulerConfig.model_fields:
+        assert f"\n{section}:" in text, section

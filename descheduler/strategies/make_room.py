@@ -23,6 +23,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -338,8 +339,20 @@ def _node_option(
     )
 
 
+@overload
 def _merge(
-    ctx: PlanContext, chosen: dict[str, Victim], more: Sequence[Victim]
+    ctx: PlanContext, chosen: dict[str, Victim], more: Sequence[Victim], check: Literal[False]
+) -> dict[str, Victim]: ...
+
+
+@overload
+def _merge(
+    ctx: PlanContext, chosen: dict[str, Victim], more: Sequence[Victim], check: bool = True
+) -> dict[str, Victim] | None: ...
+
+
+def _merge(
+    ctx: PlanContext, chosen: dict[str, Victim], more: Sequence[Victim], check: bool = True
 ) -> dict[str, Victim] | None:
     """``chosen`` with ``more`` added: extras of one gang found on several nodes are
     joined, and become the whole gang when they outnumber its extras. None when the
@@ -357,6 +370,8 @@ def _merge(
                 out[v.view.key] = ctx.victim(v.view, sorted(pods.values(), key=lambda p: p.name))
         elif cur.partial:
             out[v.view.key] = v
+    if not check:
+        return out
     budget = ctx.budget
     saved = budget.snapshot()
     try:
@@ -431,8 +446,8 @@ def _search(
                         heapq.heappush(heap, (key(again), o.node, again))
             taken = [o for o in taken if all(v.view.key != bad.view.key for v in o.victims)]
             chosen = {}
-            for o in taken:
-                chosen = _merge(ctx, chosen, o.victims) or chosen
+            for o in taken:  # a subset of what was admitted: within every limit
+                chosen = _merge(ctx, chosen, o.victims, check=False)
     return None, why
 
 
