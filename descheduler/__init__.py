@@ -3,7 +3,7 @@ gangs that wait (or to defragment), and the runner that carries a plan out."""
 
 from .config import ConfigError, DeschedulerConfig, load_config, parse_config
 from .plan import LargestFit, Move, Plan, PodMove, Unserved
-from .planner import plan
+from .planner import apply_moves, plan
 from .state import ClusterState, StateError, state_from_list, state_from_objects
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "PodMove",
     "StateError",
     "Unserved",
+    "apply_moves",
     "load_config",
     "parse_config",
     "plan",

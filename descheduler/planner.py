@@ -27,7 +27,7 @@ from .state import ClusterState
 from .strategies import defragment, make_room, release_stale_gangs
 from .units import Demand, demand_of
 
-__all__ = ["plan"]
+__all__ = ["apply_moves", "plan"]
 
 
 def plan(state: ClusterState, config: DeschedulerConfig | None = None) -> Plan:
@@ -79,12 +79,19 @@ def _blocked_after_release(ctx: PlanContext, released: set[str], started: set[st
     return out
 
 
-def _pods_by_key(ctx: PlanContext) -> dict[str, PodRecord]:
-    return {p.key: p for p in ctx.snap.pods}
+def _pods_by_key(snap: Snapshot) -> dict[str, PodRecord]:
+    return {p.key: p for p in snap.pods}
 
 
-def _apply(snap: Snapshot, moves: Sequence[Move], pods: dict[str, PodRecord]) -> None:
-    """Every move at once: all evictions, then every pod on its predicted node."""
+def apply_moves(
+    snap: Snapshot, moves: Sequence[Move], pods: dict[str, PodRecord] | None = None
+) -> None:
+    """Make ``moves`` on ``snap`` at once: every eviction, then every pod bound where
+    the plan predicts it lands (released stale gangs' pods stay pending). ``snap`` must
+    be the snapshot the plan was made on (or one like it); a trace replay can call this
+    inside or outside a fork."""
+    if pods is None:
+        pods = _pods_by_key(snap)
     for m in moves:
         for pm in m.pods:
             p = pods[pm.key]
@@ -113,17 +120,17 @@ def _settle(
     may lean on the state it left)."""
     snap = ctx.snap
     waiting_before = set(out.waiting_before)
-    pods = _pods_by_key(ctx)
+    pods = _pods_by_key(ctx.snap)
     while True:
         with snap.what_if():
-            _apply(snap, moves, pods)
+            apply_moves(snap, moves, pods)
             report: FragmentationReport = fragmentation_report(snap, ctx.workload, probes)
             frag = fragmentation(snap, ctx.workload)
         with snap.what_if():
             blocked = [
                 d.key for d in first if not place_gang(snap, d.gang, ctx.scorer, ctx.options).ok
             ]
-            _apply(snap, moves, pods)
+            apply_moves(snap, moves, pods)
             blocked += [
                 d.key for d in rest if not place_gang(snap, d.gang, ctx.scorer, ctx.options).ok
             ]
@@ -197,6 +204,6 @@ def _largest_rows(
     snap: Snapshot, now: dict[str, int], moves: Sequence[Move], ctx: PlanContext
 ) -> list[LargestFit]:
     with snap.what_if():
-        _apply(snap, moves, _pods_by_key(ctx))
+        apply_moves(snap, moves)
         after = _largest_per_model(snap)
     return [LargestFit(m, now[m], after.get(m, 0)) for m in sorted(now)]

@@ -7,8 +7,17 @@ from typing import Any
 
 import pytest
 from cluster_builder import NOW, as_list, gang, gpu_node, pdb, pod, podgroup, queue
+from gangplace.engine import GangOptions, place_gang
 
-from descheduler import DeschedulerConfig, Plan, parse_config, plan, state_from_list
+from descheduler import (
+    DeschedulerConfig,
+    Plan,
+    apply_moves,
+    parse_config,
+    plan,
+    state_from_list,
+)
+from descheduler.context import PlanContext
 from descheduler.state import ClusterState
 
 
@@ -377,3 +386,16 @@ def test_moves_whose_promise_does_not_hold_are_dropped(monkeypatch: pytest.Monke
     assert p.moves == []
     assert p.waiting_after == ["default/llm"]
     assert any("dropped" in n and "default/llm would still not start" in n for n in p.notes)
+
+
+def test_apply_moves_makes_the_plan_on_a_snapshot() -> None:
+    st = state(issue_3948())
+    p = plan(st)
+    snap = st.snapshot
+    (llm,) = PlanContext.build(st, DeschedulerConfig()).demands
+    assert not place_gang(snap, llm.gang, options=GangOptions(dry_run=True)).ok
+    with snap.what_if():
+        apply_moves(snap, p.moves)
+        where = {x.name: snap.node_names[x.node] for x in snap.pods if x.name in ("s1a", "s1b")}
+        assert where == {pm.name: pm.target for m in p.moves for pm in m.pods}
+        assert place_gang(snap, llm.gang).ok

@@ -484,7 +484,7 @@ def _moves(ctx: PlanContext, d: Demand, victims: Sequence[Victim], trial: Trial)
             )
             for p in v.pods
         ]
-        what = "members above minAvailable of" if v.partial else "whole"
+        what = "members above minAvailable of " if v.partial else "whole " if v.view.is_gang else ""
         out.append(
             Move(
                 kind="make-room",
@@ -495,7 +495,7 @@ def _moves(ctx: PlanContext, d: Demand, victims: Sequence[Victim], trial: Trial)
                 pods=pods,
                 partial=v.partial,
                 cost=v.cost,
-                reason=f"moves {what} {v.view.describe()} to make room for waiting gang "
+                reason=f"moves {what}{v.view.describe()} to make room for waiting gang "
                 f"{d.key} ({d.describe()})",
                 for_gang=d.key,
                 podgroup=pg.name if pg is not None else None,
