@@ -20,9 +20,11 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy --strict shared/gangplace/engine
+	MYPYPATH=shared $(BIN)/mypy --strict descheduler
 
 bench: $(STAMP)
 	$(BIN)/python bench/engine.py
+	$(BIN)/python bench/descheduler.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

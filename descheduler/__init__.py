@@ -1,1 +1,25 @@
-"""corral's gang-aware defragmenting descheduler."""
+"""corral's descheduler: a pure planner that moves whole gangs to make room for the
+gangs that wait (or to defragment), and the runner that carries a plan out."""
+
+from .config import ConfigError, DeschedulerConfig, load_config, parse_config
+from .plan import LargestFit, Move, Plan, PodMove, Unserved
+from .planner import apply_moves, plan
+from .state import ClusterState, StateError, state_from_list, state_from_objects
+
+__all__ = [
+    "ClusterState",
+    "ConfigError",
+    "DeschedulerConfig",
+    "LargestFit",
+    "Move",
+    "Plan",
+    "PodMove",
+    "StateError",
+    "Unserved",
+    "apply_moves",
+    "load_config",
+    "parse_config",
+    "plan",
+    "state_from_list",
+    "state_from_objects",
+]

@@ -71,6 +71,16 @@ def test_min_available_then_best_effort_extras() -> None:
     assert res2.placed == 2
 
 
+def test_without_explain_the_reason_is_short_and_the_result_the_same() -> None:
+    s = gpu_nodes([5, 6, 5])
+    before = s.state()
+    res = place_gang(s, Gang.uniform("job", GPU4, 1), options=GangOptions(explain=False))
+    assert not res.ok and res.assignments == [] and s.state() == before
+    assert res.reason == "gang job: 0/1 required members fit; no node can host pod worker-0"
+    ok = place_gang(s, Gang.uniform("job", GPU1, 3), options=GangOptions(explain=False))
+    assert ok.ok and ok.placed == 3
+
+
 def test_dry_run_reports_without_changing() -> None:
     s = gpu_nodes([0, 0])
     before = s.state()

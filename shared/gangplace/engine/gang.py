@@ -139,12 +139,15 @@ class GangOptions:
     """``fewest_nodes``: prefer nodes the gang already uses. ``topology_key``: prefer
     one value of this node label (a rack or zone) for the whole gang. ``best_effort``:
     also place members beyond minAvailable where they fit. ``dry_run``: report the
-    placement but leave the snapshot unchanged."""
+    placement but leave the snapshot unchanged. ``explain``: when the gang does not
+    fit, say why node by node (as the kube-scheduler does); a planner that tries many
+    what-ifs turns it off, as it costs a pass over every node in Python."""
 
     fewest_nodes: bool = True
     topology_key: str | None = None
     best_effort: bool = True
     dry_run: bool = False
+    explain: bool = True
 
 
 @dataclass(slots=True)
@@ -260,6 +263,8 @@ def _place_members(
                 if not strict:
                     break
                 name = f"{role.name}-{done[role.name]}"
+                if not opts.explain:
+                    return f"no node can host pod {name}"
                 return explain(snap, role.shape, name)
             node, gpus = got
             placed.append(Assignment(role.name, done[role.name], node, snap.node_names[node], gpus))

@@ -1,0 +1,307 @@
+"""The descheduler's settings: one YAML file, validated with pydantic.
+
+Every key has a default, so an empty file (or none) is a valid configuration. Unknown
+keys are refused, and every error names the key that is wrong. Durations are written
+as Go durations (``"30m"``, ``"1h"``) or seconds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from gangplace.engine import EngineConfig
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
+
+from .timeparse import TimeFormatError, format_duration, parse_duration
+
+__all__ = [
+    "ConfigError",
+    "CostWeights",
+    "DefragmentConfig",
+    "DeschedulerConfig",
+    "EvictionRules",
+    "Limits",
+    "MakeRoomConfig",
+    "RunnerConfig",
+    "SchedulingConfig",
+    "StaleGangsConfig",
+    "load_config",
+    "parse_config",
+    "render_defaults",
+]
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message names the file and the key."""
+
+
+def _duration(v: Any) -> float:
+    try:
+        return parse_duration(v)
+    except TimeFormatError as e:
+        raise ValueError(str(e)) from None
+
+
+# Seconds, written in YAML as "30m", "1h30m" or a number of seconds.
+Duration = Annotated[float, BeforeValidator(_duration), Field(ge=0)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SchedulingConfig(_Section):
+    """How the simulated scheduler places pods: this should match the cluster's
+    scheduler, or the plan predicts placements the scheduler will not make."""
+
+    policy: Literal["binpack", "spread", "fgd"] = Field(
+        default="binpack",
+        description="node scoring: binpack (Volcano binpack), spread (LeastAllocated), "
+        "or fgd (least growth of FGD fragmentation)",
+    )
+    weights: dict[str, float] = Field(
+        default_factory=lambda: {"cpu": 0.7, "memory": 0.3, "gpu": 1.0},
+        description="binpack/spread weights per resource; 'gpu' weighs per-device GPU use",
+    )
+    fewest_nodes: bool = Field(default=True, description="keep a gang on as few nodes as it can")
+    topology_key: str | None = Field(
+        default=None, description="node label to keep each gang within (a rack or zone)"
+    )
+
+    @field_validator("weights")
+    @classmethod
+    def _non_negative(cls, v: dict[str, float]) -> dict[str, float]:
+        for k, w in v.items():
+            if w < 0:
+                raise ValueError(f"weight for {k!r} must be >= 0, got {w}")
+        if not any(w > 0 for w in v.values()):
+            raise ValueError("at least one weight must be > 0")
+        return v
+
+
+class EvictionRules(_Section):
+    """Which pods are never evicted (beyond the fixed rules: DaemonSet pods, mirror
+    pods, pods without a controller, ``corral.dev/evictable: "false"`` and
+    ``descheduler.alpha.kubernetes.io/prefer-no-eviction``)."""
+
+    excluded_namespaces: list[str] = Field(
+        default_factory=lambda: ["kube-system"], description="never evict pods here"
+    )
+    included_namespaces: list[str] = Field(
+        default_factory=list, description="when not empty, evict only pods in these"
+    )
+    evict_local_storage_pods: bool = Field(
+        default=False, description="allow evicting pods with emptyDir or hostPath volumes"
+    )
+    protected_priority_classes: list[str] = Field(
+        default_factory=lambda: ["system-cluster-critical", "system-node-critical"],
+        description="priority classes whose pods are never evicted",
+    )
+    protected_priority: int = Field(
+        default=2_000_000_000, description="pods at or above this priority are never evicted"
+    )
+    cooldown: Duration = Field(
+        default=3600.0,
+        description="a gang moved less than this long ago is not moved again "
+        "(remembered in the corral.dev/last-moved annotation)",
+    )
+    min_pod_age: Duration = Field(default=0.0, description="pods younger than this are not evicted")
+
+
+class Limits(_Section):
+    """Caps on one run; ``null`` means no cap. A gang is never split by a limit: a
+    move that does not fit the remaining budget whole is not planned."""
+
+    max_evictions_per_run: int | None = Field(default=50, ge=0, description="pods evicted")
+    max_evictions_per_node: int | None = Field(
+        default=16, ge=0, description="pods evicted from any one node"
+    )
+    max_evictions_per_namespace: int | None = Field(
+        default=25, ge=0, description="pods evicted from any one namespace"
+    )
+    max_evictions_per_queue: int | None = Field(
+        default=25, ge=0, description="pods evicted from the gangs of any one queue"
+    )
+    max_gpus_disrupted_per_run: float | None = Field(
+        default=64.0, ge=0, description="GPUs held by evicted pods, summed over the run"
+    )
+
+
+class CostWeights(_Section):
+    """What a move costs: least cost first. Cost = pod * pods moved + gpu_hour *
+    GPU-hours of work the moved pods have done (lost on restart) + priority_per_1000 *
+    priority / 1000 per pod."""
+
+    pod: float = Field(default=1.0, ge=0, description="cost of each pod moved")
+    gpu_hour: float = Field(
+        default=0.05, ge=0, description="cost of each GPU-hour the moved pods have run"
+    )
+    priority_per_1000: float = Field(
+        default=0.1, ge=0, description="cost per pod of each 1000 of its priority"
+    )
+
+
+class MakeRoomConfig(_Section):
+    """Moves that let waiting gangs start."""
+
+    enabled: bool = Field(default=True, description="make room for waiting gangs")
+    max_victims_per_gang: int = Field(
+        default=16, ge=1, description="victim gangs moved to make room for one waiting gang"
+    )
+    candidate_nodes: int = Field(
+        default=48,
+        ge=1,
+        description="nodes examined exactly per waiting gang, after a vectorised shortlist",
+    )
+    max_waiting_gangs: int = Field(
+        default=64, ge=1, description="waiting gangs considered per run, in DRF order"
+    )
+
+
+class DefragmentConfig(_Section):
+    """Moves that lower FGD fragmentation when no gang is waiting."""
+
+    enabled: bool = Field(default=True, description="defragment when no gang waits")
+    min_gain_gpus: float = Field(
+        default=0.5, ge=0, description="each move must lower F(M) by at least this many GPUs"
+    )
+    min_total_gain_gpus: float = Field(
+        default=1.0, ge=0, description="the plan's moves together must lower F(M) this much"
+    )
+    max_candidates: int = Field(
+        default=200, ge=1, description="victim gangs simulated per run, most fragmented first"
+    )
+    max_pods_per_move: int = Field(default=4, ge=1, description="only small gangs are moved")
+    workload_coverage: float = Field(
+        default=0.95, gt=0, le=1, description="share of pods the target shapes must cover"
+    )
+
+
+class StaleGangsConfig(_Section):
+    """Releasing partial gangs that waited past their gang timeout."""
+
+    enabled: bool = Field(default=True, description="release stale partial gangs")
+    default_timeout: Duration = Field(
+        default=1800.0, description="when a gang names no timeout (corral.dev/gang-timeout)"
+    )
+
+
+class RunnerConfig(_Section):
+    """``corral-descheduler run``."""
+
+    interval: Duration = Field(default=600.0, gt=0, description="time between runs (--interval)")
+    dry_run: bool = Field(default=False, description="plan and report, evict nothing")
+
+
+class DeschedulerConfig(_Section):
+    engine: EngineConfig = Field(
+        default_factory=EngineConfig, description="how the engine reads the cluster"
+    )
+    scheduling: SchedulingConfig = Field(default_factory=SchedulingConfig)
+    eviction: EvictionRules = Field(default_factory=EvictionRules)
+    limits: Limits = Field(default_factory=Limits)
+    cost: CostWeights = Field(default_factory=CostWeights)
+    make_room: MakeRoomConfig = Field(default_factory=MakeRoomConfig)
+    defragment: DefragmentConfig = Field(default_factory=DefragmentConfig)
+    stale_gangs: StaleGangsConfig = Field(default_factory=StaleGangsConfig)
+    runner: RunnerConfig = Field(default_factory=RunnerConfig)
+    queue_default: str = Field(default="default", description="queue of gangs that name none")
+
+
+def _describe(e: ValidationError, where: str) -> str:
+    lines = []
+    for err in e.errors():
+        path = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        if err["type"] == "extra_forbidden":
+            lines.append(f"{where}: unknown key {path!r}")
+            continue
+        msg = err["msg"].removeprefix("Value error, ")
+        got = err.get("input")
+        shown = "" if isinstance(got, dict | list) else f" (got {got!r})"
+        lines.append(f"{where}: {path}: {msg}{shown}")
+    return "\n".join(lines)
+
+
+def parse_config(raw: Any, where: str = "config") -> DeschedulerConfig:
+    """A config from parsed YAML (``None`` for an empty file)."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a mapping of keys at the top level")
+    try:
+        return DeschedulerConfig.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError(_describe(e, where)) from None
+
+
+def load_config(path: str | Path | None) -> DeschedulerConfig:
+    """The config in YAML file ``path``, or the defaults when ``path`` is None."""
+    if path is None:
+        return DeschedulerConfig()
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise ConfigError(f"config {path}: {e.strerror or e}") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config {path}: not valid YAML ({e})") from None
+    return parse_config(raw, f"config {path}")
+
+
+def _yaml_value(v: Any) -> str:
+    text = yaml.safe_dump(v, default_flow_style=True, width=1000).strip()
+    return text.removesuffix("\n...").removesuffix("...").strip()
+
+
+def _doc(model: type[BaseModel]) -> list[str]:
+    text = (model.__doc__ or "").strip()
+    return [" ".join(p.split()) for p in text.split("\n\n") if p.strip()] if text else []
+
+
+def render_defaults() -> str:
+    """Every key with its default and what it means, as a YAML file that loads back
+    to the defaults (``corral-descheduler config``)."""
+    lines = ["# corral-descheduler configuration: every key, at its default."]
+    defaults = DeschedulerConfig()
+    for name, field in DeschedulerConfig.model_fields.items():
+        value = getattr(defaults, name)
+        lines.append("")
+        if isinstance(value, BaseModel):
+            lines.extend(f"# {d}" for d in _doc(type(value)))
+            lines.append(f"{name}:")
+            for key, sub in type(value).model_fields.items():
+                doc = sub.description or _ENGINE_KEYS.get(key)
+                if doc:
+                    lines.append(f"  # {doc}")
+                raw = getattr(value, key)
+                dumped = value.model_dump(mode="json")[key] if raw is not None else None
+                if key in _DURATIONS:
+                    dumped = format_duration(float(raw))
+                lines.append(f"  {key}: {_yaml_value(dumped)}")
+        else:
+            if field.description:
+                lines.append(f"# {field.description}")
+            lines.append(f"{name}: {_yaml_value(value)}")
+    return "\n".join(lines) + "\n"
+
+
+# The engine's own settings, described here for the reference.
+_ENGINE_KEYS = {
+    "gpu_resources": "extended resources counted as whole GPUs, per device",
+    "gpu_model_labels": "node labels that name the GPU model, most specific first",
+    "overcommit": "per-resource factor on allocatable, e.g. {cpu: 1.5}; never GPUs",
+    "default_pods_per_node": "pods a node takes when it does not say",
+}
+
+# Keys written back as Go durations.
+_DURATIONS = frozenset({"cooldown", "min_pod_age", "default_timeout", "interval"})

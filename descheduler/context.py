@@ -1,0 +1,205 @@
+"""What every strategy of one planning run shares: the units, who is protected, the
+budget left, queue shares, the scorer, and the costs of moving pods."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from gangplace.engine import (
+    GangOptions,
+    PodRecord,
+    PodShape,
+    Queue,
+    QueueState,
+    Scorer,
+    Snapshot,
+    WaitingGang,
+    deserved_shares,
+    order_waiting,
+)
+from gangplace.engine.fragmentation import TargetWorkload, TaskShape
+
+from .budget import Budget
+from .config import DeschedulerConfig
+from .plan import Unserved
+from .protect import gang_protection
+from .scoring import make_scorer
+from .state import GPU, ClusterState
+from .timeparse import TimeFormatError, format_time, parse_time
+from .units import Demand, GangView, build_views, demand_of, request_of
+
+__all__ = ["PlanContext", "Victim", "cluster_total"]
+
+# Pods of queues at or below their deserved share sort after every pod of a queue above
+# it: victims come first from queues that use more than they deserve.
+TIER_PENALTY = 1000.0
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Victim:
+    """A unit chosen to move: the whole gang, or (``partial``) members above its
+    minAvailable, or a pod without a gang."""
+
+    view: GangView
+    pods: tuple[PodRecord, ...]
+    partial: bool
+    cost: float
+    tier: int  # 0: its queue uses more than it deserves; 1: otherwise
+
+    @property
+    def gpu_milli(self) -> int:
+        return sum(p.shape.gpu_demand_milli for p in self.pods)
+
+
+def _workload(snap: Snapshot, coverage: float) -> TargetWorkload:
+    """FGD's typical shapes from the running pods (every pod when none runs)."""
+    shapes = [p.shape for p in snap.pods if p.node >= 0] or [p.shape for p in snap.pods]
+    task: dict[PodShape, TaskShape] = {}
+    for s in shapes:
+        if s not in task:
+            task[s] = TaskShape.of(s)
+    return TargetWorkload.from_shapes([task[s] for s in shapes], coverage)
+
+
+def cluster_total(snap: Snapshot) -> dict[str, int]:
+    """Allocatable of ready nodes in queue-share units (cpu, memory, gpu thousandths)."""
+    ready = snap.ready
+    out = {r: int(snap.alloc[ready, snap.res_index[r]].sum()) for r in ("cpu", "memory")}
+    out[GPU] = int(snap.gpu_total[ready].sum()) * 1000
+    return out
+
+
+@dataclass(slots=True)
+class PlanContext:
+    state: ClusterState
+    config: DeschedulerConfig
+    scorer: Scorer
+    options: GangOptions
+    views: dict[str, GangView]
+    workload: TargetWorkload
+    budget: Budget
+    protected: dict[str, str] = field(default_factory=dict)
+    moved: set[str] = field(default_factory=set)
+    queue_states: dict[str, QueueState] = field(default_factory=dict)
+    overused: set[str] = field(default_factory=set)
+    demands: list[Demand] = field(default_factory=list)
+    unserved: list[Unserved] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    _cost: dict[int, float] = field(default_factory=dict)
+    _view_of: dict[int, GangView] = field(default_factory=dict)
+
+    @property
+    def snap(self) -> Snapshot:
+        return self.state.snapshot
+
+    @property
+    def now(self) -> datetime:
+        return self.state.now
+
+    @classmethod
+    def build(cls, state: ClusterState, config: DeschedulerConfig) -> PlanContext:
+        snap = state.snapshot
+        views = build_views(state, config.queue_default)
+        workload = _workload(snap, config.defragment.workload_coverage)
+        sc = config.scheduling
+        ctx = cls(
+            state=state,
+            config=config,
+            scorer=make_scorer(sc, workload),
+            options=GangOptions(
+                fewest_nodes=sc.fewest_nodes,
+                topology_key=sc.topology_key,
+                best_effort=False,
+                explain=False,
+            ),
+            views=views,
+            workload=workload,
+            budget=Budget(config.limits, state.pdbs),
+        )
+        for v in views.values():
+            for p in v.pods:
+                ctx._view_of[id(p)] = v
+            why = gang_protection(v, config.eviction, state.queues, state.now)
+            if why is None and len(v.placed) != len(v.running):
+                why = f"{v.describe()} runs partly on nodes missing from the snapshot"
+            if why is not None:
+                ctx.protected[v.key] = why
+        ctx._queues_and_demand()
+        return ctx
+
+    def _queues_and_demand(self) -> None:
+        queues: dict[str, Queue] = dict(self.state.queues)
+        per_shape: Counter[tuple[str, PodShape]] = Counter()
+        demands: list[Demand] = []
+        for v in self.views.values():
+            if v.queue not in queues:
+                queues[v.queue] = Queue(v.queue)
+            for p in v.pods:
+                if p.node >= 0:
+                    per_shape[(v.queue, p.shape)] += 1
+            if v.is_gang:
+                d = demand_of(v)
+                if d is not None:
+                    demands.append(d)
+        allocated: dict[str, dict[str, int]] = {}
+        for (q, shape), n in per_shape.items():
+            alloc = allocated.setdefault(q, {})
+            for r, x in request_of([shape]).items():
+                alloc[r] = alloc.get(r, 0) + x * n
+        total = cluster_total(self.snap)
+        waiting = [self.waiting_gang(d) for d in demands]
+        self.queue_states = deserved_shares(queues.values(), total, allocated, waiting)
+        self.overused = {q for q, st in self.queue_states.items() if st.overused}
+        by_key = {d.key: d for d in demands}
+        ordered = order_waiting(waiting, self.queue_states, total)
+        self.demands = [by_key[w.name] for w in ordered]
+
+    def waiting_gang(self, d: Demand) -> WaitingGang:
+        created = format_time(d.view.created) if d.view.created else ""
+        return WaitingGang(d.key, d.view.queue, d.request, d.view.priority, created)
+
+    # --- who and what it costs -----------------------------------------------------------
+
+    def view_of(self, pod: PodRecord) -> GangView:
+        return self._view_of[id(pod)]
+
+    def movable(self, view: GangView) -> bool:
+        return view.key not in self.protected and view.key not in self.moved
+
+    def pod_cost(self, pod: PodRecord) -> float:
+        """Pods moved, GPU-hours of work lost (the pod restarts), and priority."""
+        hit = self._cost.get(id(pod))
+        if hit is None:
+            w = self.config.cost
+            hours = 0.0
+            if pod.created:
+                try:
+                    hours = max((self.now - parse_time(pod.created)).total_seconds(), 0) / 3600
+                except TimeFormatError:
+                    hours = 0.0
+            gpus = pod.shape.gpu_demand_milli / 1000.0
+            hit = (
+                w.pod
+                + w.gpu_hour * gpus * hours
+                + w.priority_per_1000 * max(pod.priority, 0) / 1000
+            )
+            self._cost[id(pod)] = hit
+        return hit
+
+    def tier(self, view: GangView) -> int:
+        return 0 if view.queue in self.overused else 1
+
+    def victim(self, view: GangView, pods: Sequence[PodRecord] | None = None) -> Victim:
+        """``view`` whole (``pods`` None) or only ``pods``, which must number at most
+        its members above minAvailable."""
+        chosen = tuple(view.placed) if pods is None else tuple(pods)
+        partial = pods is not None and len(chosen) < len(view.running)
+        if partial and len(chosen) > view.extras:
+            raise ValueError(f"{view.describe()}: {len(chosen)} members exceed its extras")
+        return Victim(view, chosen, partial, sum(self.pod_cost(p) for p in chosen), self.tier(view))
+
+    def refusal(self, pods: Sequence[PodRecord], queue: str) -> str | None:
+        return self.budget.refusal(pods, queue)

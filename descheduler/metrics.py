@@ -1,0 +1,67 @@
+"""Prometheus metrics of the runner: evictions by result, GPUs freed, fragmentation
+before and after each plan, plan time. The HTTP endpoint that serves the registry
+belongs to the Kubernetes layer."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from .runner import RunResult
+
+__all__ = ["Metrics"]
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.evictions = Counter(
+            "corral_descheduler_evictions",
+            "Pods the descheduler tried to evict, by result",
+            ["result"],
+            registry=r,
+        )
+        self.gangs = Counter(
+            "corral_descheduler_gang_moves",
+            "Gang moves, by status (evicted, skipped, failed, broken, dry-run, not-attempted)",
+            ["status"],
+            registry=r,
+        )
+        self.gpus_freed = Counter(
+            "corral_descheduler_gpus_freed", "GPUs held by the pods evicted", registry=r
+        )
+        self.fragmentation = Gauge(
+            "corral_descheduler_fragmentation_gpus",
+            "FGD fragmentation F(M) of the cluster in GPUs, before and after the last plan",
+            ["when"],
+            registry=r,
+        )
+        self.waiting = Gauge(
+            "corral_descheduler_waiting_gangs",
+            "Waiting gangs that cannot start, before and after the last plan",
+            ["when"],
+            registry=r,
+        )
+        self.plan_seconds = Histogram(
+            "corral_descheduler_plan_seconds",
+            "Time to make one plan",
+            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30),
+            registry=r,
+        )
+        self.runs = Counter(
+            "corral_descheduler_runs", "Runs, by exit code", ["exit_code"], registry=r
+        )
+
+    def observe(self, result: RunResult) -> None:
+        p = result.plan
+        self.plan_seconds.observe(result.plan_seconds)
+        self.fragmentation.labels("before").set(p.fragmentation_before)
+        self.fragmentation.labels("after").set(p.fragmentation_after)
+        self.waiting.labels("before").set(len(p.waiting_before))
+        self.waiting.labels("after").set(len(p.waiting_after))
+        for o in result.outcomes:
+            self.gangs.labels(o.status).inc()
+            for r in o.results:
+                self.evictions.labels(r.outcome.value).inc()
+        self.gpus_freed.inc(result.gpus_freed)
+        self.runs.labels(str(result.exit_code)).inc()

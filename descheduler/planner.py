@@ -1,0 +1,209 @@
+"""``plan(state, config) -> Plan``: the pure heart of the descheduler.
+
+No clock, no I/O: the state carries "now". The planner works on the state's snapshot
+inside a fork and reverts it, so the caller's snapshot is unchanged afterwards.
+
+The strategies run in order on one simulated cluster. First the waiting gangs that fit
+now are placed (the scheduler starts them before any eviction lands). Then stale
+partial gangs are released and room is made for the waiting gangs that cannot start,
+in DRF order, or -- when no gang is waiting -- the cluster is defragmented for its
+typical workload. Last the plan is checked as a whole, the way the cluster will live it
+(see ``_settle``), and moves whose promise does not hold are dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gangplace.engine import PodRecord, PodShape, Snapshot, place_gang
+from gangplace.engine.fragmentation import fragmentation
+from gangplace.engine.report import FragmentationReport, fragmentation_report
+
+from .config import DeschedulerConfig
+from .context import PlanContext
+from .plan import LargestFit, Move, Plan
+from .simulate import evaluate_waiting
+from .state import ClusterState
+from .strategies import defragment, make_room, release_stale_gangs
+from .units import Demand, demand_of
+
+__all__ = ["apply_moves", "plan"]
+
+
+def plan(state: ClusterState, config: DeschedulerConfig | None = None) -> Plan:
+    """The moves that make room for waiting gangs (or defragment), and what they do."""
+    cfg = config or DeschedulerConfig()
+    ctx = PlanContext.build(state, cfg)
+    snap = ctx.snap
+    probes = _probes(ctx)
+    out = Plan(now=state.now)
+    out.report_before = fragmentation_report(snap, ctx.workload, probes)
+    out.fragmentation_before = fragmentation(snap, ctx.workload)
+    started, out.waiting_before = evaluate_waiting(ctx, ctx.demands)
+    largest_now = _largest_per_model(snap)
+
+    first = [d for d in ctx.demands if d.key in set(started)]
+    token = snap.fork()
+    try:
+        for d in first:  # the scheduler starts these before any eviction lands
+            place_gang(snap, d.gang, ctx.scorer, ctx.options)
+        moves = release_stale_gangs(ctx, set(started))
+        released = {m.unit for m in moves}
+        rest = _blocked_after_release(ctx, released, set(started))
+        if rest:
+            moves += make_room(ctx, rest)
+        if not out.waiting_before and not ctx.unserved:
+            moves += defragment(ctx)
+    finally:
+        snap.revert(token)
+
+    moves = _settle(ctx, moves, first, rest, out, probes, released)
+    out.moves = moves
+    out.largest = _largest_rows(snap, largest_now, moves, ctx)
+    out.unserved = [u for u in ctx.unserved if u.gang in out.waiting_after]
+    out.notes = ctx.notes
+    return out
+
+
+def _blocked_after_release(ctx: PlanContext, released: set[str], started: set[str]) -> list[Demand]:
+    """The waiting gangs that cannot start now, in DRF order; released stale gangs
+    among them wait whole."""
+    out: list[Demand] = []
+    for d in ctx.demands:
+        if d.key in released:
+            whole = demand_of(d.view, whole=True)
+            if whole is not None:
+                out.append(whole)
+        elif d.key not in started:
+            out.append(d)
+    return out
+
+
+def _pods_by_key(snap: Snapshot) -> dict[str, PodRecord]:
+    return {p.key: p for p in snap.pods}
+
+
+def apply_moves(
+    snap: Snapshot, moves: Sequence[Move], pods: dict[str, PodRecord] | None = None
+) -> None:
+    """Make ``moves`` on ``snap`` at once: every eviction, then every pod bound where
+    the plan predicts it lands (released stale gangs' pods stay pending). ``snap`` must
+    be the snapshot the plan was made on (or one like it); a trace replay can call this
+    inside or outside a fork."""
+    if pods is None:
+        pods = _pods_by_key(snap)
+    for m in moves:
+        for pm in m.pods:
+            p = pods[pm.key]
+            if p.node >= 0:
+                snap.remove(p)
+    for m in moves:
+        for pm in m.pods:
+            if pm.target is not None:
+                p = pods[pm.key]
+                snap.place(p.shape, snap.node_index[pm.target], pm.target_gpus, pod=p)
+
+
+def _settle(
+    ctx: PlanContext,
+    moves: list[Move],
+    first: Sequence[Demand],
+    rest: Sequence[Demand],
+    out: Plan,
+    probes: Sequence[PodShape],
+    released: set[str],
+) -> list[Move]:
+    """Check the plan as the cluster will live it: the gangs that fit now start, every
+    move is made at once, then the other waiting gangs are served in DRF order. A gang
+    a move serves must start, and no gang that can start now may be kept from starting;
+    otherwise moves are dropped from the first offending one on (later make-room moves
+    may lean on the state it left)."""
+    snap = ctx.snap
+    waiting_before = set(out.waiting_before)
+    pods = _pods_by_key(ctx.snap)
+    while True:
+        with snap.what_if():
+            apply_moves(snap, moves, pods)
+            report: FragmentationReport = fragmentation_report(snap, ctx.workload, probes)
+            frag = fragmentation(snap, ctx.workload)
+        with snap.what_if():
+            blocked = [
+                d.key for d in first if not place_gang(snap, d.gang, ctx.scorer, ctx.options).ok
+            ]
+            apply_moves(snap, moves, pods)
+            blocked += [
+                d.key for d in rest if not place_gang(snap, d.gang, ctx.scorer, ctx.options).ok
+            ]
+        served = [m.for_gang for m in moves if m.kind == "make-room" and m.for_gang]
+        broken = next((g for g in served if g in blocked), None)
+        worse = next((g for g in blocked if g not in waiting_before and g not in released), None)
+        if broken is None and worse is None:
+            out.report_after, out.fragmentation_after, out.waiting_after = report, frag, blocked
+            return moves
+        droppable = [i for i, m in enumerate(moves) if m.kind != "release-stale"]
+        if not droppable:  # releases alone: the scheduler's DRF order decides the rest
+            out.report_after, out.fragmentation_after, out.waiting_after = report, frag, blocked
+            return moves
+        if broken is not None:
+            cut = next(i for i, m in enumerate(moves) if m.for_gang == broken)
+            why = f"{broken} would still not start"
+        else:
+            last = moves[droppable[-1]]
+            cut = next(
+                i
+                for i in droppable
+                if (last.for_gang is not None and moves[i].for_gang == last.for_gang)
+                or (last.for_gang is None and moves[i].kind == last.kind)
+            )
+            why = f"{worse}, which can start now, could not start after them"
+        dropped = sorted({m.for_gang or m.unit for m in moves[cut:] if m.kind != "release-stale"})
+        ctx.notes.append(
+            f"moves for {', '.join(dropped)} dropped: with every move made at once, {why}"
+        )
+        moves = [m for i, m in enumerate(moves) if i < cut or m.kind == "release-stale"]
+
+
+def _probes(ctx: PlanContext) -> list[PodShape]:
+    """Shapes for "the largest gang that fits": the waiting gangs' largest members,
+    else the typical GPU shapes of the cluster."""
+    out: list[PodShape] = []
+    for d in ctx.demands:
+        big = max(d.gang.roles, key=lambda r: (r.shape.gpu_demand_milli, r.shape.request("cpu")))
+        if big.shape not in out:
+            out.append(big.shape)
+        if len(out) >= 3:
+            return out
+    if not out:
+        for t in ctx.workload.shapes:
+            if t.gpu_count:
+                shape = PodShape.of(
+                    {"cpu": t.cpu},
+                    gpus=t.gpu_count,
+                    gpu_milli=t.gpu_milli if t.gpu_milli < 1000 else None,
+                    gpu_models=t.models,
+                )
+                if shape not in out:
+                    out.append(shape)
+            if len(out) >= 3:
+                break
+    return out
+
+
+def _largest_per_model(snap: Snapshot) -> dict[str, int]:
+    """Per GPU model: the most whole GPUs free on one schedulable node."""
+    ok = snap.ready & ~snap.unschedulable & (snap.gpu_total > 0)
+    full = (snap.gpu_free >= 1000).sum(axis=1)
+    out: dict[str, int] = {}
+    for i, model in enumerate(snap.gpu_models):
+        sel = ok & (snap.gpu_model == i)
+        out[model or "(unlabelled)"] = int(full[sel].max()) if sel.any() else 0
+    return out
+
+
+def _largest_rows(
+    snap: Snapshot, now: dict[str, int], moves: Sequence[Move], ctx: PlanContext
+) -> list[LargestFit]:
+    with snap.what_if():
+        apply_moves(snap, moves)
+        after = _largest_per_model(snap)
+    return [LargestFit(m, now[m], after.get(m, 0)) for m in sorted(now)]

@@ -1,0 +1,94 @@
+"""What the descheduler never evicts, and why.
+
+Pod rules: DaemonSet pods (the controller puts them straight back), mirror/static pods
+(the API cannot evict them), pods without a controller (nothing would recreate them),
+system-critical priorities, excluded namespaces, pods that opt out
+(``corral.dev/evictable: "false"``, ``descheduler.alpha.kubernetes.io/prefer-no-eviction``),
+pods with local storage unless allowed, pods that are not running yet or younger than
+the minimum age. Gang rules: one protected member protects its whole gang (a gang is
+moved whole or not at all), and so do a recent move (cool-down) and a queue that is not
+reclaimable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+
+from gangplace.engine import PodRecord, Queue
+from gangplace.engine.gangs import ANNOTATION_EVICTABLE
+
+from .config import EvictionRules
+from .timeparse import TimeFormatError, format_duration, parse_time
+from .units import GangView
+
+__all__ = [
+    "ANNOTATION_MIRROR",
+    "ANNOTATION_PREFER_NO_EVICTION",
+    "gang_protection",
+    "pod_protection",
+]
+
+ANNOTATION_MIRROR = "kubernetes.io/config.mirror"
+ANNOTATION_PREFER_NO_EVICTION = "descheduler.alpha.kubernetes.io/prefer-no-eviction"
+
+
+def pod_protection(pod: PodRecord, rules: EvictionRules, now: datetime) -> str | None:
+    """Why ``pod`` must not be evicted, or None when it may be."""
+    if pod.owner_kind == "DaemonSet":
+        return f"pod {pod.key} belongs to DaemonSet {pod.owner_name}"
+    if ANNOTATION_MIRROR in pod.annotations or pod.owner_kind == "Node":
+        return f"pod {pod.key} is a static (mirror) pod"
+    if not pod.owner_kind:
+        return f"pod {pod.key} has no controller to recreate it"
+    if pod.priority_class in rules.protected_priority_classes:
+        return f"pod {pod.key} has priority class {pod.priority_class}"
+    if pod.priority >= rules.protected_priority:
+        return f"pod {pod.key} has system-critical priority {pod.priority}"
+    if pod.namespace in rules.excluded_namespaces:
+        return f"namespace {pod.namespace} is excluded"
+    if rules.included_namespaces and pod.namespace not in rules.included_namespaces:
+        return f"namespace {pod.namespace} is not included"
+    if pod.annotations.get(ANNOTATION_EVICTABLE, "").strip().lower() == "false":
+        return f'pod {pod.key} is annotated {ANNOTATION_EVICTABLE}: "false"'
+    if ANNOTATION_PREFER_NO_EVICTION in pod.annotations:
+        return f"pod {pod.key} is annotated {ANNOTATION_PREFER_NO_EVICTION}"
+    if pod.local_storage and not rules.evict_local_storage_pods:
+        return f"pod {pod.key} has local storage (emptyDir or hostPath)"
+    if pod.phase != "Running":
+        return f"pod {pod.key} is {pod.phase}, not Running"
+    if rules.min_pod_age > 0 and pod.created:
+        try:
+            age = (now - parse_time(pod.created)).total_seconds()
+        except TimeFormatError:
+            age = None
+        if age is not None and age < rules.min_pod_age:
+            return f"pod {pod.key} is younger than {format_duration(rules.min_pod_age)}"
+    return None
+
+
+def gang_protection(
+    view: GangView,
+    rules: EvictionRules,
+    queues: Mapping[str, Queue],
+    now: datetime,
+) -> str | None:
+    """Why no member of ``view`` may be moved, or None."""
+    q = queues.get(view.queue)
+    if q is not None and not q.reclaimable:
+        return f"queue {view.queue} is not reclaimable"
+    if view.annotations.get(ANNOTATION_EVICTABLE, "").strip().lower() == "false":
+        return f'{view.describe()} is annotated {ANNOTATION_EVICTABLE}: "false"'
+    if view.last_moved is not None and rules.cooldown > 0:
+        since = (now - view.last_moved).total_seconds()
+        if since < rules.cooldown:
+            return (
+                f"{view.describe()} was moved {format_duration(max(since, 0))} ago "
+                f"(cool-down {format_duration(rules.cooldown)})"
+            )
+    for p in view.pods:
+        if p.node_name:
+            why = pod_protection(p, rules, now)
+            if why is not None:
+                return why
+    return None

@@ -1,0 +1,300 @@
+"""Carrying a plan out: one run (``run --once``) and the loop (``run --interval``).
+
+The runner is I/O-free itself: it is handed callables that fetch the cluster state,
+evict one gang, write an Event and record a gang's move, so it runs against fakes in
+tests and against the Kubernetes layer in a cluster. Its rules:
+
+- Moves that make room for one waiting gang form a group. Before a group, an optional
+  live check (the disruption budgets as they are now) may skip it whole.
+- Before a gang is evicted its move is recorded (``corral.dev/last-moved`` on the
+  PodGroup), so a stateless CronJob honours the cool-down next time.
+- A gang is evicted whole or not at all. If nothing of it was evicted (budgets refused,
+  a limit), the gang and the rest of its group are skipped and the run goes on. If the
+  first eviction failed outright, the run goes on and exits 1. If it broke part way --
+  some members evicted, then a refusal or an error -- a Warning Event goes on the gang,
+  the run stops evicting, and it exits 1.
+- Dry-run plans and reports and touches nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from .config import DeschedulerConfig
+from .plan import Move, Plan
+from .planner import plan as make_plan
+from .state import ClusterState
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "GangEvent",
+    "GangOutcome",
+    "Outcome",
+    "PodResult",
+    "RunResult",
+    "RunnerIO",
+    "eviction_message",
+    "run_loop",
+    "run_once",
+]
+
+log = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+class Outcome(StrEnum):
+    """What happened to one pod (the Kubernetes layer's evictor reports these)."""
+
+    EVICTED = "evicted"
+    GONE = "gone"  # already deleted: as good as evicted
+    DRY_RUN = "dry-run"
+    REFUSED = "refused"  # a disruption budget said no (HTTP 429)
+    SKIPPED = "skipped"  # a limit of the evictor
+    FAILED = "failed"  # any other error
+    ABORTED = "aborted"  # not attempted
+
+
+@dataclass(frozen=True, slots=True)
+class PodResult:
+    namespace: str
+    name: str
+    outcome: Outcome
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GangEvent:
+    """An Event about a gang: on its PodGroup when it has one, else on its first pod."""
+
+    type: str  # Normal or Warning
+    reason: str
+    message: str
+    namespace: str
+    podgroup: str | None
+    podgroup_api: str | None
+    pods: tuple[str, ...]
+
+
+FetchState = Callable[[], Awaitable[ClusterState]]
+EvictGang = Callable[[Move, str], Awaitable[Sequence[PodResult]]]
+EmitEvent = Callable[[GangEvent], Awaitable[None]]
+MarkMoved = Callable[[Move, datetime], Awaitable[None]]
+Precheck = Callable[[Sequence[Move]], Awaitable[str | None]]
+
+
+@dataclass(slots=True)
+class RunnerIO:
+    """The runner's side effects, injected. ``evict_gang(move, message)`` evicts the
+    move's pods in order and stops at the first that does not go; ``precheck(group)``
+    says why a group must be skipped (live disruption budgets), or None; ``is_leader``
+    is asked before each gang (a lost Lease stops the run)."""
+
+    fetch_state: FetchState
+    evict_gang: EvictGang
+    emit_event: EmitEvent
+    mark_moved: MarkMoved | None = None
+    precheck: Precheck | None = None
+    is_leader: Callable[[], bool] | None = None
+
+
+@dataclass(slots=True)
+class GangOutcome:
+    move: Move
+    status: str  # evicted, dry-run, skipped, failed, broken, not-attempted
+    message: str = ""
+    results: list[PodResult] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class RunResult:
+    plan: Plan
+    outcomes: list[GangOutcome]
+    plan_seconds: float
+    exit_code: int = EXIT_OK
+    stopped: str | None = None
+
+    def count(self, status: str) -> int:
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    @property
+    def pods_evicted(self) -> int:
+        return sum(
+            1
+            for o in self.outcomes
+            for r in o.results
+            if r.outcome in (Outcome.EVICTED, Outcome.GONE)
+        )
+
+    @property
+    def gpus_freed(self) -> float:
+        done = {
+            (r.namespace, r.name)
+            for o in self.outcomes
+            for r in o.results
+            if r.outcome in (Outcome.EVICTED, Outcome.GONE)
+        }
+        return sum(
+            p.gpu_milli / 1000
+            for o in self.outcomes
+            for p in o.move.pods
+            if (p.namespace, p.name) in done
+        )
+
+
+def eviction_message(plan: Plan, move: Move) -> str:
+    """The Event text for a move's evictions: the plan, the gang, and why."""
+    return f"corral {plan.plan_id}: {move.reason}"
+
+
+def _groups(moves: Sequence[Move]) -> list[list[Move]]:
+    out: list[list[Move]] = []
+    for m in moves:
+        if out and m.for_gang is not None and out[-1][0].for_gang == m.for_gang:
+            out[-1].append(m)
+        else:
+            out.append([m])
+    return out
+
+
+def _event(move: Move, type_: str, reason: str, message: str) -> GangEvent:
+    return GangEvent(
+        type_,
+        reason,
+        message,
+        move.namespace,
+        move.podgroup,
+        move.podgroup_api,
+        tuple(p.name for p in move.pods),
+    )
+
+
+_DONE = (Outcome.EVICTED, Outcome.GONE)
+_HELD_BACK = (Outcome.REFUSED, Outcome.SKIPPED, Outcome.ABORTED)
+
+
+async def run_once(
+    io: RunnerIO,
+    config: DeschedulerConfig,
+    *,
+    dry_run: bool = False,
+    planner: Callable[[ClusterState, DeschedulerConfig], Plan] = make_plan,
+) -> RunResult:
+    """Fetch, plan, evict gang by gang; see the module docstring for the rules."""
+    state = await io.fetch_state()
+    t0 = time.perf_counter()
+    plan = planner(state, config)
+    result = RunResult(plan, [], time.perf_counter() - t0)
+    if dry_run:
+        note = "dry run: nothing evicted"
+        result.outcomes = [GangOutcome(m, "dry-run", note) for m in plan.moves]
+        return result
+    for group in _groups(plan.moves):
+        if result.stopped is not None:
+            result.outcomes.extend(GangOutcome(m, "not-attempted", result.stopped) for m in group)
+            continue
+        await _run_group(io, plan, group, result)
+    return result
+
+
+async def _run_group(io: RunnerIO, plan: Plan, group: list[Move], result: RunResult) -> None:
+    if io.precheck is not None:
+        why = await io.precheck(group)
+        if why:
+            for m in group:
+                result.outcomes.append(GangOutcome(m, "skipped", why))
+                await io.emit_event(_event(m, "Normal", "GangMoveSkipped", why))
+            return
+    for i, move in enumerate(group):
+        rest = group[i + 1 :]
+        if io.is_leader is not None and not io.is_leader():
+            why = "leadership lost: the run stops evicting"
+            result.stopped = why
+            result.outcomes.extend(GangOutcome(m, "not-attempted", why) for m in group[i:])
+            return
+        if io.mark_moved is not None:
+            try:
+                await io.mark_moved(move, plan.now)
+            except Exception as e:
+                why = f"could not record the move on the gang: {e}"
+                result.outcomes.append(GangOutcome(move, "skipped", why))
+                result.outcomes.extend(GangOutcome(m, "not-attempted", why) for m in rest)
+                return
+        results = list(await io.evict_gang(move, eviction_message(plan, move)))
+        done = [r for r in results if r.outcome in _DONE]
+        if len(done) == len(move.pods):
+            result.outcomes.append(GangOutcome(move, "evicted", "", results))
+            continue
+        bad = next((r for r in results if r.outcome not in _DONE), None)
+        detail = ""
+        if bad is not None:
+            detail = f"{bad.namespace}/{bad.name}: {bad.outcome.value} {bad.message}".strip()
+        if not done and all(r.outcome in _HELD_BACK for r in results):
+            msg = f"not moved, nothing evicted ({detail})"
+            result.outcomes.append(GangOutcome(move, "skipped", msg, results))
+            why = f"an earlier move for its gang was skipped ({detail})"
+            result.outcomes.extend(GangOutcome(m, "not-attempted", why) for m in rest)
+            await io.emit_event(_event(move, "Normal", "GangMoveSkipped", msg))
+            return
+        result.exit_code = EXIT_FAILED
+        if not done:
+            msg = f"eviction failed, nothing evicted ({detail})"
+            result.outcomes.append(GangOutcome(move, "failed", msg, results))
+            result.outcomes.extend(
+                GangOutcome(m, "not-attempted", f"an earlier move for its gang failed ({detail})")
+                for m in rest
+            )
+            await io.emit_event(_event(move, "Warning", "GangEvictionFailed", msg))
+            return
+        msg = (
+            f"gang evicted only in part: {len(done)} of {len(move.pods)} pods ({detail}); "
+            f"corral {plan.plan_id} stops evicting"
+        )
+        result.outcomes.append(GangOutcome(move, "broken", msg, results))
+        result.stopped = msg
+        result.outcomes.extend(GangOutcome(m, "not-attempted", msg) for m in rest)
+        log.error("%s: %s", move.unit, msg)
+        await io.emit_event(_event(move, "Warning", "GangEvictionIncomplete", msg))
+        return
+
+
+async def run_loop(
+    io: RunnerIO,
+    config: DeschedulerConfig,
+    *,
+    interval: float,
+    stop: asyncio.Event,
+    dry_run: bool = False,
+    on_result: Callable[[RunResult], None] | None = None,
+    on_error: Callable[[BaseException], None] | None = None,
+) -> int:
+    """Run every ``interval`` seconds until ``stop`` is set, only while leader. A run
+    that raises is reported to ``on_error`` and the loop goes on. Returns the exit code
+    of the last run (1 if the last attempt raised)."""
+    code = EXIT_OK
+    while not stop.is_set():
+        if io.is_leader is None or io.is_leader():
+            try:
+                result = await run_once(io, config, dry_run=dry_run)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                code = EXIT_FAILED
+                log.exception("descheduler run failed")
+                if on_error is not None:
+                    on_error(e)
+            else:
+                code = result.exit_code
+                if on_result is not None:
+                    on_result(result)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=interval)
+    return code

@@ -1,0 +1,91 @@
+"""The planner's input: the engine's snapshot plus the objects that decide who may be
+moved and who is waiting, and the time ("now") the plan is made for. Built from a
+``kubectl get nodes,pods,pdb,podgroups,queues,priorityclasses -A -o json`` List."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from gangplace.engine import EngineConfig, Queue, Snapshot, SnapshotError
+
+from .objects import (
+    PdbInfo,
+    PodGroupInfo,
+    StateError,
+    pdb_from_json,
+    podgroup_from_json,
+    priority_class_from_json,
+    queue_from_json,
+)
+
+__all__ = ["ClusterState", "state_from_list", "state_from_objects"]
+
+
+@dataclass(slots=True)
+class ClusterState:
+    """Plain data; the planner reads it and never changes it (it works on a fork of
+    the snapshot and reverts). ``now`` is an aware UTC datetime given by the caller."""
+
+    snapshot: Snapshot
+    now: datetime
+    podgroups: dict[str, PodGroupInfo] = field(default_factory=dict)
+    pdbs: list[PdbInfo] = field(default_factory=list)
+    queues: dict[str, Queue] = field(default_factory=dict)
+    priority_classes: dict[str, int] = field(default_factory=dict)
+
+
+def _resolve_priorities(snap: Snapshot, classes: Mapping[str, int]) -> None:
+    # The API server sets spec.priority at admission; dumps written by hand may not.
+    for p in snap.pods:
+        if p.priority == 0 and p.priority_class in classes:
+            p.priority = classes[p.priority_class]
+
+
+def state_from_objects(
+    snapshot: Snapshot,
+    now: datetime,
+    objects: Iterable[Mapping[str, Any]] = (),
+) -> ClusterState:
+    """A state from a snapshot and the other objects (PodGroups, Queues, PDBs,
+    PriorityClasses; anything else is ignored)."""
+    if now.tzinfo is None:
+        raise StateError("now must be an aware datetime (UTC)")
+    cfg = snapshot.config
+    state = ClusterState(snapshot=snapshot, now=now)
+    for obj in objects:
+        kind = obj.get("kind")
+        if kind == "PodGroup":
+            pg = podgroup_from_json(obj, cfg)
+            state.podgroups[pg.key] = pg
+        elif kind == "Queue":
+            q = queue_from_json(obj, cfg)
+            state.queues[q.name] = q
+        elif kind == "PodDisruptionBudget":
+            state.pdbs.append(pdb_from_json(obj))
+        elif kind == "PriorityClass":
+            name, value = priority_class_from_json(obj)
+            state.priority_classes[name] = value
+    _resolve_priorities(snapshot, state.priority_classes)
+    return state
+
+
+def state_from_list(
+    doc: Mapping[str, Any], now: datetime, config: EngineConfig | None = None
+) -> ClusterState:
+    """From a Kubernetes List: Nodes and Pods go to the engine's snapshot, the rest to
+    the state. Raises StateError naming the object that cannot be read."""
+    items = doc.get("items")
+    if not isinstance(items, list):
+        raise StateError("expected a Kubernetes List with an 'items' array")
+    bad = next((i for i, x in enumerate(items) if not isinstance(x, dict)), None)
+    if bad is not None:
+        raise StateError(f"items[{bad}] is not an object")
+    try:
+        snap = Snapshot.from_list(doc, config)
+    except SnapshotError as e:
+        raise StateError(str(e)) from None
+    others = [x for x in items if x.get("kind") not in ("Node", "Pod")]
+    return state_from_objects(snap, now, others)

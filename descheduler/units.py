@@ -1,0 +1,290 @@
+"""Gangs as the planner sees them: who runs, who waits, what they need.
+
+Every pod belongs to exactly one *unit*: its gang (read with the engine's one table of
+gang keys, joined with the gang's PodGroup if the List has one), or, for a pod without
+gang keys, the pod alone. A unit is what the planner moves: whole, or -- for a gang --
+only the members above its minAvailable.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from gangplace.engine import Gang, PodRecord, PodShape, TaskRole
+from gangplace.engine.gangs import (
+    ANNOTATION_GANG_TIMEOUT,
+    ANNOTATION_QUEUE,
+    VOLCANO_QUEUE_NAME,
+    VOLCANO_SLA_WAITING_TIME,
+    group_pods,
+)
+
+from .state import ANNOTATION_LAST_MOVED, GPU, ClusterState, PodGroupInfo
+from .timeparse import TimeFormatError, parse_duration, parse_time
+
+__all__ = ["Demand", "GangView", "build_views", "demand_of", "gang_of_pods", "request_of"]
+
+
+def _time(text: str) -> datetime | None:
+    try:
+        return parse_time(text) if text else None
+    except TimeFormatError:
+        return None
+
+
+@dataclass(slots=True)
+class GangView:
+    """One unit. ``pods`` are its live pods in the snapshot, bound or not; ``bound``
+    counts those the API shows on a node (also nodes missing from the List)."""
+
+    key: str
+    namespace: str
+    name: str
+    is_gang: bool
+    pods: list[PodRecord]
+    min_available: int
+    queue: str
+    priority: int = 0
+    created: datetime | None = None
+    podgroup: PodGroupInfo | None = None
+    timeout: float | None = None
+    last_moved: datetime | None = None
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def gang_name(self) -> str | None:
+        return self.name if self.is_gang else None
+
+    @property
+    def running(self) -> list[PodRecord]:
+        return [p for p in self.pods if p.node_name]
+
+    @property
+    def placed(self) -> list[PodRecord]:
+        """Members bound to a node of the snapshot: the ones that can be moved."""
+        return [p for p in self.pods if p.node >= 0]
+
+    @property
+    def pending(self) -> list[PodRecord]:
+        return [p for p in self.pods if not p.node_name]
+
+    @property
+    def extras(self) -> int:
+        """Running members above minAvailable: the most that may move without the rest."""
+        return max(0, len(self.running) - self.min_available)
+
+    def describe(self) -> str:
+        return f"gang {self.key}" if self.is_gang else f"pod {self.namespace}/{self.name}"
+
+
+def _pod_queue(p: PodRecord) -> str | None:
+    return p.annotations.get(VOLCANO_QUEUE_NAME) or p.annotations.get(ANNOTATION_QUEUE)
+
+
+def _timeout(pg: PodGroupInfo | None, pods: Sequence[PodRecord]) -> float | None:
+    if pg is not None and pg.timeout is not None:
+        return pg.timeout
+    for p in pods:
+        for key in (ANNOTATION_GANG_TIMEOUT, VOLCANO_SLA_WAITING_TIME):
+            raw = p.annotations.get(key)
+            if raw:
+                try:
+                    return parse_duration(raw)
+                except TimeFormatError:
+                    continue  # the webhook refuses bad values; an old pod is not a reason to stop
+    return None
+
+
+def _last_moved(pg: PodGroupInfo | None, pods: Sequence[PodRecord]) -> datetime | None:
+    key = ANNOTATION_LAST_MOVED
+    stamps = [p.annotations[key] for p in pods if key in p.annotations]
+    if pg is not None and key in pg.annotations:
+        stamps.append(pg.annotations[key])
+    times = [t for t in (_time(s) for s in stamps) if t is not None]
+    return max(times) if times else None
+
+
+def build_views(state: ClusterState, default_queue: str) -> dict[str, GangView]:
+    """Every unit of the cluster, by key: ``ns/gang`` for gangs (PodGroups without pods
+    too), ``ns/pod:name`` for a pod without gang keys (``:`` cannot occur in names)."""
+    snap = state.snapshot
+    views: dict[str, GangView] = {}
+    grouped = group_pods(snap.pods)
+    in_gang: set[int] = set()
+    for key, g in grouped.items():
+        pg = state.podgroups.get(key)
+        pods = sorted(g.pods, key=lambda p: p.name)
+        in_gang.update(id(p) for p in pods)
+        if pg is not None:
+            min_av = pg.min_member
+        elif g.min_available is not None:
+            min_av = g.min_available
+        else:
+            min_av = len(pods)
+        prio = max((p.priority for p in pods), default=0)
+        if pg is not None and pg.priority_class in state.priority_classes:
+            prio = max(prio, state.priority_classes[pg.priority_class])
+        created = [t for t in (_time(p.created) for p in pods) if t is not None]
+        views[key] = GangView(
+            key=key,
+            namespace=g.namespace,
+            name=g.name,
+            is_gang=True,
+            pods=pods,
+            min_available=max(min_av, 0),
+            queue=(pg.queue if pg is not None and pg.queue else None) or g.queue or default_queue,
+            priority=prio,
+            created=(pg.created if pg is not None and pg.created else None)
+            or (min(created) if created else None),
+            podgroup=pg,
+            timeout=_timeout(pg, pods),
+            last_moved=_last_moved(pg, pods),
+            annotations=dict(pg.annotations) if pg is not None else {},
+        )
+    for key, pg in state.podgroups.items():
+        if key not in views:
+            views[key] = GangView(
+                key=key,
+                namespace=pg.namespace,
+                name=pg.name,
+                is_gang=True,
+                pods=[],
+                min_available=pg.min_member,
+                queue=pg.queue or default_queue,
+                priority=state.priority_classes.get(pg.priority_class, 0),
+                created=pg.created,
+                podgroup=pg,
+                timeout=pg.timeout,
+                last_moved=_last_moved(pg, ()),
+                annotations=dict(pg.annotations),
+            )
+    for p in snap.pods:
+        if id(p) in in_gang:
+            continue
+        key = f"{p.namespace}/pod:{p.name}"
+        views[key] = GangView(
+            key=key,
+            namespace=p.namespace,
+            name=p.name,
+            is_gang=False,
+            pods=[p],
+            min_available=1,
+            queue=_pod_queue(p) or default_queue,
+            priority=p.priority,
+            created=_time(p.created),
+            last_moved=_last_moved(None, (p,)) if ANNOTATION_LAST_MOVED in p.annotations else None,
+        )
+    return views
+
+
+def request_of(shapes: Sequence[PodShape]) -> dict[str, int]:
+    """Summed requests in the units queue shares use (``gpu`` in thousandths)."""
+    out: dict[str, int] = {}
+    for s in shapes:
+        for r, v in s.requests:
+            if r != "pods":
+                out[r] = out.get(r, 0) + v
+        if s.is_gpu:
+            out[GPU] = out.get(GPU, 0) + s.gpu_demand_milli
+    return out
+
+
+def gang_of_pods(name: str, pods: Sequence[PodRecord], required: int | None = None) -> Gang:
+    """An engine gang of these pods: one role per distinct shape, in first-seen order,
+    so ``Assignment(role, index)`` names ``pods`` back (see :func:`role_pods`)."""
+    roles: dict[PodShape, int] = {}
+    for p in pods:
+        roles[p.shape] = roles.get(p.shape, 0) + 1
+    return Gang(
+        name,
+        tuple(TaskRole(f"r{i}", s, n) for i, (s, n) in enumerate(roles.items())),
+        required,
+    )
+
+
+def role_pods(pods: Sequence[PodRecord]) -> dict[str, list[PodRecord]]:
+    """The pods behind each role of :func:`gang_of_pods`, in index order."""
+    order: dict[PodShape, list[PodRecord]] = {}
+    for p in pods:
+        order.setdefault(p.shape, []).append(p)
+    return {f"r{i}": ps for i, ps in enumerate(order.values())}
+
+
+@dataclass(slots=True)
+class Demand:
+    """A gang that waits: ``gang`` holds the members it still needs to start
+    (``gang.required`` of them). ``estimated``: no pods exist yet, the shapes come from
+    the PodGroup's minResources."""
+
+    view: GangView
+    gang: Gang
+    request: dict[str, int]
+    estimated: bool = False
+
+    @property
+    def key(self) -> str:
+        return self.view.key
+
+    def describe(self) -> str:
+        parts = Counter[str]()
+        for r in self.gang.roles:
+            parts[r.shape.describe()] += r.count
+        shapes = ", ".join(f"{n} x {s}" for s, n in parts.items())
+        return f"{self.gang.required} of {self.gang.size} pods ({shapes})"
+
+
+def _estimated_shape(pg: PodGroupInfo) -> PodShape | None:
+    n = pg.min_member
+    if n <= 0 or not pg.min_resources:
+        return None
+    req = {r: -(-v // n) for r, v in pg.min_resources.items() if r != GPU}
+    gpu_milli = pg.min_resources.get(GPU, 0)
+    per = -(-gpu_milli // n)
+    if per >= 1000:
+        return PodShape.of(req, gpus=-(-per // 1000))
+    if per > 0:
+        return PodShape.of(req, gpus=1, gpu_milli=per)
+    return PodShape.of(req)
+
+
+def demand_of(view: GangView, *, whole: bool = False) -> Demand | None:
+    """What ``view`` still needs to start, or None when it is not waiting. ``whole``:
+    as if its running members were sent back (a released stale gang)."""
+    if not view.is_gang:
+        return None  # a pending pod without gang keys is the scheduler's business alone
+    running = 0 if whole else len(view.running)
+    required = view.min_available - running
+    waiting_pods = view.pods if whole else view.pending
+    if required <= 0:
+        return None
+    if waiting_pods:
+        pods = list(waiting_pods)
+        shapes = [p.shape for p in pods]
+        if len(pods) < required:
+            # Members not created yet are assumed to look like their most common sibling.
+            common = Counter(shapes).most_common(1)[0][0]
+            shapes += [common] * (required - len(pods))
+        gang = _gang_of_shapes(view.key, shapes, required)
+        return Demand(view, gang, request_of(shapes[:required]))
+    pg = view.podgroup
+    if pg is None or not pg.waiting:
+        return None
+    shape = _estimated_shape(pg)
+    if shape is None:
+        return None
+    gang = Gang.uniform(view.key, shape, required, required)
+    return Demand(view, gang, request_of([shape] * required), estimated=True)
+
+
+def _gang_of_shapes(name: str, shapes: Sequence[PodShape], required: int) -> Gang:
+    roles: dict[PodShape, int] = {}
+    for s in shapes:
+        roles[s] = roles.get(s, 0) + 1
+    return Gang(
+        name,
+        tuple(TaskRole(f"r{i}", s, n) for i, (s, n) in enumerate(roles.items())),
+        min(required, len(shapes)),
+    )

@@ -1,0 +1,138 @@
+"""``corral-descheduler``: plan offline (text and JSON), exit codes, the run surface."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cluster_builder import as_list, gang, gpu_node, pod
+
+from descheduler.cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_plan_on_the_bundled_sample_text(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan")
+    assert code == 0
+    for expected in (
+        "GPU fragmentation now",
+        "A100-SXM4-80GB",
+        "make room: pod research/notebook-",
+        "makes room for research/llm-finetune",
+        "makes room for training/pretrain",
+        "release stale gang: gang speech/mpi-stale",
+        "Before and after the plan:",
+        "Largest pod that fits on one node",
+        "Waiting gangs that cannot start after: speech/mpi-stale",
+    ):
+        assert expected in out, expected
+    # protected pods never show up as moved
+    for never in ("sweep-c", "finetune-d", "tts-serve", "nvidia-device-plugin", "etcd-backup"):
+        assert f"/{never}" not in out.split("Plan:")[1].split("Before and after")[0], never
+
+
+def test_plan_on_the_bundled_sample_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "--output", "json")
+    assert code == 0
+    doc = json.loads(out)
+    for key in (
+        "evictions",
+        "waiting_gangs_before",
+        "waiting_gangs_after",
+        "fragmentation_before",
+        "fragmentation_after",
+        "moves",
+    ):
+        assert key in doc
+    names = {(e["namespace"], e["name"], e["gang"]) for e in doc["evictions"]}
+    assert ("research", "notebook-3", None) in names and ("research", "notebook-4", None) in names
+    assert ("training", "sweep-a-0", "sweep-a") in names
+    assert ("speech", "mpi-stale-0", "mpi-stale") in names
+    assert set(doc["waiting_gangs_before"]) == {
+        "training/pretrain",
+        "research/llm-finetune",
+        "speech/mpi-stale",
+    }
+    assert doc["waiting_gangs_after"] == ["speech/mpi-stale"]
+    assert doc["now"] == "2026-12-01T12:00:00Z"  # from the dump's snapshot-time annotation
+
+
+def write(tmp_path: Path, doc: dict[str, Any]) -> str:
+    f = tmp_path / "dump.json"
+    f.write_text(json.dumps(doc))
+    return str(f)
+
+
+def test_plan_on_a_dump_with_now_and_config(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    items: list[Any] = [gpu_node(f"n{i}") for i in range(3)]
+    items += [pod("big-1", "n1", 4, owner_kind=""), pod("s1a", "n1", 1), pod("s1b", "n1", 1)]
+    items += [pod("big-0", "n0", 7, owner_kind=""), pod("big-2", "n2", 7, owner_kind="")]
+    items += gang("llm", [], 4, pending=1)
+    dump = write(tmp_path, as_list(items))
+    code, out, _ = run(
+        capsys, "plan", "--snapshot", dump, "--now", "2026-12-02T12:00:00Z", "--output", "json"
+    )
+    assert code == 0
+    doc = json.loads(out)
+    assert sorted(e["name"] for e in doc["evictions"]) == ["s1a", "s1b"]
+    assert doc["waiting_gangs_after"] == []
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("limits:\n  max_evictions_per_run: 1\n")
+    code, out, _ = run(capsys, "plan", "--snapshot", dump, "--config", str(cfg), "--output", "json")
+    assert code == 0 and json.loads(out)["evictions"] == []
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "No such file"),
+        ("{not json", "not JSON"),
+        ('{"kind": "List"}', "items"),
+        (json.dumps(as_list(gpu_node("n0"), pod("p", "n0", 1, cpu="lots"))), "pod default/p"),
+    ],
+)
+def test_bad_input_exits_2_with_a_message(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str | None, message: str
+) -> None:
+    f = tmp_path / "dump.json"
+    if content is not None:
+        f.write_text(content)
+    code, out, err = run(capsys, "plan", "--snapshot", str(f))
+    assert code == 2 and out == ""
+    assert message in err and err.startswith("corral-descheduler: ")
+
+
+def test_bad_config_and_now_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("limits:\n  max_evictions_per_rnu: 3\n")
+    code, _, err = run(capsys, "plan", "--config", str(cfg))
+    assert code == 2 and "unknown key 'limits.max_evictions_per_rnu'" in err
+    code, _, err = run(capsys, "plan", "--now", "tomorrow")
+    assert code == 2 and "tomorrow" in err
+
+
+def test_run_surface(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "run", "--once", "--dry-run")
+    assert code == 2 and "requires the Kubernetes layer" in err
+    code, _, err = run(capsys, "run", "--interval", "soon")
+    assert code == 2 and "--interval" in err
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("runner: {interval: -1}\n")
+    code, _, err = run(capsys, "run", "--once", "--config", str(cfg))
+    assert code == 2 and "runner.interval" in err
+    with pytest.raises(SystemExit):
+        main(["run", "--once", "--interval", "10m"])  # one or the other
+
+
+def test_config_prints_the_reference(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "config")
+    assert code == 0 and "max_evictions_per_run: 50" in out and "cooldown: 1h" in out
