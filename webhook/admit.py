@@ -1,0 +1,753 @@
+"""The pure admission function: an AdmissionReview in, a response (and the PodGroups
+wanted) out. No I/O, no clock, no globals that change: the same review, cluster view
+and config always give the same answer, so reinvocation finds nothing left to patch.
+
+Workloads (a table entry in :mod:`webhook.workloads`) become gangs at CREATE: the gang
+size is the sum of the pods their templates make, every template gets the backend's
+keys, and the pods inherit them. Pods that already carry those keys are made
+consistent; a bare pod with ``corral.dev/gang`` joins that gang; other pods follow the
+configured default. See DESIGN.md for the keys.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import orjson
+from gangplace.engine import Gang, PodShape, ShapeError, TaskRole, shape_from_pod
+
+from . import keys as K
+from .backends import Dialect, GangInfo, Keys, TaskGroup, dialect_for
+from .cluster import ClusterState, check_gang
+from .config import Backend, NodePool, WebhookConfig
+from .patch import Editor, PatchError, Pointer
+from .podgroups import OwnerHint, OwnerRef, PodGroupIntent
+from .quantities import resource_list
+from .validate import (
+    InvalidValue,
+    MinAvailable,
+    check_gang_name,
+    check_queue,
+    derived_name,
+    parse_duration,
+    parse_min_available,
+)
+from .workloads import ResolvedRole, WorkloadError, WorkloadKind, resolve_roles
+
+__all__ = ["API_VERSION", "AdmitResult", "ReviewError", "admit", "decode_patch"]
+
+API_VERSION: Final = "admission.k8s.io/v1"
+# Warnings longer than this may be cut by the API server.
+_WARNING_MAX = 250
+
+
+class ReviewError(ValueError):
+    """The body is not an AdmissionReview this webhook can answer (HTTP 400)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AdmitResult:
+    """The answer to one review. ``review`` is the AdmissionReview to send back."""
+
+    review: dict[str, Any]
+    uid: str
+    operation: str
+    kind: str
+    outcome: str  # patched | unchanged | skipped | unhandled | denied
+    patch: list[dict[str, Any]] = field(default_factory=list)
+    warnings: tuple[str, ...] = ()
+    intents: tuple[PodGroupIntent, ...] = ()
+    hints: tuple[OwnerHint, ...] = ()
+    dry_run: bool = False
+    reason: str = ""
+
+    @property
+    def allowed(self) -> bool:
+        return bool(self.review["response"]["allowed"])
+
+
+def decode_patch(response: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The JSON patch in an AdmissionResponse (``[]`` if none)."""
+    raw = response.get("patch")
+    if not raw:
+        return []
+    ops: list[dict[str, Any]] = orjson.loads(base64.b64decode(raw))
+    return ops
+
+
+# --- the request envelope ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    uid: str
+    operation: str
+    group: str
+    version: str
+    kind: str
+    namespace: str
+    obj: Mapping[str, Any] | None
+    dry_run: bool
+    sub_resource: str
+
+
+def _str_field(m: Mapping[str, Any], key: str, where: str, *, required: bool = True) -> str:
+    v = m.get(key)
+    if v is None and not required:
+        return ""
+    if not isinstance(v, str):
+        raise ReviewError(f"{where}.{key}: expected a string, got {type(v).__name__}")
+    return v
+
+
+def _parse(review: Any) -> _Request:
+    if not isinstance(review, dict):
+        raise ReviewError("expected a JSON object: an AdmissionReview")
+    kind, api = review.get("kind"), review.get("apiVersion")
+    if kind != "AdmissionReview":
+        raise ReviewError(f"kind {kind!r}: expected AdmissionReview")
+    if api != API_VERSION:
+        raise ReviewError(f"apiVersion {api!r}: only {API_VERSION} is served")
+    req = review.get("request")
+    if not isinstance(req, dict):
+        raise ReviewError("request: expected an object")
+    uid = _str_field(req, "uid", "request")
+    if not uid:
+        raise ReviewError("request.uid: must not be empty")
+    gvk = req.get("kind")
+    if not isinstance(gvk, dict):
+        raise ReviewError("request.kind: expected an object with group, version and kind")
+    obj = req.get("object")
+    if obj is not None and not isinstance(obj, dict):
+        raise ReviewError("request.object: expected an object")
+    dry = req.get("dryRun")
+    if dry is not None and not isinstance(dry, bool):
+        raise ReviewError("request.dryRun: expected true or false")
+    return _Request(
+        uid=uid,
+        operation=_str_field(req, "operation", "request"),
+        group=_str_field(gvk, "group", "request.kind", required=False),
+        version=_str_field(gvk, "version", "request.kind"),
+        kind=_str_field(gvk, "kind", "request.kind"),
+        namespace=_str_field(req, "namespace", "request", required=False),
+        obj=obj,
+        dry_run=bool(dry),
+        sub_resource=_str_field(req, "subResource", "request", required=False),
+    )
+
+
+# --- responses --------------------------------------------------------------------------
+
+
+def _review(response: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": response}
+
+
+def _pass(req: _Request, kind: str, outcome: str, reason: str = "") -> AdmitResult:
+    return AdmitResult(
+        _review({"uid": req.uid, "allowed": True}),
+        req.uid,
+        req.operation,
+        kind,
+        outcome,
+        dry_run=req.dry_run,
+        reason=reason,
+    )
+
+
+def _deny(req: _Request, kind: str, code: int, reason: str, message: str) -> AdmitResult:
+    response = {
+        "uid": req.uid,
+        "allowed": False,
+        "status": {"code": code, "reason": reason, "message": message},
+    }
+    return AdmitResult(
+        _review(response),
+        req.uid,
+        req.operation,
+        kind,
+        "denied",
+        dry_run=req.dry_run,
+        reason=message,
+    )
+
+
+def _cap(text: str) -> str:
+    return text if len(text) <= _WARNING_MAX else text[: _WARNING_MAX - 3] + "..."
+
+
+# --- shared helpers ---------------------------------------------------------------------
+
+_DIALECTS: dict[int, tuple[WebhookConfig, Dialect]] = {}
+
+
+def _dialect(config: WebhookConfig) -> Dialect:
+    hit = _DIALECTS.get(id(config))
+    if hit is None or hit[0] is not config:
+        if len(_DIALECTS) > 16:
+            _DIALECTS.clear()
+        hit = (config, dialect_for(config))
+        _DIALECTS[id(config)] = hit
+    return hit[1]
+
+
+def _first(sources: Sequence[Mapping[str, Any] | None], key: str) -> str | None:
+    for meta in sources:
+        v = K.user_value(meta, key)
+        if v is not None:
+            return v
+    return None
+
+
+@dataclass(slots=True)
+class _Values:
+    gang: str | None
+    min_available: MinAvailable | None
+    queue: str | None
+    timeout: int | None
+    warnings: list[str]
+
+
+def _read_values(
+    sources: Sequence[Mapping[str, Any] | None],
+    size: int | None,
+    config: WebhookConfig,
+    namespace: str,
+    *,
+    check_min: bool,
+) -> _Values:
+    """The user's corral.dev values (first source that has each wins), checked, with
+    the config's defaults. Raises InvalidValue with every problem found."""
+    errors: list[InvalidValue] = []
+    warnings: list[str] = []
+    gang = minv = queue = timeout = None
+    if (raw := _first(sources, K.GANG)) is not None:
+        try:
+            gang = check_gang_name(K.GANG, raw)
+        except InvalidValue as e:
+            errors.append(e)
+    if check_min and (raw := _first(sources, K.MIN_AVAILABLE)) is not None:
+        try:
+            minv = parse_min_available(K.MIN_AVAILABLE, raw, size)
+        except InvalidValue as e:
+            errors.append(e)
+    raw_q = _first(sources, K.QUEUE)
+    if raw_q is not None:
+        try:
+            queue = check_queue(K.QUEUE, raw_q)
+        except InvalidValue as e:
+            errors.append(e)
+        if config.backend is Backend.COSCHEDULING:
+            warnings.append(f"corral: {K.QUEUE} is ignored: the coscheduling backend has no queues")
+            queue = None
+    elif config.backend is not Backend.COSCHEDULING:
+        queue = config.queue_for(namespace)
+    if (raw := _first(sources, K.GANG_TIMEOUT)) is not None:
+        try:
+            timeout = parse_duration(K.GANG_TIMEOUT, raw)
+        except InvalidValue as e:
+            errors.append(e)
+        if config.backend is Backend.KUEUE:
+            warnings.append(
+                f"corral: {K.GANG_TIMEOUT} is ignored: Kueue has no per-gang timeout key"
+            )
+    else:
+        timeout = config.timeout_seconds
+    if errors:
+        raise _Invalid(errors)
+    return _Values(gang, minv, queue, timeout, warnings)
+
+
+class _Invalid(ValueError):
+    def __init__(self, errors: list[InvalidValue]) -> None:
+        super().__init__("; ".join(str(e) for e in errors))
+
+
+def _apply(ed: Editor, base: Pointer, keys: Keys, *, fill_only: bool) -> None:
+    """Write ``keys`` on the metadata at ``base``; touch a map only if it changes."""
+    for fld, wanted in (("labels", keys.labels), ("annotations", keys.annotations)):
+        if not wanted:
+            continue
+        path = (*base, "metadata", fld)
+        current = ed.get(path) or {}
+        if not isinstance(current, Mapping):
+            raise PatchError(f"{'.'.join(map(str, path))}: expected a map of strings")
+        if fill_only:
+            changes = {k: v for k, v in wanted.items() if k not in current}
+        else:
+            changes = {k: v for k, v in wanted.items() if current.get(k) != v}
+        if changes:
+            ed.map(path).update(changes)
+
+
+def _set_scheduler(ed: Editor, base: Pointer, name: str | None) -> None:
+    if name is None:
+        return
+    path = (*base, "spec", "schedulerName")
+    if ed.get(path) != name:
+        ed.set(path, name)
+
+
+def _pin(ed: Editor, base: Pointer, pool: NodePool | None) -> None:
+    """Required node affinity to the pool label, ANDed into every term (terms are
+    ORed, so each must carry it)."""
+    if pool is None:
+        return
+    req = {"key": pool.key, "operator": "In", "values": [pool.value]}
+    path = (*base, "spec", "affinity")
+    current = ed.get(path)
+    terms = _terms(current)
+    if terms and all(
+        isinstance(t, Mapping) and req in (t.get("matchExpressions") or ()) for t in terms
+    ):
+        return
+    new = ed.tree(path)
+    if not isinstance(new, dict):
+        new = {}
+    node_aff = new.setdefault("nodeAffinity", {})
+    required = node_aff.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
+    new_terms = required.setdefault("nodeSelectorTerms", [])
+    if not new_terms:
+        new_terms.append({"matchExpressions": [req]})
+    for t in new_terms:
+        exprs = t.setdefault("matchExpressions", [])
+        if req not in exprs:
+            exprs.append(req)
+    ed.set(path, new)
+
+
+def _terms(affinity: Any) -> list[Any]:
+    try:
+        terms = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"
+        ]
+    except (KeyError, TypeError):
+        return []
+    return terms if isinstance(terms, list) else []
+
+
+def _view(ed: Editor, base: Pointer) -> dict[str, Any]:
+    """A pod (or template) as it will be after the edits, for the engine to read."""
+    spec = ed.get((*base, "spec")) or {}
+    affinity = ed.get((*base, "spec", "affinity"))
+    if isinstance(spec, Mapping) and affinity is not spec.get("affinity"):
+        spec = {**spec, "affinity": affinity}
+    return {"metadata": ed.get((*base, "metadata")) or {}, "spec": spec}
+
+
+def _shape(view: Mapping[str, Any], config: WebhookConfig) -> PodShape | None:
+    try:
+        return shape_from_pod(view, config.engine.gpu_resources)
+    except (ShapeError, AttributeError, TypeError):
+        return None
+
+
+def _controller(meta: Mapping[str, Any]) -> OwnerRef | None:
+    refs = meta.get("ownerReferences")
+    if not isinstance(refs, list):
+        return None
+    for r in refs:
+        if isinstance(r, Mapping) and r.get("controller") is True:
+            kind, name = r.get("kind"), r.get("name")
+            if isinstance(kind, str) and isinstance(name, str):
+                return OwnerRef(str(r.get("apiVersion") or ""), kind, name, str(r.get("uid") or ""))
+    return None
+
+
+def _feasibility(
+    cluster: ClusterState | None,
+    config: WebhookConfig,
+    gang: str,
+    roles: Sequence[tuple[str, PodShape, int]],
+    required: int,
+) -> tuple[str | None, list[str]]:
+    """(deny message or None, warnings) from the engine's verdict on this gang."""
+    if cluster is None:
+        return None, []
+    v = check_gang(cluster, gang, roles, required, now=config.warn_when_full)
+    if v.never:
+        msg = (
+            f"corral: gang {gang} can never start on this cluster (even if it were empty): "
+            f"{v.never}"
+        )
+        if config.infeasible == "deny":
+            return msg, []
+        return None, [_cap(msg)]
+    if v.now:
+        return None, [_cap(f"corral: gang {gang} cannot start now: {v.now}")]
+    return None, []
+
+
+def _finish(
+    req: _Request,
+    kind: str,
+    ed: Editor,
+    warnings: Sequence[str],
+    intents: Sequence[PodGroupIntent] = (),
+    hints: Sequence[OwnerHint] = (),
+) -> AdmitResult:
+    ops = ed.ops()
+    response: dict[str, Any] = {"uid": req.uid, "allowed": True}
+    if ops:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(orjson.dumps(ops)).decode()
+    if warnings:
+        response["warnings"] = list(warnings)
+    return AdmitResult(
+        _review(response),
+        req.uid,
+        req.operation,
+        kind,
+        "patched" if ops else "unchanged",
+        ops,
+        tuple(warnings),
+        () if req.dry_run else tuple(intents),
+        () if req.dry_run else tuple(hints),
+        req.dry_run,
+    )
+
+
+# --- workloads --------------------------------------------------------------------------
+
+
+def _admit_workload(
+    req: _Request,
+    obj: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    entry: WorkloadKind,
+    cluster: ClusterState | None,
+    config: WebhookConfig,
+) -> AdmitResult:
+    dialect = _dialect(config)
+    kind = entry.kind
+    if config.backend is Backend.KUEUE and _controller(meta) is not None:
+        # A child (a JobSet's Job): Kueue manages the parent, which carries the queue.
+        return _pass(req, kind, "unchanged", "owned by a workload that Kueue manages")
+    roles = resolve_roles(entry, obj)
+    if not roles:
+        return _pass(req, kind, "unchanged", "no pod templates")
+    templates = [
+        r.template.get("metadata") if isinstance(r.template.get("metadata"), Mapping) else None
+        for r in roles
+    ]
+    existing = next((g for g in (dialect.membership(m) for m in templates) if g), None)
+    size = sum(r.count for r in roles)
+    if existing is None and size < 1:
+        return _pass(req, kind, "unchanged", "no pods to gang (size 0)")
+    sources = [meta, *templates]
+    # A workload whose templates already name a gang (made by a gang-forming parent)
+    # is only made consistent: no new gang, no size checks, no PodGroup.
+    values = _read_values(sources, size, config, req.namespace, check_min=existing is None)
+    ed = Editor(obj)
+    fill_only = existing is not None
+    if existing is not None:
+        name = existing
+    elif values.gang is not None:
+        name = values.gang
+    else:
+        name = _workload_gang_name(kind, meta, req.uid)
+    if fill_only:
+        min_member = 1  # the parent's PodGroup holds the real one; unused here
+    elif values.min_available is not None:
+        min_member = values.min_available.resolve(size)
+    else:
+        min_member = _default_min(config.min_available_for(entry, kind), size)
+    gang = GangInfo(name, min_member, size, values.queue, values.timeout)
+
+    # Pin first: the engine must see the pods as they will be.
+    for r in roles:
+        _pin(ed, r.pointer, config.node_pool)
+    shapes: list[PodShape] | None = []
+    views = [_view(ed, r.pointer) for r in roles]
+    for v in views:
+        s = _shape(v, config)
+        if s is None:
+            shapes = None
+            break
+        assert shapes is not None
+        shapes.append(s)
+    per_role: list[int] | None = None
+    if shapes is not None and not fill_only:
+        model = Gang(
+            name,
+            tuple(TaskRole(r.name, s, r.count) for r, s in zip(roles, shapes, strict=True)),
+            gang.min_member,
+        )
+        per_role = model.required_per_role()
+
+    warnings = list(values.warnings)
+    if dialect.templates_carry_keys:
+        task_groups = (
+            _task_groups(roles, views, shapes, per_role)
+            if config.backend is Backend.YUNIKORN and not fill_only
+            else None
+        )
+        for r in roles:
+            _apply(
+                ed,
+                r.pointer,
+                dialect.member_keys(gang, role=r.name, task_groups=task_groups),
+                fill_only=fill_only,
+            )
+            _set_scheduler(ed, r.pointer, config.effective_scheduler_name)
+    elif not fill_only:
+        _apply(ed, (), dialect.workload_keys(gang), fill_only=False)
+
+    if fill_only:
+        return _finish(req, kind, ed, warnings)
+
+    if shapes is not None:
+        deny, more = _feasibility(
+            cluster,
+            config,
+            name,
+            [(r.name, s, r.count) for r, s in zip(roles, shapes, strict=True)],
+            gang.min_member,
+        )
+        if deny is not None:
+            return _deny(req, kind, 403, "Forbidden", deny)
+        warnings.extend(more)
+
+    intents: list[PodGroupIntent] = []
+    if dialect.podgroup is not None:
+        min_res = (
+            resource_list(zip(shapes, per_role, strict=True))
+            if shapes is not None and per_role is not None
+            else {}
+        )
+        priority = next(
+            (pc for v in views if isinstance(pc := v["spec"].get("priorityClassName"), str) and pc),
+            None,
+        )
+        body = dialect.podgroup_body(gang, req.namespace, priority, min_res)
+        assert body is not None
+        api_version = obj.get("apiVersion") if isinstance(obj.get("apiVersion"), str) else None
+        owner = OwnerRef(
+            api_version or f"{req.group}/{req.version}",
+            kind,
+            str(meta.get("name") or ""),
+            str(meta.get("uid") or ""),
+        )
+        intents.append(
+            PodGroupIntent(
+                dialect.podgroup.api_version,
+                dialect.podgroup.plural,
+                req.namespace,
+                name,
+                body,
+                owner,
+            )
+        )
+    return _finish(req, kind, ed, warnings, intents)
+
+
+def _default_min(raw: str, size: int) -> int:
+    """A configured default, clamped to the gang: a default of "8" on a gang of 4 means
+    all 4 (the config was checked at load, so it parses)."""
+    return min(size, parse_min_available("defaultMinAvailable", raw, 2**62).resolve(size))
+
+
+def _workload_gang_name(kind: str, meta: Mapping[str, Any], uid: str) -> str:
+    name = meta.get("name")
+    if isinstance(name, str) and name:
+        return derived_name(kind, name)
+    # generateName only: the final name is not known yet; the request uid keeps it
+    # unique, and reinvocation reads the name back from the keys written now.
+    prefix = str(meta.get("generateName") or "").rstrip("-")
+    return derived_name(kind, prefix, uid[:8])
+
+
+def _task_groups(
+    roles: Sequence[ResolvedRole],
+    views: Sequence[Mapping[str, Any]],
+    shapes: Sequence[PodShape] | None,
+    per_role: Sequence[int] | None,
+) -> list[TaskGroup] | None:
+    if shapes is None or per_role is None:
+        return None
+    out = []
+    for r, v, s, need in zip(roles, views, shapes, per_role, strict=True):
+        spec = v["spec"]
+        out.append(
+            TaskGroup(
+                r.name,
+                need,
+                resource_list([(s, 1)]),
+                spec.get("nodeSelector") or None,
+                spec.get("tolerations") or None,
+                spec.get("affinity") or None,
+            )
+        )
+    return out
+
+
+# --- pods -------------------------------------------------------------------------------
+
+_ROLE = "members"
+
+
+def _admit_pod(
+    req: _Request,
+    obj: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    cluster: ClusterState | None,
+    config: WebhookConfig,
+) -> AdmitResult:
+    dialect = _dialect(config)
+    owner = _controller(meta)
+    by_workload = owner is not None and config.table.owns(owner.api_version, owner.kind)
+    if config.backend is Backend.KUEUE and by_workload:
+        return _pass(req, "Pod", "unchanged", "pod of a workload that Kueue manages")
+    existing = dialect.membership(meta)
+    has_keys = any(K.user_value(meta, k) is not None for k in K.USER_KEYS)
+    if existing is not None:
+        mode = "consistent"
+    elif has_keys:
+        mode = "gang"
+    elif by_workload:
+        # Its workload was left alone (skipped, or made before corral): so is it.
+        return _pass(req, "Pod", "unchanged", "pod of a workload that is not a gang")
+    elif config.non_gang_pods == "single-pod-gang":
+        mode = "single"
+    else:
+        return _pass(req, "Pod", "unchanged", "not a gang member")
+
+    values = _read_values([meta], None, config, req.namespace, check_min=mode == "gang")
+    if existing is not None:
+        name = existing
+    elif values.gang is not None:
+        name = values.gang
+    elif owner is not None:
+        name = derived_name(owner.kind, owner.name)
+    else:
+        name = _pod_gang_name(meta, req.uid)
+    min_member = (
+        values.min_available.count if values.min_available and values.min_available.count else 1
+    )
+    gang = GangInfo(name, min_member, None, values.queue, values.timeout)
+
+    ed = Editor(obj)
+    _pin(ed, (), config.node_pool)
+    view = _view(ed, ())
+    shape = _shape(view, config) if mode != "consistent" else None
+    task_groups = None
+    if config.backend is Backend.YUNIKORN and shape is not None and min_member > 1:
+        spec = view["spec"]
+        task_groups = [
+            TaskGroup(
+                _ROLE,
+                min_member,
+                resource_list([(shape, 1)]),
+                spec.get("nodeSelector") or None,
+                spec.get("tolerations") or None,
+                spec.get("affinity") or None,
+            )
+        ]
+    _apply(
+        ed,
+        (),
+        dialect.member_keys(gang, role=_ROLE if task_groups else None, task_groups=task_groups),
+        fill_only=mode == "consistent",
+    )
+    _set_scheduler(ed, (), config.effective_scheduler_name)
+    warnings = list(values.warnings)
+
+    if mode == "consistent":
+        hints = []
+        if owner is not None and owner.uid and dialect.podgroup is not None:
+            hints.append(OwnerHint(dialect.podgroup.api_version, req.namespace, name, owner))
+        return _finish(req, "Pod", ed, warnings, hints=hints)
+
+    if shape is not None:
+        deny, more = _feasibility(cluster, config, name, [(_ROLE, shape, min_member)], min_member)
+        if deny is not None:
+            return _deny(req, "Pod", 403, "Forbidden", deny)
+        warnings.extend(more)
+
+    intents = []
+    if dialect.podgroup is not None:
+        min_res = resource_list([(shape, min_member)]) if shape is not None else {}
+        priority = view["spec"].get("priorityClassName")
+        body = dialect.podgroup_body(
+            gang,
+            req.namespace,
+            priority if isinstance(priority, str) and priority else None,
+            min_res,
+        )
+        assert body is not None
+        pod_owner: OwnerRef | None = owner
+        if pod_owner is None:
+            pod_name = meta.get("name")
+            # A bare pod owns its gang's PodGroup. Without a name (generateName only)
+            # there is no way to find it again, and a PodGroup nobody owns beats pods
+            # that wait for one forever.
+            pod_owner = (
+                OwnerRef("v1", "Pod", pod_name) if isinstance(pod_name, str) and pod_name else None
+            )
+        intents.append(
+            PodGroupIntent(
+                dialect.podgroup.api_version,
+                dialect.podgroup.plural,
+                req.namespace,
+                name,
+                body,
+                pod_owner,
+            )
+        )
+    return _finish(req, "Pod", ed, warnings, intents)
+
+
+def _pod_gang_name(meta: Mapping[str, Any], uid: str) -> str:
+    name = meta.get("name")
+    if isinstance(name, str) and name:
+        return derived_name(name)
+    prefix = str(meta.get("generateName") or "pod").rstrip("-")
+    return derived_name(prefix, uid[:8])
+
+
+# --- the entry point --------------------------------------------------------------------
+
+
+def admit(review: Any, cluster: ClusterState | None, config: WebhookConfig) -> AdmitResult:
+    """Answer one AdmissionReview (admission.k8s.io/v1).
+
+    ``cluster`` is the current view (None: no feasibility checks). Raises ReviewError
+    when ``review`` is not an AdmissionReview (the server answers HTTP 400); every
+    other problem is an answer: ``allowed: false`` with a message for bad user values.
+    """
+    req = _parse(review)
+    is_pod = req.group == "" and req.kind == "Pod"
+    entry = None if is_pod else config.table.get(req.group, req.version, req.kind)
+    # Metric label: only kinds we know, so junk requests cannot grow the label set.
+    kind_label = "Pod" if is_pod else entry.kind if entry is not None else "other"
+    if req.operation != "CREATE" or req.sub_resource:
+        return _pass(req, kind_label, "unchanged", "not a CREATE")
+    obj = req.obj
+    if obj is None:
+        raise ReviewError("request.object: missing on a CREATE")
+    meta = obj.get("metadata")
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        raise ReviewError("request.object.metadata: expected an object")
+    if req.namespace in config.skipped_namespaces:
+        return _pass(req, kind_label, "skipped", f"namespace {req.namespace} is excluded")
+    if K.is_skipped(meta):
+        return _pass(req, kind_label, "skipped", f"{K.SKIP} is set")
+    if not is_pod and entry is None:
+        return _pass(
+            req,
+            "other",
+            "unhandled",
+            f"kind {req.group}/{req.version} {req.kind} is not in the table",
+        )
+    try:
+        if is_pod:
+            return _admit_pod(req, obj, meta, cluster, config)
+        assert entry is not None
+        return _admit_workload(req, obj, meta, entry, cluster, config)
+    except (_Invalid, InvalidValue, WorkloadError, PatchError) as e:
+        return _deny(req, kind_label, 400, "BadRequest", str(e))
