@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonpatch
+
 from webhook.admit import AdmitResult, admit, decode_patch
 from webhook.cluster import ClusterState
 from webhook.config import WebhookConfig

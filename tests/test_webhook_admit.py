@@ -15,6 +15,7 @@ from admission_support import (
     review,
     with_object,
 )
+
 from webhook.admit import ReviewError, admit
 from webhook.config import WebhookConfig
 
@@ -34,7 +35,11 @@ def test_job_fixture_gets_gang_keys_on_its_template() -> None:
     # the user's keys stay as they were
     assert ann["corral.dev/min-available"] == "3"
     # schedulerName was defaulted by the API server: the patch replaces it
-    assert {"op": "replace", "path": "/spec/template/spec/schedulerName", "value": "volcano"} in res.patch
+    assert {
+        "op": "replace",
+        "path": "/spec/template/spec/schedulerName",
+        "value": "volcano",
+    } in res.patch
     assert any(op["path"].endswith("scheduling.k8s.io~1group-name") for op in res.patch)
     # the Job itself is not otherwise touched
     assert job["metadata"] == fixture("job-create-mpi-train.json")["request"]["object"]["metadata"]
@@ -235,7 +240,13 @@ def test_pod_without_metadata_name_uses_generate_name_and_request_uid() -> None:
 def test_pod_of_a_non_workload_controller_joins_its_owners_gang() -> None:
     pod = bare_pod("web-abc12")
     pod["metadata"]["ownerReferences"] = [
-        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f", "uid": "u-1", "controller": True}
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "name": "web-5d8f",
+            "uid": "u-1",
+            "controller": True,
+        }
     ]
     res, patched = checked(review(pod))
     assert annotations(patched)[GROUP] == "replicaset-web-5d8f"
@@ -274,12 +285,14 @@ def test_scheduler_name_from_config_and_added_when_absent() -> None:
 
 
 def test_node_pool_pinning_on_pods() -> None:
-    cfg = WebhookConfig.model_validate({"nodePool": {"key": "scheduler.volcano.sh/enable", "value": "true"}})
+    cfg = WebhookConfig.model_validate(
+        {"nodePool": {"key": "scheduler.volcano.sh/enable", "value": "true"}}
+    )
     want = {"key": "scheduler.volcano.sh/enable", "operator": "In", "values": ["true"]}
     _, patched = checked(review(bare_pod("a")), cfg)
-    terms = patched["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
-        "nodeSelectorTerms"
-    ]
+    terms = patched["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
     assert terms == [{"matchExpressions": [want]}]
     # existing terms are ORed: the pool requirement is ANDed into each of them
     pod = bare_pod("b")
@@ -295,9 +308,9 @@ def test_node_pool_pinning_on_pods() -> None:
         "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": []},
     }
     _, patched = checked(review(pod), cfg)
-    terms = patched["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
-        "nodeSelectorTerms"
-    ]
+    terms = patched["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
     assert len(terms) == 2 and all(want in t["matchExpressions"] for t in terms)
     assert terms[0]["matchExpressions"][0]["key"] == "zone"
     assert "podAntiAffinity" in patched["spec"]["affinity"]

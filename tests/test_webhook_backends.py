@@ -8,7 +8,17 @@ import json
 from typing import Any
 
 import pytest
-from admission_support import annotations, bare_pod, checked, fixture, labels, pod_template, review, with_object
+from admission_support import (
+    annotations,
+    bare_pod,
+    checked,
+    fixture,
+    labels,
+    pod_template,
+    review,
+    with_object,
+)
+
 from webhook.config import WebhookConfig, parse_config
 
 GPU = {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}
@@ -133,7 +143,10 @@ def test_yunikorn_task_groups() -> None:
         assert labels(t) == {"applicationId": "pytorchjob-bert", "queue": "root.ml"}
         ann = annotations(t)
         assert ann["yunikorn.apache.org/task-group-name"] == name
-        assert ann["yunikorn.apache.org/schedulingPolicyParameters"] == "placeholderTimeoutInSeconds=900"
+        assert (
+            ann["yunikorn.apache.org/schedulingPolicyParameters"]
+            == "placeholderTimeoutInSeconds=900"
+        )
         this = json.loads(ann["yunikorn.apache.org/task-groups"])
         assert groups is None or this == groups  # every member carries the same list
         groups = this
@@ -175,7 +188,13 @@ def test_yunikorn_member_pod_keeps_its_task_group() -> None:
     pod = bare_pod("bert-worker-0")
     pod["metadata"].update(copy.deepcopy(worker["metadata"]))
     pod["metadata"]["ownerReferences"] = [
-        {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "bert", "uid": "u", "controller": True}
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "name": "bert",
+            "uid": "u",
+            "controller": True,
+        }
     ]
     res, patched = checked(review(pod), cfg)
     assert res.patch == [{"op": "replace", "path": "/spec/schedulerName", "value": "yunikorn"}]
@@ -208,7 +227,13 @@ def test_kueue_leaves_workload_pods_and_child_workloads_alone() -> None:
         "metadata": {
             "name": "js-a-0",
             "ownerReferences": [
-                {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "js", "uid": "u", "controller": True}
+                {
+                    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                    "kind": "JobSet",
+                    "name": "js",
+                    "uid": "u",
+                    "controller": True,
+                }
             ],
         },
         "spec": {"parallelism": 2, "template": pod_template()},
@@ -260,9 +285,9 @@ def test_every_backend_is_idempotent_on_every_fixture(backend: str) -> None:
 def test_node_pool_pinning_on_every_backend(backend: str) -> None:
     cfg = parse_config({"backend": backend, "nodePool": {"key": "pool", "value": "batch"}})
     _, patched = checked(review(bare_pod("a", {"corral.dev/gang": "g"})), cfg)
-    terms = patched["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
-        "nodeSelectorTerms"
-    ]
+    terms = patched["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
     assert terms == [{"matchExpressions": [{"key": "pool", "operator": "In", "values": ["batch"]}]}]
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from webhook.config import Backend, ConfigError, WebhookConfig, load_config
 from webhook.validate import (
     InvalidValue,
@@ -24,7 +25,15 @@ KEY = "corral.dev/min-available"
 
 @pytest.mark.parametrize(
     ("raw", "size", "pods"),
-    [("8", 8, 8), ("1", 8, 1), ("80%", 10, 8), ("81%", 10, 9), ("1%", 10, 1), ("100%", 7, 7), (" 3 ", 4, 3)],
+    [
+        ("8", 8, 8),
+        ("1", 8, 1),
+        ("80%", 10, 8),
+        ("81%", 10, 9),
+        ("1%", 10, 1),
+        ("100%", 7, 7),
+        (" 3 ", 4, 3),
+    ],
 )
 def test_min_available_accepted(raw: str, size: int, pods: int) -> None:
     assert parse_min_available(KEY, raw, size).resolve(size) == pods
@@ -151,7 +160,10 @@ engine: {gpu_resources: [nvidia.com/gpu]}
         ("namespaceQueues: {ml: 'a b'}\n", ["namespaceQueues", "namespaceQueues.ml"]),
         ("infeasible: block\n", ["infeasible:", "'warn' or 'deny'"]),
         ("nodePool: {key: k}\n", ["nodePool.value"]),
-        ("workloads: [{group: g, versions: [v1], kind: K, roles: [{at: spec, template: t}]}]\n", ["needs a name"]),
+        (
+            "workloads: [{group: g, versions: [v1], kind: K, roles: [{at: spec, template: t}]}]\n",
+            ["needs a name"],
+        ),
         ("- a\n- b\n", ["expected a mapping"]),
         ("a: [\n", ["not YAML"]),
     ],

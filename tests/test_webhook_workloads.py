@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 from admission_support import annotations, checked, pod_template, review
-from webhook.config import WebhookConfig, parse_config
+
+from webhook.config import parse_config
 from webhook.workloads import BUILTIN_KINDS, WorkloadTable, resolve_roles
 
 GROUP = "scheduling.k8s.io/group-name"
@@ -95,7 +96,12 @@ def ray_spec() -> dict[str, Any]:
         "headGroupSpec": {"rayStartParams": {}, "template": pod_template({"cpu": "2"})},
         "workerGroupSpecs": [
             {"groupName": "gpu", "replicas": 2, "numOfHosts": 2, "template": pod_template(GPU)},
-            {"groupName": "cpu", "minReplicas": 1, "maxReplicas": 5, "template": pod_template({"cpu": "1"})},
+            {
+                "groupName": "cpu",
+                "minReplicas": 1,
+                "maxReplicas": 5,
+                "template": pod_template({"cpu": "1"}),
+            },
         ],
     }
 
@@ -105,7 +111,9 @@ def raycluster() -> dict[str, Any]:
 
 
 def rayjob() -> dict[str, Any]:
-    return _obj("ray.io/v1", "RayJob", "rj", {"entrypoint": "python x.py", "rayClusterSpec": ray_spec()})
+    return _obj(
+        "ray.io/v1", "RayJob", "rj", {"entrypoint": "python x.py", "rayClusterSpec": ray_spec()}
+    )
 
 
 def lws(leader: bool = True) -> dict[str, Any]:
@@ -130,8 +138,18 @@ CASES: list[tuple[str, dict[str, Any], int, list[tuple[str | int, ...]]]] = [
         4,
         [("spec", "pytorchReplicaSpecs", r, "template") for r in ("Master", "Worker")],
     ),
-    ("tfjob", tfjob(), 4, [("spec", "tfReplicaSpecs", r, "template") for r in ("Chief", "PS", "Worker")]),
-    ("mpijob", mpijob(), 5, [("spec", "mpiReplicaSpecs", r, "template") for r in ("Launcher", "Worker")]),
+    (
+        "tfjob",
+        tfjob(),
+        4,
+        [("spec", "tfReplicaSpecs", r, "template") for r in ("Chief", "PS", "Worker")],
+    ),
+    (
+        "mpijob",
+        mpijob(),
+        5,
+        [("spec", "mpiReplicaSpecs", r, "template") for r in ("Launcher", "Worker")],
+    ),
     (
         "jobset",
         jobset(),
@@ -208,7 +226,10 @@ def test_roles_and_counts() -> None:
     assert [(r.name, r.count) for r in roles] == [("head", 1), ("gpu", 4), ("cpu", 1)]
     entry = table.get("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet")
     assert entry is not None
-    assert [(r.name, r.count) for r in resolve_roles(entry, lws())] == [("leader", 2), ("worker", 6)]
+    assert [(r.name, r.count) for r in resolve_roles(entry, lws())] == [
+        ("leader", 2),
+        ("worker", 6),
+    ]
     assert [(r.name, r.count) for r in resolve_roles(entry, lws(False))] == [("worker", 8)]
     entry = table.get("kubeflow.org", "v1", "TFJob")
     assert entry is not None
@@ -304,7 +325,7 @@ def test_gang_name_from_the_user() -> None:
 def test_long_names_are_shortened_stably() -> None:
     obj = job()
     obj["metadata"]["name"] = "x" * 60
-    res, patched = checked(_review_of(obj))
+    _res, patched = checked(_review_of(obj))
     name = annotations(patched, "spec", "template")[GROUP]
     assert len(name) <= 63 and name.startswith("job-xxx")
     res2, _ = checked(_review_of(obj))
@@ -328,7 +349,13 @@ def test_child_of_a_gang_forming_parent_is_only_made_consistent() -> None:
     child_tmpl = js["spec"]["replicatedJobs"][1]["template"]
     child = _obj("batch/v1", "Job", "js-workers-0", copy.deepcopy(child_tmpl["spec"]))
     child["metadata"]["ownerReferences"] = [
-        {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "js", "uid": "js-uid", "controller": True}
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "name": "js",
+            "uid": "js-uid",
+            "controller": True,
+        }
     ]
     child["metadata"]["annotations"] = {"corral.dev/min-available": "9"}  # the parent's count
     res, patched = checked(_review_of(child))

@@ -307,13 +307,22 @@ def _pin(ed: Editor, base: Pointer, pool: NodePool | None) -> None:
     new = ed.tree(path)
     if not isinstance(new, dict):
         new = {}
-    node_aff = new.setdefault("nodeAffinity", {})
-    required = node_aff.setdefault("requiredDuringSchedulingIgnoredDuringExecution", {})
-    new_terms = required.setdefault("nodeSelectorTerms", [])
+    where = ".".join(str(p) for p in path)
+    node = new
+    for field_ in ("nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"):
+        node = node.setdefault(field_, {})
+        if not isinstance(node, dict):
+            raise PatchError(f"{where}.{field_}: expected an object")
+        where = f"{where}.{field_}"
+    new_terms = node.setdefault("nodeSelectorTerms", [])
+    if not isinstance(new_terms, list) or not all(isinstance(t, dict) for t in new_terms):
+        raise PatchError(f"{where}.nodeSelectorTerms: expected a list of objects")
     if not new_terms:
         new_terms.append({"matchExpressions": [req]})
     for t in new_terms:
         exprs = t.setdefault("matchExpressions", [])
+        if not isinstance(exprs, list):
+            raise PatchError(f"{where}.nodeSelectorTerms: matchExpressions must be a list")
         if req not in exprs:
             exprs.append(req)
     ed.set(path, new)
@@ -330,12 +339,16 @@ def _terms(affinity: Any) -> list[Any]:
 
 
 def _view(ed: Editor, base: Pointer) -> dict[str, Any]:
-    """A pod (or template) as it will be after the edits, for the engine to read."""
-    spec = ed.get((*base, "spec")) or {}
+    """A pod (or template) as it will be after the edits, for the engine to read.
+    A spec or metadata that is not an object reads as empty (the patch will refuse it)."""
+    spec = ed.get((*base, "spec"))
+    if not isinstance(spec, Mapping):
+        spec = {}
     affinity = ed.get((*base, "spec", "affinity"))
-    if isinstance(spec, Mapping) and affinity is not spec.get("affinity"):
+    if affinity is not spec.get("affinity"):
         spec = {**spec, "affinity": affinity}
-    return {"metadata": ed.get((*base, "metadata")) or {}, "spec": spec}
+    meta = ed.get((*base, "metadata"))
+    return {"metadata": meta if isinstance(meta, Mapping) else {}, "spec": spec}
 
 
 def _shape(view: Mapping[str, Any], config: WebhookConfig) -> PodShape | None:

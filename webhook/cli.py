@@ -99,7 +99,7 @@ async def _serve(args: argparse.Namespace, config: WebhookConfig) -> int:
             }
         },
     )
-    await run_until_signal(runner)
+    await run_until_signal(runner, args.shutdown_delay)
     return EXIT_OK
 
 

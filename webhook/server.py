@@ -37,6 +37,7 @@ __all__ = [
     "STATE",
     "AdmitFn",
     "ServerState",
+    "graceful_stop",
     "init_app",
     "run_until_signal",
     "start",
@@ -185,7 +186,10 @@ async def _mutate(
                 }
             },
         )
-    return web.Response(body=out, content_type="application/json")
+    resp = web.Response(body=out, content_type="application/json")
+    if state.shutting_down:
+        resp.force_close()
+    return resp
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -282,17 +286,29 @@ async def start(
     return runner, bound
 
 
-async def run_until_signal(runner: web.AppRunner) -> None:
-    """Wait for SIGTERM or SIGINT, then shut down gracefully."""
+async def graceful_stop(runner: web.AppRunner, delay: float = 0.0) -> None:
+    """Stop the way a webhook behind a Service should: report not ready and keep
+    answering for ``delay`` seconds (while endpoints drop this pod, the API server may
+    still send reviews; each answer now closes its connection so the next review goes
+    elsewhere), then stop listening, finish the reviews in progress, and clean up."""
+    app = runner.app
+    app[STATE].shutting_down = True
+    if delay > 0:
+        await asyncio.sleep(delay)
+    await runner.cleanup()
+
+
+async def run_until_signal(runner: web.AppRunner, delay: float = 0.0) -> None:
+    """Wait for SIGTERM or SIGINT, then :func:`graceful_stop`."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     try:
         await stop.wait()
-        log.info("signal received; finishing in-flight reviews")
+        log.info("signal received; shutting down", extra={"fields": {"delay_seconds": delay}})
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
-        await runner.cleanup()
+        await graceful_stop(runner, delay)
         log.info("stopped")
