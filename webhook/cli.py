@@ -185,6 +185,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="how long in-flight reviews may take after SIGTERM (default 25)",
     )
+    s.add_argument(
+        "--shutdown-delay",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="after SIGTERM, keep answering (not ready) this long before closing, while "
+        "the Service stops sending reviews here (default 5)",
+    )
     s.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     s.set_defaults(func=cmd_serve)
 
