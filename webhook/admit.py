@@ -18,6 +18,7 @@ from typing import Any, Final
 
 import orjson
 from gangplace.engine import Gang, PodShape, ShapeError, TaskRole, shape_from_pod
+from gangplace.engine.model import GPU_SHARE_COUNT, GPU_SHARE_MILLI, GPU_SHARE_MODEL
 
 from . import keys as K
 from .backends import Dialect, GangInfo, Keys, TaskGroup, dialect_for
@@ -48,7 +49,7 @@ class ReviewError(ValueError):
     """The body is not an AdmissionReview this webhook can answer (HTTP 400)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AdmitResult:
     """The answer to one review. ``review`` is the AdmissionReview to send back."""
 
@@ -81,7 +82,7 @@ def decode_patch(response: Mapping[str, Any]) -> list[dict[str, Any]]:
 # --- the request envelope ---------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Request:
     uid: str
     operation: str
@@ -194,9 +195,9 @@ def _dialect(config: WebhookConfig) -> Dialect:
     return hit[1]
 
 
-def _first(sources: Sequence[Mapping[str, Any] | None], key: str) -> str | None:
-    for meta in sources:
-        v = K.user_value(meta, key)
+def _first(sources: Sequence[Mapping[str, str]], key: str) -> str | None:
+    for values in sources:
+        v = values.get(key)
         if v is not None:
             return v
     return None
@@ -212,14 +213,15 @@ class _Values:
 
 
 def _read_values(
-    sources: Sequence[Mapping[str, Any] | None],
+    sources: Sequence[Mapping[str, str]],
     size: int | None,
     config: WebhookConfig,
     namespace: str,
     *,
     check_min: bool,
 ) -> _Values:
-    """The user's corral.dev values (first source that has each wins), checked, with
+    """The user's corral.dev values (``sources``: :func:`keys.user_values` of each
+    object, the first that has a key wins), checked, with
     the config's defaults. Raises InvalidValue with every problem found."""
     errors: list[InvalidValue] = []
     warnings: list[str] = []
@@ -273,7 +275,7 @@ def _apply(ed: Editor, base: Pointer, keys: Keys, *, fill_only: bool) -> None:
             continue
         path = (*base, "metadata", fld)
         current = ed.get(path) or {}
-        if not isinstance(current, Mapping):
+        if not isinstance(current, dict):
             raise PatchError(f"{'.'.join(map(str, path))}: expected a map of strings")
         if fill_only:
             changes = {k: v for k, v in wanted.items() if k not in current}
@@ -301,7 +303,7 @@ def _pin(ed: Editor, base: Pointer, pool: NodePool | None) -> None:
     current = ed.get(path)
     terms = _terms(current)
     if terms and all(
-        isinstance(t, Mapping) and req in (t.get("matchExpressions") or ()) for t in terms
+        isinstance(t, dict) and req in (t.get("matchExpressions") or ()) for t in terms
     ):
         return
     new = ed.tree(path)
@@ -342,20 +344,74 @@ def _view(ed: Editor, base: Pointer) -> dict[str, Any]:
     """A pod (or template) as it will be after the edits, for the engine to read.
     A spec or metadata that is not an object reads as empty (the patch will refuse it)."""
     spec = ed.get((*base, "spec"))
-    if not isinstance(spec, Mapping):
+    if not isinstance(spec, dict):
         spec = {}
     affinity = ed.get((*base, "spec", "affinity"))
     if affinity is not spec.get("affinity"):
         spec = {**spec, "affinity": affinity}
     meta = ed.get((*base, "metadata"))
-    return {"metadata": meta if isinstance(meta, Mapping) else {}, "spec": spec}
+    return {"metadata": meta if isinstance(meta, dict) else {}, "spec": spec}
 
 
-def _shape(view: Mapping[str, Any], config: WebhookConfig) -> PodShape | None:
+# The engine's reading of a pod is pure, and every pod of a workload reads the same:
+# memoise it on the fields it reads (resources and placement constraints only -- the
+# rest of a pod, such as its per-pod volume names, does not matter).
+_SHAPES: dict[bytes, PodShape | None] = {}
+_SHAPES_MAX = 4096
+_SHARE_KEYS = (GPU_SHARE_MILLI, GPU_SHARE_COUNT, GPU_SHARE_MODEL)
+
+
+def _shape_key(view: Mapping[str, Any], config: WebhookConfig) -> bytes | None:
+    spec, meta = view.get("spec"), view.get("metadata")
+    if not isinstance(spec, dict):
+        return None
+    containers = spec.get("containers")
+    inits = spec.get("initContainers")
+    if not isinstance(containers, list) or not isinstance(inits, (list, type(None))):
+        return None
+    ann = meta.get("annotations") if isinstance(meta, dict) else None
+    share = [ann.get(k) for k in _SHARE_KEYS] if isinstance(ann, dict) else None
+    try:
+        return orjson.dumps(
+            (
+                [c.get("resources") if isinstance(c, dict) else c for c in containers],
+                [
+                    (c.get("resources"), c.get("restartPolicy")) if isinstance(c, dict) else c
+                    for c in inits or ()
+                ],
+                spec.get("overhead"),
+                spec.get("nodeSelector"),
+                spec.get("affinity"),
+                spec.get("tolerations"),
+                share,
+                config.engine.gpu_resources,
+            )
+        )
+    except TypeError:
+        return None
+
+
+def _read_shape(view: Mapping[str, Any], config: WebhookConfig) -> PodShape | None:
     try:
         return shape_from_pod(view, config.engine.gpu_resources)
     except (ShapeError, AttributeError, TypeError):
         return None
+
+
+def _shape(view: Mapping[str, Any], config: WebhookConfig) -> PodShape | None:
+    """The engine's shape of a pod (None if it cannot read it)."""
+    key = _shape_key(view, config)
+    if key is None:
+        return _read_shape(view, config)
+    hit = _SHAPES.get(key, _MISS)
+    if hit is _MISS:
+        if len(_SHAPES) >= _SHAPES_MAX:
+            _SHAPES.clear()
+        hit = _SHAPES[key] = _read_shape(view, config)
+    return hit  # type: ignore[return-value]
+
+
+_MISS: Any = object()
 
 
 def _controller(meta: Mapping[str, Any]) -> OwnerRef | None:
@@ -363,7 +419,7 @@ def _controller(meta: Mapping[str, Any]) -> OwnerRef | None:
     if not isinstance(refs, list):
         return None
     for r in refs:
-        if isinstance(r, Mapping) and r.get("controller") is True:
+        if isinstance(r, dict) and r.get("controller") is True:
             kind, name = r.get("kind"), r.get("name")
             if isinstance(kind, str) and isinstance(name, str):
                 return OwnerRef(str(r.get("apiVersion") or ""), kind, name, str(r.get("uid") or ""))
@@ -443,14 +499,14 @@ def _admit_workload(
     if not roles:
         return _pass(req, kind, "unchanged", "no pod templates")
     templates = [
-        r.template.get("metadata") if isinstance(r.template.get("metadata"), Mapping) else None
+        r.template.get("metadata") if isinstance(r.template.get("metadata"), dict) else None
         for r in roles
     ]
     existing = next((g for g in (dialect.membership(m) for m in templates) if g), None)
     size = sum(r.count for r in roles)
     if existing is None and size < 1:
         return _pass(req, kind, "unchanged", "no pods to gang (size 0)")
-    sources = [meta, *templates]
+    sources = [K.user_values(m) for m in (meta, *templates)]
     # A workload whose templates already name a gang (made by a gang-forming parent)
     # is only made consistent: no new gang, no size checks, no PodGroup.
     values = _read_values(sources, size, config, req.namespace, check_min=existing is None)
@@ -473,30 +529,13 @@ def _admit_workload(
     # Pin first: the engine must see the pods as they will be.
     for r in roles:
         _pin(ed, r.pointer, config.node_pool)
-    shapes: list[PodShape] | None = []
     views = [_view(ed, r.pointer) for r in roles]
-    for v in views:
-        s = _shape(v, config)
-        if s is None:
-            shapes = None
-            break
-        assert shapes is not None
-        shapes.append(s)
-    per_role: list[int] | None = None
-    if shapes is not None and not fill_only:
-        model = Gang(
-            name,
-            tuple(TaskRole(r.name, s, r.count) for r, s in zip(roles, shapes, strict=True)),
-            gang.min_member,
-        )
-        per_role = model.required_per_role()
+    shaped = _GangShapes(name, roles, views, config, min_member)
 
     warnings = list(values.warnings)
     if dialect.templates_carry_keys:
         task_groups = (
-            _task_groups(roles, views, shapes, per_role)
-            if config.backend is Backend.YUNIKORN and not fill_only
-            else None
+            shaped.task_groups() if config.backend is Backend.YUNIKORN and not fill_only else None
         )
         for r in roles:
             _apply(
@@ -512,31 +551,14 @@ def _admit_workload(
     if fill_only:
         return _finish(req, kind, ed, warnings)
 
-    if shapes is not None:
-        deny, more = _feasibility(
-            cluster,
-            config,
-            name,
-            [(r.name, s, r.count) for r, s in zip(roles, shapes, strict=True)],
-            gang.min_member,
-        )
+    if cluster is not None and shaped.shapes() is not None:
+        deny, more = _feasibility(cluster, config, name, shaped.roles_for_engine(), min_member)
         if deny is not None:
             return _deny(req, kind, 403, "Forbidden", deny)
         warnings.extend(more)
 
     intents: list[PodGroupIntent] = []
     if dialect.podgroup is not None:
-        min_res = (
-            resource_list(zip(shapes, per_role, strict=True))
-            if shapes is not None and per_role is not None
-            else {}
-        )
-        priority = next(
-            (pc for v in views if isinstance(pc := v["spec"].get("priorityClassName"), str) and pc),
-            None,
-        )
-        body = dialect.podgroup_body(gang, req.namespace, priority, min_res)
-        assert body is not None
         api_version = obj.get("apiVersion") if isinstance(obj.get("apiVersion"), str) else None
         owner = OwnerRef(
             api_version or f"{req.group}/{req.version}",
@@ -544,17 +566,102 @@ def _admit_workload(
             str(meta.get("name") or ""),
             str(meta.get("uid") or ""),
         )
+        namespace = req.namespace
+
+        def body() -> dict[str, Any]:
+            out = dialect.podgroup_body(
+                gang, namespace, shaped.priority_class(), shaped.min_resources()
+            )
+            assert out is not None
+            return out
+
         intents.append(
             PodGroupIntent(
-                dialect.podgroup.api_version,
-                dialect.podgroup.plural,
-                req.namespace,
-                name,
-                body,
-                owner,
+                dialect.podgroup.api_version, dialect.podgroup.plural, namespace, name, body, owner
             )
         )
     return _finish(req, kind, ed, warnings, intents)
+
+
+class _GangShapes:
+    """The engine's reading of a gang's pod templates, made on first use: on the request
+    path only when a feasibility check or YuniKorn's task groups need it; otherwise when
+    the reconciler renders the PodGroup, once per gang rather than once per review."""
+
+    __slots__ = ("_done", "_per_role", "_shapes", "config", "min_member", "name", "roles", "views")
+
+    def __init__(
+        self,
+        name: str,
+        roles: Sequence[ResolvedRole],
+        views: Sequence[Mapping[str, Any]],
+        config: WebhookConfig,
+        min_member: int,
+    ) -> None:
+        self.name, self.roles, self.views = name, roles, views
+        self.config, self.min_member = config, min_member
+        self._done = False
+        self._shapes: list[PodShape] | None = None
+        self._per_role: list[int] | None = None
+
+    def _compute(self) -> None:
+        self._done = True
+        shapes = []
+        for v in self.views:
+            s = _shape(v, self.config)
+            if s is None:
+                return  # unreadable resources: no engine answers, no minResources
+            shapes.append(s)
+        self._shapes = shapes
+        model = Gang(
+            self.name,
+            tuple(TaskRole(r.name, s, r.count) for r, s in zip(self.roles, shapes, strict=True)),
+            self.min_member,
+        )
+        self._per_role = model.required_per_role()
+
+    def shapes(self) -> list[PodShape] | None:
+        if not self._done:
+            self._compute()
+        return self._shapes
+
+    def roles_for_engine(self) -> list[tuple[str, PodShape, int]]:
+        shapes = self.shapes()
+        assert shapes is not None
+        return [(r.name, s, r.count) for r, s in zip(self.roles, shapes, strict=True)]
+
+    def min_resources(self) -> dict[str, str]:
+        """The requests of the minimum members (minAvailable filled role by role)."""
+        shapes = self.shapes()
+        if shapes is None or self._per_role is None:
+            return {}
+        return resource_list(zip(shapes, self._per_role, strict=True))
+
+    def priority_class(self) -> str | None:
+        for v in self.views:
+            pc = v["spec"].get("priorityClassName")
+            if isinstance(pc, str) and pc:
+                return pc
+        return None
+
+    def task_groups(self) -> list[TaskGroup] | None:
+        shapes = self.shapes()
+        if shapes is None or self._per_role is None:
+            return None
+        out = []
+        for r, v, s, need in zip(self.roles, self.views, shapes, self._per_role, strict=True):
+            spec = v["spec"]
+            out.append(
+                TaskGroup(
+                    r.name,
+                    need,
+                    resource_list([(s, 1)]),
+                    spec.get("nodeSelector") or None,
+                    spec.get("tolerations") or None,
+                    spec.get("affinity") or None,
+                )
+            )
+        return out
 
 
 def _default_min(raw: str, size: int) -> int:
@@ -571,30 +678,6 @@ def _workload_gang_name(kind: str, meta: Mapping[str, Any], uid: str) -> str:
     # unique, and reinvocation reads the name back from the keys written now.
     prefix = str(meta.get("generateName") or "").rstrip("-")
     return derived_name(kind, prefix, uid[:8])
-
-
-def _task_groups(
-    roles: Sequence[ResolvedRole],
-    views: Sequence[Mapping[str, Any]],
-    shapes: Sequence[PodShape] | None,
-    per_role: Sequence[int] | None,
-) -> list[TaskGroup] | None:
-    if shapes is None or per_role is None:
-        return None
-    out = []
-    for r, v, s, need in zip(roles, views, shapes, per_role, strict=True):
-        spec = v["spec"]
-        out.append(
-            TaskGroup(
-                r.name,
-                need,
-                resource_list([(s, 1)]),
-                spec.get("nodeSelector") or None,
-                spec.get("tolerations") or None,
-                spec.get("affinity") or None,
-            )
-        )
-    return out
 
 
 # --- pods -------------------------------------------------------------------------------
@@ -615,7 +698,8 @@ def _admit_pod(
     if config.backend is Backend.KUEUE and by_workload:
         return _pass(req, "Pod", "unchanged", "pod of a workload that Kueue manages")
     existing = dialect.membership(meta)
-    has_keys = any(K.user_value(meta, k) is not None for k in K.USER_KEYS)
+    given = K.user_values(meta)
+    has_keys = any(k in given for k in K.USER_KEYS)
     if existing is not None:
         mode = "consistent"
     elif has_keys:
@@ -628,7 +712,7 @@ def _admit_pod(
     else:
         return _pass(req, "Pod", "unchanged", "not a gang member")
 
-    values = _read_values([meta], None, config, req.namespace, check_min=mode == "gang")
+    values = _read_values([given], None, config, req.namespace, check_min=mode == "gang")
     if existing is not None:
         name = existing
     elif values.gang is not None:
@@ -645,20 +729,13 @@ def _admit_pod(
     ed = Editor(obj)
     _pin(ed, (), config.node_pool)
     view = _view(ed, ())
-    shape = _shape(view, config) if mode != "consistent" else None
+    # A pod on its own: one role of min_member pods shaped like it.
+    shaped = _GangShapes(
+        name, [ResolvedRole(_ROLE, (), obj, min_member)], [view], config, min_member
+    )
     task_groups = None
-    if config.backend is Backend.YUNIKORN and shape is not None and min_member > 1:
-        spec = view["spec"]
-        task_groups = [
-            TaskGroup(
-                _ROLE,
-                min_member,
-                resource_list([(shape, 1)]),
-                spec.get("nodeSelector") or None,
-                spec.get("tolerations") or None,
-                spec.get("affinity") or None,
-            )
-        ]
+    if config.backend is Backend.YUNIKORN and mode != "consistent" and min_member > 1:
+        task_groups = shaped.task_groups()
     _apply(
         ed,
         (),
@@ -674,23 +751,14 @@ def _admit_pod(
             hints.append(OwnerHint(dialect.podgroup.api_version, req.namespace, name, owner))
         return _finish(req, "Pod", ed, warnings, hints=hints)
 
-    if shape is not None:
-        deny, more = _feasibility(cluster, config, name, [(_ROLE, shape, min_member)], min_member)
+    if cluster is not None and shaped.shapes() is not None:
+        deny, more = _feasibility(cluster, config, name, shaped.roles_for_engine(), min_member)
         if deny is not None:
             return _deny(req, "Pod", 403, "Forbidden", deny)
         warnings.extend(more)
 
     intents = []
     if dialect.podgroup is not None:
-        min_res = resource_list([(shape, min_member)]) if shape is not None else {}
-        priority = view["spec"].get("priorityClassName")
-        body = dialect.podgroup_body(
-            gang,
-            req.namespace,
-            priority if isinstance(priority, str) and priority else None,
-            min_res,
-        )
-        assert body is not None
         pod_owner: OwnerRef | None = owner
         if pod_owner is None:
             pod_name = meta.get("name")
@@ -700,11 +768,20 @@ def _admit_pod(
             pod_owner = (
                 OwnerRef("v1", "Pod", pod_name) if isinstance(pod_name, str) and pod_name else None
             )
+        namespace = req.namespace
+
+        def body() -> dict[str, Any]:
+            out = dialect.podgroup_body(
+                gang, namespace, shaped.priority_class(), shaped.min_resources()
+            )
+            assert out is not None
+            return out
+
         intents.append(
             PodGroupIntent(
                 dialect.podgroup.api_version,
                 dialect.podgroup.plural,
-                req.namespace,
+                namespace,
                 name,
                 body,
                 pod_owner,

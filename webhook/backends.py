@@ -44,7 +44,7 @@ KUEUE_TOTAL: Final = "kueue.x-k8s.io/pod-group-total-count"
 KUEUE_QUEUE: Final = "kueue.x-k8s.io/queue-name"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class GangInfo:
     """A gang as decided at admission. ``size`` is None for a pod on its own, whose
     gang's size the request does not show."""
@@ -155,7 +155,7 @@ def _get(meta: Mapping[str, Any] | None, field_: str, key: str) -> str | None:
     if not meta:
         return None
     m = meta.get(field_)
-    if isinstance(m, Mapping):
+    if isinstance(m, dict):
         v = m.get(key)
         if isinstance(v, str) and v:
             return v

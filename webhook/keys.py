@@ -22,6 +22,7 @@ __all__ = [
     "USER_KEYS",
     "is_skipped",
     "user_value",
+    "user_values",
 ]
 
 GANG: Final = "corral.dev/gang"
@@ -48,13 +49,35 @@ def user_value(meta: Mapping[str, Any] | None, key: str) -> str | None:
     """
     if not meta:
         return None
-    for field in ("annotations", "labels"):
-        m = meta.get(field)
-        if isinstance(m, Mapping):
-            v = m.get(key)
-            if v is not None:
-                return v if isinstance(v, str) else str(v)
+    ann = meta.get("annotations")
+    if ann.__class__ is dict:
+        v = ann.get(key)
+        if v is not None:
+            return v if v.__class__ is str else str(v)
+    labels = meta.get("labels")
+    if labels.__class__ is dict:
+        v = labels.get(key)
+        if v is not None:
+            return v if v.__class__ is str else str(v)
     return None
+
+
+_ALL_KEYS: Final = (*USER_KEYS, SKIP)
+
+
+def user_values(meta: Mapping[str, Any] | None) -> dict[str, str]:
+    """Every corral.dev key set on an object (annotation over label), in one pass."""
+    out: dict[str, str] = {}
+    if not meta:
+        return out
+    for field in ("labels", "annotations"):  # annotations last: they win
+        m = meta.get(field)
+        if m.__class__ is dict:
+            for k in _ALL_KEYS:
+                v = m.get(k)  # type: ignore[union-attr]
+                if v is not None:
+                    out[k] = v if v.__class__ is str else str(v)
+    return out
 
 
 def is_skipped(meta: Mapping[str, Any] | None) -> bool:

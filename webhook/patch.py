@@ -27,29 +27,27 @@ class PatchError(ValueError):
 
 def escape(segment: str | int) -> str:
     """RFC 6901: ``~`` -> ``~0``, ``/`` -> ``~1``."""
-    s = str(segment)
-    if "~" in s:
-        s = s.replace("~", "~0")
-    if "/" in s:
-        s = s.replace("/", "~1")
-    return s
+    s = segment if segment.__class__ is str else str(segment)
+    if "~" in s:  # type: ignore[operator]
+        s = s.replace("~", "~0")  # type: ignore[union-attr]
+    if "/" in s:  # type: ignore[operator]
+        s = s.replace("/", "~1")  # type: ignore[union-attr]
+    return s  # type: ignore[return-value]
 
 
 def pointer(path: Pointer) -> str:
-    return "".join("/" + escape(p) for p in path)
+    return "/" + "/".join(map(escape, path)) if path else ""
 
 
 def _lookup(root: Any, path: Pointer) -> Any:
+    # Pointers come from walking the object itself (list indices only where lists
+    # are), so plain indexing is safe; anything missing or of another type is absent.
     node = root
-    for seg in path:
-        if isinstance(seg, int):
-            if not isinstance(node, list) or not 0 <= seg < len(node):
-                return _MISSING
+    try:
+        for seg in path:
             node = node[seg]
-        else:
-            if not isinstance(node, Mapping) or seg not in node:
-                return _MISSING
-            node = node[seg]
+    except (KeyError, IndexError, TypeError):
+        return _MISSING
     return node
 
 
@@ -65,10 +63,10 @@ class Editor:
 
     def get(self, path: Pointer, default: Any = None) -> Any:
         """The value at ``path`` with the edits so far applied."""
-        for i in range(len(path), -1, -1):
-            edited = self._edits.get(path[:i], _MISSING)
-            if edited is not _MISSING:
-                v = _lookup(edited, path[i:])
+        for edited_path, edited in self._edits.items():
+            n = len(edited_path)
+            if path[:n] == edited_path:
+                v = _lookup(edited, path[n:])
                 return default if v is _MISSING or v is None else v
         v = _lookup(self.root, path)
         return default if v is _MISSING or v is None else v
@@ -81,11 +79,11 @@ class Editor:
             return hit  # type: ignore[no-any-return]
         self._check_disjoint(path)
         orig = _lookup(self.root, path)
-        if orig is not _MISSING and orig is not None and not isinstance(orig, Mapping):
+        if orig is not _MISSING and orig is not None and not isinstance(orig, dict):
             raise PatchError(
                 f"{pointer(path) or '/'}: expected an object, found {type(orig).__name__}"
             )
-        copy_ = dict(orig) if isinstance(orig, Mapping) else {}
+        copy_ = dict(orig) if isinstance(orig, dict) else {}
         self._edits[path] = copy_
         self._kinds[path] = "map"
         return copy_
@@ -125,7 +123,7 @@ class Editor:
         for path, new in self._edits.items():
             orig = _lookup(self.root, path)
             if orig is not _MISSING:
-                if self._kinds[path] == "map" and isinstance(orig, Mapping):
+                if self._kinds[path] == "map" and isinstance(orig, dict):
                     for k, v in new.items():
                         old = orig.get(k, _MISSING)
                         if old is _MISSING:
@@ -157,7 +155,7 @@ class Editor:
         while k > 0 and _lookup(self.root, path[:k]) in (_MISSING, None):
             k -= 1
         parent = _lookup(self.root, path[:k])
-        if not isinstance(parent, Mapping):
+        if not isinstance(parent, dict):
             raise PatchError(
                 f"{pointer(path[:k]) or '/'}: expected an object, found {type(parent).__name__}"
             )

@@ -26,7 +26,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "CreateFn",
@@ -43,8 +43,7 @@ __all__ = [
 log = logging.getLogger("webhook.podgroups")
 
 
-@dataclass(frozen=True, slots=True)
-class OwnerRef:
+class OwnerRef(NamedTuple):
     """A reference to the object whose deletion should delete the PodGroup."""
 
     api_version: str
@@ -63,17 +62,45 @@ class OwnerRef:
         }
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class PodGroupIntent:
     """A PodGroup admission wants to exist. ``body`` is the whole object except
-    ``metadata.ownerReferences``; ``owner`` is None for a gang nobody owns."""
+    ``metadata.ownerReferences``; ``owner`` is None for a gang nobody owns.
 
-    api_version: str
-    plural: str
-    namespace: str
-    name: str
-    body: Mapping[str, Any]
-    owner: OwnerRef | None
+    ``body`` may be given as a function: it is then called on first use and its result
+    kept, so the work of describing a gang (the engine's minResources) happens once,
+    in the reconciler, rather than on every review of the gang's pods."""
+
+    __slots__ = ("_body", "_build", "api_version", "name", "namespace", "owner", "plural")
+
+    def __init__(
+        self,
+        api_version: str,
+        plural: str,
+        namespace: str,
+        name: str,
+        body: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
+        owner: OwnerRef | None,
+    ) -> None:
+        self.api_version, self.plural = api_version, plural
+        self.namespace, self.name, self.owner = namespace, name, owner
+        self._body: Mapping[str, Any] | None = None
+        self._build: Callable[[], Mapping[str, Any]] | None = None
+        if callable(body):
+            self._build = body
+        else:
+            self._body = body
+
+    def __repr__(self) -> str:
+        return (
+            f"PodGroupIntent({self.api_version} {self.namespace}/{self.name}, owner={self.owner})"
+        )
+
+    @property
+    def body(self) -> Mapping[str, Any]:
+        if self._body is None:
+            assert self._build is not None
+            self._body, self._build = self._build(), None
+        return self._body
 
     @property
     def key(self) -> tuple[str, str, str]:

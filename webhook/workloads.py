@@ -223,16 +223,16 @@ def _walk(
         return
     head, rest = segs[0], segs[1:]
     if head == "*":
-        if isinstance(node, Mapping):
+        if isinstance(node, dict):
             for k in node:
                 yield from _walk(node[k], rest, (*ptr, str(k)), str(k), name_field)
         elif isinstance(node, list):
             for i, item in enumerate(node):
-                label = item.get(name_field) if isinstance(item, Mapping) else None
+                label = item.get(name_field) if isinstance(item, dict) else None
                 nm = label if isinstance(label, str) and label else str(i)
                 yield from _walk(item, rest, (*ptr, i), nm, name_field)
         return
-    if isinstance(node, Mapping) and node.get(head) is not None:
+    if isinstance(node, dict) and node.get(head) is not None:
         yield from _walk(node[head], rest, (*ptr, head), name, name_field)
 
 
@@ -240,7 +240,7 @@ def _get(root: Any, base: Any, path: str) -> tuple[bool, Any]:
     from_root, segs = _split(path)
     node = root if from_root else base
     for s in segs:
-        if not isinstance(node, Mapping) or node.get(s) is None:
+        if not isinstance(node, dict) or node.get(s) is None:
             return False, None
         node = node[s]
     return True, node
@@ -286,7 +286,7 @@ def resolve_roles(kind: WorkloadKind, obj: Mapping[str, Any]) -> list[ResolvedRo
                 if tpath is None:
                     continue
                 present, value = _get(obj, role_obj, tpath)
-                if present and isinstance(value, Mapping):
+                if present and isinstance(value, dict):
                     tmpl_ptr = (*ptr, *tpath.split("."))
                     tmpl, own = value, i == 0
                     break
