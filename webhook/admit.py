@@ -97,15 +97,15 @@ class _Request:
 
 def _str_field(m: Mapping[str, Any], key: str, where: str, *, required: bool = True) -> str:
     v = m.get(key)
+    if v.__class__ is str:
+        return v  # type: ignore[no-any-return]
     if v is None and not required:
         return ""
-    if not isinstance(v, str):
-        raise ReviewError(f"{where}.{key}: expected a string, got {type(v).__name__}")
-    return v
+    raise ReviewError(f"{where}.{key}: expected a string, got {type(v).__name__}")
 
 
 def _parse(review: Any) -> _Request:
-    if not isinstance(review, dict):
+    if review.__class__ is not dict:
         raise ReviewError("expected a JSON object: an AdmissionReview")
     kind, api = review.get("kind"), review.get("apiVersion")
     if kind != "AdmissionReview":
@@ -113,30 +113,30 @@ def _parse(review: Any) -> _Request:
     if api != API_VERSION:
         raise ReviewError(f"apiVersion {api!r}: only {API_VERSION} is served")
     req = review.get("request")
-    if not isinstance(req, dict):
+    if req.__class__ is not dict:
         raise ReviewError("request: expected an object")
     uid = _str_field(req, "uid", "request")
     if not uid:
         raise ReviewError("request.uid: must not be empty")
     gvk = req.get("kind")
-    if not isinstance(gvk, dict):
+    if gvk.__class__ is not dict:
         raise ReviewError("request.kind: expected an object with group, version and kind")
     obj = req.get("object")
-    if obj is not None and not isinstance(obj, dict):
+    if obj is not None and obj.__class__ is not dict:
         raise ReviewError("request.object: expected an object")
     dry = req.get("dryRun")
-    if dry is not None and not isinstance(dry, bool):
+    if dry is not None and dry.__class__ is not bool:
         raise ReviewError("request.dryRun: expected true or false")
     return _Request(
-        uid=uid,
-        operation=_str_field(req, "operation", "request"),
-        group=_str_field(gvk, "group", "request.kind", required=False),
-        version=_str_field(gvk, "version", "request.kind"),
-        kind=_str_field(gvk, "kind", "request.kind"),
-        namespace=_str_field(req, "namespace", "request", required=False),
-        obj=obj,
-        dry_run=bool(dry),
-        sub_resource=_str_field(req, "subResource", "request", required=False),
+        uid,
+        _str_field(req, "operation", "request"),
+        _str_field(gvk, "group", "request.kind", required=False),
+        _str_field(gvk, "version", "request.kind"),
+        _str_field(gvk, "kind", "request.kind"),
+        _str_field(req, "namespace", "request", required=False),
+        obj,
+        bool(dry),
+        _str_field(req, "subResource", "request", required=False),
     )
 
 

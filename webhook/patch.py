@@ -124,12 +124,13 @@ class Editor:
             orig = _lookup(self.root, path)
             if orig is not _MISSING:
                 if self._kinds[path] == "map" and isinstance(orig, dict):
+                    prefix = pointer(path) + "/"
                     for k, v in new.items():
                         old = orig.get(k, _MISSING)
                         if old is _MISSING:
-                            out.append({"op": "add", "path": pointer((*path, k)), "value": v})
+                            out.append({"op": "add", "path": prefix + escape(k), "value": v})
                         elif old != v:
-                            out.append({"op": "replace", "path": pointer((*path, k)), "value": v})
+                            out.append({"op": "replace", "path": prefix + escape(k), "value": v})
                 elif self._kinds[path] == "map" and not new:
                     continue  # a null map that stayed empty
                 elif orig != new:

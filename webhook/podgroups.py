@@ -124,8 +124,7 @@ class PodGroupIntent:
         return body
 
 
-@dataclass(frozen=True, slots=True)
-class OwnerHint:
+class OwnerHint(NamedTuple):
     """A pod admitted into gang ``name`` whose controller (with uid) is ``owner``."""
 
     api_version: str  # of the PodGroup

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "InvalidValue",
@@ -40,8 +40,7 @@ class InvalidValue(ValueError):
         super().__init__(f'{key}: "{value}" {problem}; allowed: {allowed}')
 
 
-@dataclass(frozen=True, slots=True)
-class MinAvailable:
+class MinAvailable(NamedTuple):
     """A parsed min-available: a pod count, or a percentage of the gang size."""
 
     count: int | None = None

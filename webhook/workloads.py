@@ -10,8 +10,7 @@ walks every value of a map (the role is named by the key) or every item of a lis
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -198,8 +197,7 @@ class WorkloadTable:
 # --- resolving a table entry against an object -----------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ResolvedRole:
+class ResolvedRole(NamedTuple):
     """One pod template of a workload: its role name, JSON pointer, and pod count."""
 
     name: str
