@@ -20,6 +20,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy --strict shared/gangplace/engine
+	MYPYPATH=shared $(BIN)/mypy --strict webhook
 
 bench: $(STAMP)
 	$(BIN)/python bench/engine.py

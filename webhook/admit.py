@@ -98,7 +98,7 @@ class _Request:
 def _str_field(m: Mapping[str, Any], key: str, where: str, *, required: bool = True) -> str:
     v = m.get(key)
     if v.__class__ is str:
-        return v  # type: ignore[no-any-return]
+        return v
     if v is None and not required:
         return ""
     raise ReviewError(f"{where}.{key}: expected a string, got {type(v).__name__}")
@@ -403,15 +403,12 @@ def _shape(view: Mapping[str, Any], config: WebhookConfig) -> PodShape | None:
     key = _shape_key(view, config)
     if key is None:
         return _read_shape(view, config)
-    hit = _SHAPES.get(key, _MISS)
-    if hit is _MISS:
-        if len(_SHAPES) >= _SHAPES_MAX:
-            _SHAPES.clear()
-        hit = _SHAPES[key] = _read_shape(view, config)
-    return hit  # type: ignore[return-value]
-
-
-_MISS: Any = object()
+    if key in _SHAPES:
+        return _SHAPES[key]
+    if len(_SHAPES) >= _SHAPES_MAX:
+        _SHAPES.clear()
+    shape = _SHAPES[key] = _read_shape(view, config)
+    return shape
 
 
 def _controller(meta: Mapping[str, Any]) -> OwnerRef | None:

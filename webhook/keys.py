@@ -74,7 +74,7 @@ def user_values(meta: Mapping[str, Any] | None) -> dict[str, str]:
         m = meta.get(field)
         if m.__class__ is dict:
             for k in _ALL_KEYS:
-                v = m.get(k)  # type: ignore[union-attr]
+                v = m.get(k)
                 if v is not None:
                     out[k] = v if v.__class__ is str else str(v)
     return out

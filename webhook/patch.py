@@ -28,11 +28,11 @@ class PatchError(ValueError):
 def escape(segment: str | int) -> str:
     """RFC 6901: ``~`` -> ``~0``, ``/`` -> ``~1``."""
     s = segment if segment.__class__ is str else str(segment)
-    if "~" in s:  # type: ignore[operator]
-        s = s.replace("~", "~0")  # type: ignore[union-attr]
-    if "/" in s:  # type: ignore[operator]
-        s = s.replace("/", "~1")  # type: ignore[union-attr]
-    return s  # type: ignore[return-value]
+    if "~" in s:
+        s = s.replace("~", "~0")
+    if "/" in s:
+        s = s.replace("/", "~1")
+    return s
 
 
 def pointer(path: Pointer) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from typing import NamedTuple
+from dataclasses import dataclass
 
 __all__ = [
     "InvalidValue",
@@ -40,7 +40,8 @@ class InvalidValue(ValueError):
         super().__init__(f'{key}: "{value}" {problem}; allowed: {allowed}')
 
 
-class MinAvailable(NamedTuple):
+@dataclass(slots=True)
+class MinAvailable:
     """A parsed min-available: a pod count, or a percentage of the gang size."""
 
     count: int | None = None

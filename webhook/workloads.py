@@ -10,7 +10,8 @@ walks every value of a map (the role is named by the key) or every item of a lis
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Literal, NamedTuple
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -197,7 +198,8 @@ class WorkloadTable:
 # --- resolving a table entry against an object -----------------------------------------
 
 
-class ResolvedRole(NamedTuple):
+@dataclass(slots=True)
+class ResolvedRole:
     """One pod template of a workload: its role name, JSON pointer, and pod count."""
 
     name: str
