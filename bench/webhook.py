@@ -371,7 +371,9 @@ def bench_servers(seconds: float, rounds: int, force_builtin: bool) -> dict[str,
     return {
         "load_generator": "wrk"
         if use_wrk
-        else "aiohttp client (wrk not found: apt-get install -y wrk)",
+        else "aiohttp client (--builtin-load)"
+        if force_builtin
+        else "aiohttp client: wrk not found (apt-get install -y wrk); figures are client-bound",
         "body_bytes": len(body),
         "seconds_per_run": seconds,
         "rounds": rounds,
