@@ -364,3 +364,34 @@ def test_not_an_object() -> None:
     for junk in (None, [], "x", 3):
         with pytest.raises(ReviewError):
             admit(junk, None, WebhookConfig())
+
+
+def test_a_pod_that_chose_another_scheduler_is_left_alone() -> None:
+    pod = bare_pod("a", {"corral.dev/gang": "g"})
+    pod["spec"]["schedulerName"] = "my-scheduler"
+    res = admit(review(pod), None, WebhookConfig())
+    assert res.outcome == "unchanged" and "my-scheduler" in res.reason
+    # already ours, or the API server's default: taken
+    for name in ("volcano", "default-scheduler", ""):
+        pod["spec"]["schedulerName"] = name
+        assert admit(review(pod), None, WebhookConfig()).review["response"]["allowed"]
+        assert annotations(checked(review(pod))[1])[GROUP] == "g"
+
+
+def test_a_workload_whose_template_chose_another_scheduler_is_left_alone() -> None:
+    rev = fixture("job-create-mpi-train.json")
+    rev["request"]["object"]["spec"]["template"]["spec"]["schedulerName"] = "kai-scheduler"
+    res = admit(rev, None, WebhookConfig())
+    assert res.outcome == "unchanged" and res.intents == ()
+
+
+def test_member_pods_do_not_repeat_warnings() -> None:
+    from webhook.config import parse_config
+
+    cfg = parse_config({"backend": "coscheduling"})
+    pod = bare_pod("a", {"corral.dev/queue": "q"})
+    pod["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": "job-x"}
+    res, _ = checked(review(pod), cfg)
+    assert res.warnings == ()
+    res, _ = checked(review(bare_pod("b", {"corral.dev/queue": "q"})), cfg)
+    assert len(res.warnings) == 1

@@ -285,6 +285,21 @@ def _apply(ed: Editor, base: Pointer, keys: Keys, *, fill_only: bool) -> None:
             ed.map(path).update(changes)
 
 
+# What the API server writes when a pod names no scheduler: ours to replace.
+_DEFAULT_SCHEDULER = "default-scheduler"
+
+
+def _foreign_scheduler(spec: Any, ours: str | None) -> str | None:
+    """The scheduler a pod (template) chose itself, if it is neither the default nor
+    ours: such a pod is left alone rather than taken from the scheduler it asked for."""
+    if ours is None or not isinstance(spec, dict):
+        return None
+    name = spec.get("schedulerName")
+    if isinstance(name, str) and name not in ("", _DEFAULT_SCHEDULER, ours):
+        return name
+    return None
+
+
 def _set_scheduler(ed: Editor, base: Pointer, name: str | None) -> None:
     if name is None:
         return
@@ -495,6 +510,10 @@ def _admit_workload(
     roles = resolve_roles(entry, obj)
     if not roles:
         return _pass(req, kind, "unchanged", "no pod templates")
+    for r in roles:
+        chosen = _foreign_scheduler(r.template.get("spec"), config.effective_scheduler_name)
+        if chosen is not None:
+            return _pass(req, kind, "unchanged", f"a pod template asks for scheduler {chosen}")
     templates = [
         r.template.get("metadata") if isinstance(r.template.get("metadata"), dict) else None
         for r in roles
@@ -546,7 +565,8 @@ def _admit_workload(
         _apply(ed, (), dialect.workload_keys(gang), fill_only=False)
 
     if fill_only:
-        return _finish(req, kind, ed, warnings)
+        # The parent was told about its values already; its children stay quiet.
+        return _finish(req, kind, ed, [])
 
     if cluster is not None and shaped.shapes() is not None:
         deny, more = _feasibility(cluster, config, name, shaped.roles_for_engine(), min_member)
@@ -694,6 +714,9 @@ def _admit_pod(
     by_workload = owner is not None and config.table.owns(owner.api_version, owner.kind)
     if config.backend is Backend.KUEUE and by_workload:
         return _pass(req, "Pod", "unchanged", "pod of a workload that Kueue manages")
+    chosen = _foreign_scheduler(obj.get("spec"), config.effective_scheduler_name)
+    if chosen is not None:
+        return _pass(req, "Pod", "unchanged", f"asks for scheduler {chosen}")
     existing = dialect.membership(meta)
     given = K.user_values(meta)
     has_keys = any(k in given for k in K.USER_KEYS)
@@ -746,7 +769,8 @@ def _admit_pod(
         hints = []
         if owner is not None and owner.uid and dialect.podgroup is not None:
             hints.append(OwnerHint(dialect.podgroup.api_version, req.namespace, name, owner))
-        return _finish(req, "Pod", ed, warnings, hints=hints)
+        # Made from a template admitted before: its warnings were given then.
+        return _finish(req, "Pod", ed, [], hints=hints)
 
     if cluster is not None and shaped.shapes() is not None:
         deny, more = _feasibility(cluster, config, name, shaped.roles_for_engine(), min_member)
