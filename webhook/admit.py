@@ -545,8 +545,7 @@ def _admit_workload(
     # Pin first: the engine must see the pods as they will be.
     for r in roles:
         _pin(ed, r.pointer, config.node_pool)
-    views = [_view(ed, r.pointer) for r in roles]
-    shaped = _GangShapes(name, roles, views, config, min_member)
+    shaped = _GangShapes(name, roles, ed, config, min_member)
 
     warnings = list(values.warnings)
     if dialect.templates_carry_keys:
@@ -603,23 +602,41 @@ def _admit_workload(
 class _GangShapes:
     """The engine's reading of a gang's pod templates, made on first use: on the request
     path only when a feasibility check or YuniKorn's task groups need it; otherwise when
-    the reconciler renders the PodGroup, once per gang rather than once per review."""
+    the reconciler renders the PodGroup, once per gang rather than once per review. The
+    templates are read as they are after the edits (a node-pool pin included)."""
 
-    __slots__ = ("_done", "_per_role", "_shapes", "config", "min_member", "name", "roles", "views")
+    __slots__ = (
+        "_done",
+        "_per_role",
+        "_shapes",
+        "_views",
+        "config",
+        "editor",
+        "min_member",
+        "name",
+        "roles",
+    )
 
     def __init__(
         self,
         name: str,
         roles: Sequence[ResolvedRole],
-        views: Sequence[Mapping[str, Any]],
+        editor: Editor,
         config: WebhookConfig,
         min_member: int,
     ) -> None:
-        self.name, self.roles, self.views = name, roles, views
+        self.name, self.roles, self.editor = name, roles, editor
         self.config, self.min_member = config, min_member
         self._done = False
+        self._views: list[dict[str, Any]] | None = None
         self._shapes: list[PodShape] | None = None
         self._per_role: list[int] | None = None
+
+    @property
+    def views(self) -> list[dict[str, Any]]:
+        if self._views is None:
+            self._views = [_view(self.editor, r.pointer) for r in self.roles]
+        return self._views
 
     def _compute(self) -> None:
         self._done = True
@@ -748,11 +765,8 @@ def _admit_pod(
 
     ed = Editor(obj)
     _pin(ed, (), config.node_pool)
-    view = _view(ed, ())
     # A pod on its own: one role of min_member pods shaped like it.
-    shaped = _GangShapes(
-        name, [ResolvedRole(_ROLE, (), obj, min_member)], [view], config, min_member
-    )
+    shaped = _GangShapes(name, [ResolvedRole(_ROLE, (), obj, min_member)], ed, config, min_member)
     task_groups = None
     if config.backend is Backend.YUNIKORN and mode != "consistent" and min_member > 1:
         task_groups = shaped.task_groups()

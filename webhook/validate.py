@@ -1,5 +1,8 @@
 """Checks of the values users type, with messages that name the key, the value and
-what is allowed -- kubectl shows them verbatim, so they must stand on their own."""
+what is allowed -- kubectl shows them verbatim, so they must stand on their own.
+
+The checks are pure and the same few values recur across a workload's pods, so their
+answers are memoised (a refusal is an exception and is simply computed again)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = [
     "InvalidValue",
@@ -40,7 +44,7 @@ class InvalidValue(ValueError):
         super().__init__(f'{key}: "{value}" {problem}; allowed: {allowed}')
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class MinAvailable:
     """A parsed min-available: a pod count, or a percentage of the gang size."""
 
@@ -64,6 +68,7 @@ def _min_allowed(size: int | None) -> str:
     )
 
 
+@lru_cache(maxsize=4096)
 def parse_min_available(key: str, raw: str, size: int | None) -> MinAvailable:
     """Parse and check ``raw`` against the gang ``size`` (None: a pod alone, whose gang
     size is not known, so only a count can be checked)."""
@@ -97,6 +102,7 @@ _DURATION_ALLOWED = (
 )
 
 
+@lru_cache(maxsize=1024)
 def parse_duration(key: str, raw: str) -> int:
     """Seconds in a Go-style duration (``30m``, ``1h30m``, ``90s``), rounded up."""
     text = raw.strip()
@@ -129,6 +135,7 @@ _NAME_ALLOWED = (
 )
 
 
+@lru_cache(maxsize=4096)
 def check_gang_name(key: str, raw: str) -> str:
     """A gang name usable as a PodGroup name and as a label value by every backend."""
     if len(raw) > MAX_NAME or not _NAME.match(raw):
@@ -136,6 +143,7 @@ def check_gang_name(key: str, raw: str) -> str:
     return raw
 
 
+@lru_cache(maxsize=1024)
 def check_queue(key: str, raw: str) -> str:
     """A queue name usable as a label value (YuniKorn's ``root.a.b`` included)."""
     if len(raw) > MAX_NAME or not _QUEUE.match(raw):
@@ -149,6 +157,7 @@ def check_queue(key: str, raw: str) -> str:
     return raw
 
 
+@lru_cache(maxsize=8192)
 def derived_name(*parts: str) -> str:
     """``<kind>-<name>`` in lower case, kept to 63 characters with a stable hash suffix
     when longer, so every backend can carry it in a label."""
