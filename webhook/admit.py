@@ -1,6 +1,7 @@
 """The pure admission function: an AdmissionReview in, a response (and the PodGroups
-wanted) out. No I/O, no clock, no globals that change: the same review, cluster view
-and config always give the same answer, so reinvocation finds nothing left to patch.
+wanted) out. No I/O and no clock; the only module state memoises pure functions. The
+same review, cluster view and config always give the same answer, and a second pass
+over the patched object finds nothing left to patch (``reinvocationPolicy: IfNeeded``).
 
 Workloads (a table entry in :mod:`webhook.workloads`) become gangs at CREATE: the gang
 size is the sum of the pods their templates make, every template gets the backend's
