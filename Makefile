@@ -21,6 +21,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy --strict shared/gangplace/engine
 	MYPYPATH=shared $(BIN)/mypy --strict descheduler
+	MYPYPATH=shared $(BIN)/mypy --strict webhook
 
 bench: $(STAMP)
 	$(BIN)/python bench/engine.py

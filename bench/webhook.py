@@ -1,0 +1,489 @@
+"""Benchmark of the admission webhook (a benchmark that prints figures, not a test).
+
+1. The pure ``admit()`` on the captured fixture reviews: median and p99 in
+   microseconds (target: p99 <= 200 us).
+2. The running server, over TLS on loopback with keep-alive, at 1, 16 and 64
+   connections, side by side with the *ceiling* measured in the same run: the least a
+   correct aiohttp webhook does (read the body, parse it with the standard library,
+   echo the uid, allow), on the same TLS settings. Targets are ratios, since absolute
+   times drift on shared machines: throughput at 16 connections >= 70% of the
+   ceiling's; at 1 connection, median <= 1.5x and p99 <= 2x the ceiling's.
+
+The load generator is ``wrk`` (Debian: ``apt-get install -y wrk``) with a Lua script
+that POSTs the review. Without it, a built-in aiohttp client takes its place; that
+client is slower than the servers, so its figures are client-bound and the ratios
+understate the gap -- the output says which generator ran.
+
+    python bench/webhook.py            # a table
+    python bench/webhook.py --json     # one JSON object with the same figures
+
+Memory with informers holding a large cluster is measured once the Kubernetes client
+layer exists; the resident size of each server after its load is shown meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import copy
+import datetime as dt
+import gc
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from webhook.admit import admit  # noqa: E402
+from webhook.config import WebhookConfig  # noqa: E402
+from webhook.demo import find_fixtures  # noqa: E402
+from webhook.tls import new_bundle  # noqa: E402
+
+CONCURRENCY = (1, 16, 64)
+TARGETS = {"admit_p99_us": 200.0, "throughput_16": 0.70, "p50_1": 1.5, "p99_1": 2.0}
+
+# --- 1. the pure function ---------------------------------------------------------------
+
+
+def _member_pod(job_review: dict[str, Any], pod_review: dict[str, Any]) -> dict[str, Any]:
+    """The pod a mutated Job's controller creates: it carries the gang keys already (the
+    common case in production)."""
+    res = admit(job_review, None, WebhookConfig())
+    patched = jsonpatch.apply_patch(job_review["request"]["object"], res.patch)
+    out = copy.deepcopy(pod_review)
+    out["request"]["object"]["metadata"]["annotations"].update(
+        patched["spec"]["template"]["metadata"]["annotations"]
+    )
+    return out
+
+
+def bench_admit(iterations: int) -> dict[str, dict[str, float]]:
+    """Per review: wall-clock median and p99, and the same of the calling thread's CPU
+    time, which leaves out the time the OS gave other processes mid-call (on a shared
+    2-core machine a few percent of calls are preempted for milliseconds)."""
+    folder = find_fixtures()
+
+    def load(name: str) -> dict[str, Any]:
+        doc: dict[str, Any] = json.loads((folder / name).read_text())
+        return doc
+
+    job = load("job-create-mpi-train.json")
+    pod = load("pod-create-from-job-mpi-train.json")
+    cases = {
+        "pod of a gang (keys from its template)": _member_pod(job, pod),
+        "pod joining its Job's gang (fixture)": pod,
+        "bare pod with corral.dev/gang (fixture)": load("pod-create-llm-worker-0.json"),
+        "plain pod, single-pod gang (fixture)": load("pod-create-plain-cpu.json"),
+        "Job, parallelism 4 (fixture)": job,
+    }
+    config = WebhookConfig()
+    out: dict[str, dict[str, float]] = {}
+    wall, cpu = time.perf_counter_ns, time.thread_time_ns
+    for label, review in cases.items():
+        for _ in range(500):  # warm caches (quantity parsing, shapes, the dialect)
+            admit(review, None, config)
+        walls, cpus = [], []
+        gc.collect()
+        for _ in range(iterations):
+            w0, c0 = wall(), cpu()
+            admit(review, None, config)
+            c1, w1 = cpu(), wall()
+            walls.append(w1 - w0)
+            cpus.append(c1 - c0)
+        walls.sort()
+        cpus.sort()
+        p99 = int(len(walls) * 0.99)
+        out[label] = {
+            "median_us": walls[len(walls) // 2] / 1000,
+            "p99_us": walls[p99] / 1000,
+            "cpu_median_us": cpus[len(cpus) // 2] / 1000,
+            "cpu_p99_us": cpus[p99] / 1000,
+        }
+    return out
+
+
+# --- 2. the servers ---------------------------------------------------------------------
+
+CEILING = r"""
+import asyncio, json, ssl, sys
+from aiohttp import web
+
+async def mutate(request):
+    review = json.loads(await request.read())
+    uid = review["request"]["uid"]
+    body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "response": {"uid": uid, "allowed": True}}
+    return web.Response(body=json.dumps(body).encode(), content_type="application/json")
+
+port, cert, key = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+ctx.load_cert_chain(cert, key)
+app = web.Application(client_max_size=3 * 1024 * 1024)
+app.router.add_post("/mutate", mutate)
+web.run_app(app, host="127.0.0.1", port=port, ssl_context=ctx, access_log=None, print=None)
+"""
+
+LUA = r"""
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local f = assert(io.open(os.getenv("CORRAL_BENCH_BODY"), "rb"))
+wrk.body = f:read("*a")
+f:close()
+
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    "CORRAL {\"requests\": %d, \"duration_us\": %d, \"p50_us\": %d, \"p99_us\": %d, " ..
+    "\"errors\": %d, \"non2xx\": %d}\n",
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    e.connect + e.read + e.write + e.timeout, e.status))
+end
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited early with code {proc.returncode}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"server on port {port} did not start")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (from /proc; NaN elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+class Server:
+    def __init__(self, name: str, argv: list[str], port: int) -> None:
+        self.name, self.argv, self.port = name, argv, port
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> Server:
+        self.proc = subprocess.Popen(
+            self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO
+        )
+        _wait_listening(self.port, self.proc)
+        return self
+
+    def cpu_seconds(self) -> float:
+        assert self.proc is not None
+        return _cpu_seconds(self.proc.pid)
+
+    def rss_mb(self) -> float:
+        assert self.proc is not None
+        return _rss_mb(self.proc.pid)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _servers(tmp: Path, cert: Path, key: Path) -> list[tuple[str, list[str], int]]:
+    ceiling_py = tmp / "ceiling.py"
+    ceiling_py.write_text(CEILING)
+    out = []
+    p = _free_port()
+    ceiling = [sys.executable, str(ceiling_py), str(p), str(cert), str(key)]
+    out.append(("ceiling (plain aiohttp)", ceiling, p))
+    p = _free_port()
+    out.append(
+        (
+            "corral-webhook",
+            [
+                sys.executable,
+                "-m",
+                "webhook.cli",
+                "serve",
+                "--no-cluster",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(p),
+                "--tls-cert-file",
+                str(cert),
+                "--tls-key-file",
+                str(key),
+                "--log-level",
+                "warning",
+                "--shutdown-delay",
+                "0",
+            ],
+            p,
+        )
+    )
+    return out
+
+
+def _wrk(port: int, conns: int, seconds: float, lua: Path, body: Path) -> dict[str, float]:
+    env = {**os.environ, "CORRAL_BENCH_BODY": str(body)}
+    cmd = [
+        "wrk",
+        "-t1",
+        f"-c{conns}",
+        f"-d{max(1, round(seconds))}s",
+        "--timeout",
+        "5s",
+        "-s",
+        str(lua),
+        f"https://127.0.0.1:{port}/mutate",
+    ]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=seconds + 60)
+    for line in out.stdout.splitlines():
+        if line.startswith("CORRAL "):
+            r = json.loads(line[len("CORRAL ") :])
+            return {
+                "rps": r["requests"] / (r["duration_us"] / 1e6),
+                "p50_us": float(r["p50_us"]),
+                "p99_us": float(r["p99_us"]),
+                "errors": float(r["errors"] + r["non2xx"]),
+            }
+    raise RuntimeError(f"wrk gave no figures: {out.stdout}\n{out.stderr}")
+
+
+async def _aiohttp_load(
+    port: int, conns: int, seconds: float, body: bytes, ca: bytes
+) -> dict[str, float]:
+    import aiohttp
+
+    ctx = ssl.create_default_context(cadata=ca.decode())
+    connector = aiohttp.TCPConnector(ssl=ctx, limit=conns)
+    lat: list[int] = []
+    errors = 0
+    url = f"https://127.0.0.1:{port}/mutate"
+    headers = {"Content-Type": "application/json"}
+    async with aiohttp.ClientSession(connector=connector) as session:
+        stop = time.perf_counter() + seconds
+
+        async def worker() -> None:
+            nonlocal errors
+            while time.perf_counter() < stop:
+                t0 = time.perf_counter_ns()
+                async with session.post(url, data=body, headers=headers) as r:
+                    await r.read()
+                    if r.status != 200:
+                        errors += 1
+                lat.append(time.perf_counter_ns() - t0)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(conns)))
+        elapsed = time.perf_counter() - started
+    lat.sort()
+    return {
+        "rps": len(lat) / elapsed,
+        "p50_us": lat[len(lat) // 2] / 1000,
+        "p99_us": lat[int(len(lat) * 0.99)] / 1000,
+        "errors": float(errors),
+    }
+
+
+def _median_of(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+
+
+@contextlib.contextmanager
+def _tls_files() -> Iterator[tuple[Path, Path, Path, bytes]]:
+    b = new_bundle("corral-webhook", "corral-system", dt.datetime.now(dt.UTC), ips=["127.0.0.1"])
+    with tempfile.TemporaryDirectory(prefix="corral-bench-") as d:
+        tmp = Path(d)
+        (tmp / "tls.crt").write_bytes(b.cert)
+        (tmp / "tls.key").write_bytes(b.key)
+        yield tmp, tmp / "tls.crt", tmp / "tls.key", b.ca_cert
+
+
+def bench_servers(seconds: float, rounds: int, force_builtin: bool) -> dict[str, Any]:
+    use_wrk = shutil.which("wrk") is not None and not force_builtin
+    body = (find_fixtures() / "pod-create-from-job-mpi-train.json").read_bytes()
+    results: dict[str, dict[int, list[dict[str, float]]]] = {}
+    rss: dict[str, float] = {}
+    with _tls_files() as (tmp, cert, key, ca):
+        body_file = tmp / "body.json"
+        body_file.write_bytes(body)
+        lua = tmp / "post.lua"
+        lua.write_text(LUA)
+        servers = _servers(tmp, cert, key)
+        # Alternate the servers round by round, so drift on a shared machine hits both.
+        for _ in range(rounds):
+            for name, argv, port in servers:
+                with Server(name, argv, port) as srv:
+                    for conns in CONCURRENCY:
+                        if use_wrk:
+                            _wrk(port, conns, 1, lua, body_file)  # warm-up
+                            cpu0 = srv.cpu_seconds()
+                            fig = _wrk(port, conns, seconds, lua, body_file)
+                        else:
+                            asyncio.run(_aiohttp_load(port, conns, 0.5, body, ca))
+                            cpu0 = srv.cpu_seconds()
+                            fig = asyncio.run(_aiohttp_load(port, conns, seconds, body, ca))
+                        # CPU the server spent per answer: steadier than rates when
+                        # other processes share the machine.
+                        served = fig["rps"] * seconds
+                        fig["cpu_us_per_req"] = (srv.cpu_seconds() - cpu0) * 1e6 / max(served, 1)
+                        results.setdefault(name, {}).setdefault(conns, []).append(fig)
+                    rss[name] = srv.rss_mb()
+    figures = {
+        name: {str(c): _median_of(runs) for c, runs in per.items()} for name, per in results.items()
+    }
+    return {
+        "load_generator": "wrk"
+        if use_wrk
+        else "aiohttp client (--builtin-load)"
+        if force_builtin
+        else "aiohttp client: wrk not found (apt-get install -y wrk); figures are client-bound",
+        "body_bytes": len(body),
+        "seconds_per_run": seconds,
+        "rounds": rounds,
+        "servers": figures,
+        "rss_mb_after_load": rss,
+    }
+
+
+# --- report -----------------------------------------------------------------------------
+
+
+def verdicts(admit_fig: dict[str, dict[str, float]], srv: dict[str, Any] | None) -> dict[str, Any]:
+    worst_cpu = max(v["cpu_p99_us"] for v in admit_fig.values())
+    out: dict[str, Any] = {
+        "admit_worst_p99_us": max(v["p99_us"] for v in admit_fig.values()),
+        "admit_worst_cpu_p99_us": worst_cpu,
+        "admit_p99_ok": worst_cpu <= TARGETS["admit_p99_us"],
+    }
+    if srv is not None:
+        ours = srv["servers"]["corral-webhook"]
+        ceil = srv["servers"]["ceiling (plain aiohttp)"]
+        out["throughput_16_ratio"] = ours["16"]["rps"] / ceil["16"]["rps"]
+        out["p50_1_ratio"] = ours["1"]["p50_us"] / ceil["1"]["p50_us"]
+        out["p99_1_ratio"] = ours["1"]["p99_us"] / ceil["1"]["p99_us"]
+        out["throughput_16_ok"] = out["throughput_16_ratio"] >= TARGETS["throughput_16"]
+        out["p50_1_ok"] = out["p50_1_ratio"] <= TARGETS["p50_1"]
+        out["p99_1_ok"] = out["p99_1_ratio"] <= TARGETS["p99_1"]
+    return out
+
+
+def _ok(good: bool) -> str:
+    return "ok" if good else "MISSED"
+
+
+def render(result: dict[str, Any]) -> str:
+    lines = [
+        f"load average before/after: {result['loadavg'][0]} / {result['loadavg'][1]} "
+        f"({os.cpu_count()} CPUs)",
+        "",
+        "admit() on the fixture reviews (pure function)",
+        "",
+        f"  {'review':<42} {'median':>8} {'p99':>9}   {'CPU median':>10} {'CPU p99':>8}",
+    ]
+    for label, f in result["admit"].items():
+        lines.append(
+            f"  {label:<42} {f['median_us']:>6.1f}us {f['p99_us']:>7.1f}us   "
+            f"{f['cpu_median_us']:>8.1f}us {f['cpu_p99_us']:>6.1f}us"
+        )
+    v = result["verdicts"]
+    lines.append(
+        f"  worst p99: {v['admit_worst_cpu_p99_us']:.1f}us of CPU time "
+        f"(wall clock {v['admit_worst_p99_us']:.1f}us, preemptions included); "
+        f"target <= {TARGETS['admit_p99_us']:.0f}us: {_ok(v['admit_p99_ok'])}"
+    )
+    srv = result.get("server")
+    if srv:
+        lines += [
+            "",
+            f"servers over TLS on 127.0.0.1, keep-alive, POSTing a {srv['body_bytes']}-byte "
+            "pod review",
+            f"  load generator: {srv['load_generator']}; {srv['seconds_per_run']}s per run, "
+            f"median of {srv['rounds']} alternating rounds",
+            "",
+            f"  {'server':<26} {'conns':>5} {'req/s':>9} {'p50':>10} {'p99':>10} "
+            f"{'CPU/req':>9} {'errors':>6}",
+        ]
+        for name, per in srv["servers"].items():
+            for c, f in per.items():
+                lines.append(
+                    f"  {name:<26} {c:>5} {f['rps']:>9.0f} {f['p50_us'] / 1000:>8.3f}ms "
+                    f"{f['p99_us'] / 1000:>8.3f}ms {f['cpu_us_per_req']:>7.0f}us "
+                    f"{f['errors']:>6.0f}"
+                )
+        lines.append("")
+        checks = (
+            ("throughput_16", "throughput at 16 conns vs ceiling", ">="),
+            ("p50_1", "median at 1 conn vs ceiling", "<="),
+            ("p99_1", "p99 at 1 conn vs ceiling", "<="),
+        )
+        for key, label, cmp in checks:
+            lines.append(
+                f"  {label:<36} {v[key + '_ratio']:>5.2f}x "
+                f"(target {cmp} {TARGETS[key]}x): {_ok(v[key + '_ok'])}"
+            )
+        rss = ", ".join(f"{k} {m:.0f} MiB" for k, m in srv["rss_mb_after_load"].items())
+        lines.append(f"  resident memory after the load: {rss} (with informers: phase 2)")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--iterations", type=int, default=20_000, help="admit() calls per review")
+    p.add_argument("--seconds", type=float, default=2.0, help="seconds per load run")
+    p.add_argument("--rounds", type=int, default=5, help="alternating rounds per server")
+    p.add_argument("--no-server", action="store_true", help="only the pure function")
+    p.add_argument(
+        "--builtin-load", action="store_true", help="use the aiohttp client even if wrk exists"
+    )
+    args = p.parse_args(argv)
+    before = os.getloadavg()[0]
+    result: dict[str, Any] = {"admit": bench_admit(args.iterations)}
+    srv = None if args.no_server else bench_servers(args.seconds, args.rounds, args.builtin_load)
+    if srv is not None:
+        result["server"] = srv
+    result["loadavg"] = [round(before, 2), round(os.getloadavg()[0], 2)]
+    result["verdicts"] = verdicts(result["admit"], srv)
+    print(json.dumps(result) if args.json else render(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+"""User values and the config file: what is accepted, and messages that name the key,
+the value and what is allowed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from webhook.config import Backend, ConfigError, WebhookConfig, load_config
+from webhook.validate import (
+    InvalidValue,
+    check_gang_name,
+    check_queue,
+    derived_name,
+    format_duration,
+    parse_duration,
+    parse_min_available,
+)
+
+KEY = "corral.dev/min-available"
+
+
+@pytest.mark.parametrize(
+    ("raw", "size", "pods"),
+    [
+        ("8", 8, 8),
+        ("1", 8, 1),
+        ("80%", 10, 8),
+        ("81%", 10, 9),
+        ("1%", 10, 1),
+        ("100%", 7, 7),
+        (" 3 ", 4, 3),
+    ],
+)
+def test_min_available_accepted(raw: str, size: int, pods: int) -> None:
+    assert parse_min_available(KEY, raw, size).resolve(size) == pods
+
+
+@pytest.mark.parametrize(
+    ("raw", "size", "problem"),
+    [
+        ("abc", 4, "is neither a number of pods nor a percentage"),
+        ("0", 4, "is too small: a gang needs at least 1 pod"),
+        ("0%", 4, "is not a percentage from 1% to 100%"),
+        ("150%", 4, "is not a percentage from 1% to 100%"),
+        ("5", 4, "is more than the gang size 4"),
+        ("2.5", 4, "is neither"),
+        ("", 4, "is neither"),
+        ("80%", None, "is a percentage, but a pod on its own does not know"),
+    ],
+)
+def test_min_available_refused(raw: str, size: int | None, problem: str) -> None:
+    with pytest.raises(InvalidValue) as info:
+        parse_min_available(KEY, raw, size)
+    msg = str(info.value)
+    assert msg.startswith(f'{KEY}: "{raw}" {problem}')
+    assert "; allowed: " in msg
+    if size is not None:
+        assert f"from 1 to {size} (the gang size)" in msg and "from 1% to 100%" in msg
+
+
+@given(st.integers(1, 10_000), st.integers(1, 100))
+def test_percentages_round_up_within_the_gang(size: int, pct: int) -> None:
+    n = parse_min_available(KEY, f"{pct}%", size).resolve(size)
+    assert 1 <= n <= size
+    assert n * 100 >= size * pct and (n - 1) * 100 < max(size * pct, 100)
+
+
+@pytest.mark.parametrize(
+    ("raw", "seconds"),
+    [("30m", 1800), ("1h30m", 5400), ("90s", 90), ("1.5h", 5400), ("2h0m5s", 7205), ("0.5s", 1)],
+)
+def test_durations(raw: str, seconds: int) -> None:
+    assert parse_duration("corral.dev/gang-timeout", raw) == seconds
+
+
+@pytest.mark.parametrize("raw", ["30", "abc", "-5m", "1d", "", "m", "0s", "1h 30m", "99999999999h"])
+def test_bad_durations(raw: str) -> None:
+    with pytest.raises(InvalidValue) as info:
+        parse_duration("corral.dev/gang-timeout", raw)
+    msg = str(info.value)
+    assert msg.startswith(f'corral.dev/gang-timeout: "{raw}"')
+    assert '"30m", "1h30m" or "90s"' in msg
+
+
+@given(st.integers(1, 2**31 - 1))
+def test_format_duration_round_trips(seconds: int) -> None:
+    assert parse_duration("k", format_duration(seconds)) == seconds
+
+
+def test_names() -> None:
+    assert check_gang_name("k", "llm-7b.v2") == "llm-7b.v2"
+    for bad in ("LLM", "a_b", "-a", "a-", "x" * 64, ""):
+        with pytest.raises(InvalidValue, match="is not a valid gang name; allowed: up to 63"):
+            check_gang_name("corral.dev/gang", bad)
+    assert check_queue("k", "root.ml-team_a") == "root.ml-team_a"
+    with pytest.raises(InvalidValue, match="is not a valid queue name"):
+        check_queue("corral.dev/queue", "a queue")
+
+
+@given(st.text(min_size=1, max_size=300))
+def test_derived_names_are_always_valid(text: str) -> None:
+    name = derived_name("Job", text)
+    assert check_gang_name("k", name) == name
+    assert derived_name("Job", text) == name
+
+
+# --- the config file --------------------------------------------------------------------
+
+
+def test_defaults_are_volcanos() -> None:
+    cfg = load_config(None)
+    assert cfg.backend is Backend.VOLCANO
+    assert cfg.effective_scheduler_name == "volcano"
+    assert cfg.queue_for("anything") == "default"
+    assert cfg.infeasible == "warn" and cfg.non_gang_pods == "single-pod-gang"
+    assert cfg.skipped_namespaces == {"kube-system", "corral-system"}
+    assert cfg.min_available_for(None, "Job") == "100%"
+
+
+def test_full_config_file(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text(
+        """
+backend: yunikorn
+schedulerName: yunikorn-gpu
+defaultMinAvailable: {"*": "90%", MPIJob: "100%"}
+namespaceQueues: {ml: root.ml}
+defaultQueue: root.batch
+nodePool: {key: scheduler.volcano.sh/enable, value: "true"}
+infeasible: deny
+warnWhenFull: true
+nonGangPods: ignore
+gangTimeout: 45m
+excludedNamespaces: [kube-system, monitoring]
+ownNamespace: corral
+engine: {gpu_resources: [nvidia.com/gpu]}
+"""
+    )
+    cfg = load_config(f)
+    assert cfg.backend is Backend.YUNIKORN
+    assert cfg.effective_scheduler_name == "yunikorn-gpu"
+    assert cfg.queue_for("ml") == "root.ml" and cfg.queue_for("x") == "root.batch"
+    assert cfg.node_pool is not None and cfg.node_pool.key == "scheduler.volcano.sh/enable"
+    assert cfg.timeout_seconds == 2700
+    assert cfg.skipped_namespaces == {"kube-system", "monitoring", "corral"}
+    assert cfg.engine.gpu_resources == ("nvidia.com/gpu",)
+
+
+@pytest.mark.parametrize(
+    ("text", "fragments"),
+    [
+        ("backend: volcan\n", ["backend:", "'volcano'"]),
+        ("schedulerNmae: x\n", ["schedulerNmae: unknown key"]),
+        ("gangTimeout: soon\n", ["gangTimeout", '"soon" is not a duration']),
+        ("defaultMinAvailable: {Job: '0'}\n", ["defaultMinAvailable", '"0" is too small']),
+        ("namespaceQueues: {ml: 'a b'}\n", ["namespaceQueues", "namespaceQueues.ml"]),
+        ("infeasible: block\n", ["infeasible:", "'warn' or 'deny'"]),
+        ("nodePool: {key: k}\n", ["nodePool.value"]),
+        (
+            "workloads: [{group: g, versions: [v1], kind: K, roles: [{at: spec, template: t}]}]\n",
+            ["needs a name"],
+        ),
+        ("- a\n- b\n", ["expected a mapping"]),
+        ("a: [\n", ["not YAML"]),
+    ],
+)
+def test_config_errors_name_the_field(tmp_path: Path, text: str, fragments: list[str]) -> None:
+    f = tmp_path / "bad.yaml"
+    f.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(f)
+    msg = str(info.value)
+    assert msg.startswith(str(f))
+    for frag in fragments:
+        assert frag in msg, msg
+
+
+def test_missing_config_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="No such file"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_empty_config_file(tmp_path: Path) -> None:
+    f = tmp_path / "empty.yaml"
+    f.write_text("")
+    assert load_config(f) == WebhookConfig()

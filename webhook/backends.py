@@ -1,0 +1,303 @@
+"""One gang policy, written in the keys of the scheduler in use (DESIGN.md's table).
+
+A :class:`Dialect` says which labels and annotations make a pod a gang member, which
+keys a workload itself carries, and what the gang object (a PodGroup) looks like for
+the backends that have one. Everything here is pure data in, data out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import orjson
+
+from .config import Backend, WebhookConfig
+from .keys import MANAGED_BY
+from .validate import format_duration
+
+__all__ = [
+    "Dialect",
+    "GangInfo",
+    "Keys",
+    "PodGroupKind",
+    "TaskGroup",
+    "dialect_for",
+]
+
+# Volcano
+VOLCANO_GROUP_NAME: Final = "scheduling.k8s.io/group-name"
+VOLCANO_QUEUE_NAME: Final = "scheduling.volcano.sh/queue-name"
+VOLCANO_SLA_WAITING: Final = "volcano.sh/sla-waiting-time"
+# scheduler-plugins coscheduling
+COSCHED_POD_GROUP: Final = "scheduling.x-k8s.io/pod-group"
+# YuniKorn
+YK_APP_ID: Final = "applicationId"
+YK_QUEUE: Final = "queue"
+YK_TASK_GROUP_NAME: Final = "yunikorn.apache.org/task-group-name"
+YK_TASK_GROUPS: Final = "yunikorn.apache.org/task-groups"
+YK_POLICY: Final = "yunikorn.apache.org/schedulingPolicyParameters"
+# Kueue
+KUEUE_POD_GROUP: Final = "kueue.x-k8s.io/pod-group-name"
+KUEUE_TOTAL: Final = "kueue.x-k8s.io/pod-group-total-count"
+KUEUE_QUEUE: Final = "kueue.x-k8s.io/queue-name"
+
+
+@dataclass(slots=True)
+class GangInfo:
+    """A gang as decided at admission. ``size`` is None for a pod on its own, whose
+    gang's size the request does not show."""
+
+    name: str
+    min_member: int
+    size: int | None
+    queue: str | None
+    timeout_seconds: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskGroup:
+    """A YuniKorn task group: one role, how many of it are required, one member's
+    resources and placement constraints (for the placeholders YuniKorn starts)."""
+
+    name: str
+    min_member: int
+    min_resource: Mapping[str, str]
+    node_selector: Mapping[str, Any] | None = None
+    tolerations: Sequence[Any] | None = None
+    affinity: Mapping[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "minMember": self.min_member,
+            "minResource": dict(self.min_resource),
+        }
+        if self.node_selector:
+            out["nodeSelector"] = dict(self.node_selector)
+        if self.tolerations:
+            out["tolerations"] = list(self.tolerations)
+        if self.affinity:
+            out["affinity"] = dict(self.affinity)
+        return out
+
+
+@dataclass(slots=True)
+class Keys:
+    """Labels and annotations to write on one object's metadata."""
+
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.labels or self.annotations)
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupKind:
+    group: str
+    version: str
+    plural: str = "podgroups"
+    kind: str = "PodGroup"
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+
+class Dialect:
+    """The keys of one backend. Subclasses override what differs."""
+
+    backend: Backend
+    podgroup: PodGroupKind | None = None
+    # Kueue gangs workloads through its own integrations: their pods are left alone.
+    templates_carry_keys: bool = True
+
+    def __init__(self, config: WebhookConfig) -> None:
+        self.config = config
+
+    def membership(self, meta: Mapping[str, Any] | None) -> str | None:
+        """The gang an object already belongs to by this backend's key, if any."""
+        raise NotImplementedError
+
+    def member_keys(
+        self, gang: GangInfo, *, role: str | None, task_groups: Sequence[TaskGroup] | None
+    ) -> Keys:
+        """Keys for a gang member (a pod, or a pod template). ``task_groups`` is the
+        whole gang's role list where the backend needs it on every member."""
+        raise NotImplementedError
+
+    def workload_keys(self, gang: GangInfo) -> Keys:
+        """Keys for the workload object itself (not its templates)."""
+        return Keys()
+
+    def podgroup_body(
+        self,
+        gang: GangInfo,
+        namespace: str,
+        priority_class: str | None,
+        min_resources: Mapping[str, str],
+    ) -> dict[str, Any] | None:
+        """The gang object, without ownerReferences (added once the owner's uid is
+        known); None for backends without one."""
+        return None
+
+    def _podgroup_meta(self, gang: GangInfo, namespace: str) -> dict[str, Any]:
+        return {
+            "name": gang.name,
+            "namespace": namespace,
+            "labels": {MANAGED_BY[0]: MANAGED_BY[1]},
+        }
+
+
+def _get(meta: Mapping[str, Any] | None, field_: str, key: str) -> str | None:
+    if not meta:
+        return None
+    m = meta.get(field_)
+    if isinstance(m, dict):
+        v = m.get(key)
+        if isinstance(v, str) and v:
+            return v
+    return None
+
+
+class Volcano(Dialect):
+    backend = Backend.VOLCANO
+    podgroup = PodGroupKind("scheduling.volcano.sh", "v1beta1")
+
+    def membership(self, meta: Mapping[str, Any] | None) -> str | None:
+        return _get(meta, "annotations", VOLCANO_GROUP_NAME)
+
+    def member_keys(
+        self, gang: GangInfo, *, role: str | None, task_groups: Sequence[TaskGroup] | None
+    ) -> Keys:
+        ann = {VOLCANO_GROUP_NAME: gang.name}
+        if gang.queue:
+            ann[VOLCANO_QUEUE_NAME] = gang.queue
+        if gang.timeout_seconds:
+            ann[VOLCANO_SLA_WAITING] = format_duration(gang.timeout_seconds)
+        return Keys(annotations=ann)
+
+    def podgroup_body(
+        self,
+        gang: GangInfo,
+        namespace: str,
+        priority_class: str | None,
+        min_resources: Mapping[str, str],
+    ) -> dict[str, Any]:
+        assert self.podgroup is not None
+        meta = self._podgroup_meta(gang, namespace)
+        if gang.timeout_seconds:
+            meta["annotations"] = {VOLCANO_SLA_WAITING: format_duration(gang.timeout_seconds)}
+        spec: dict[str, Any] = {"minMember": gang.min_member}
+        if gang.queue:
+            spec["queue"] = gang.queue
+        if priority_class:
+            spec["priorityClassName"] = priority_class
+        if min_resources:
+            spec["minResources"] = dict(min_resources)
+        return {
+            "apiVersion": self.podgroup.api_version,
+            "kind": "PodGroup",
+            "metadata": meta,
+            "spec": spec,
+        }
+
+
+class Coscheduling(Dialect):
+    backend = Backend.COSCHEDULING
+    podgroup = PodGroupKind("scheduling.x-k8s.io", "v1alpha1")
+
+    def membership(self, meta: Mapping[str, Any] | None) -> str | None:
+        return _get(meta, "labels", COSCHED_POD_GROUP)
+
+    def member_keys(
+        self, gang: GangInfo, *, role: str | None, task_groups: Sequence[TaskGroup] | None
+    ) -> Keys:
+        return Keys(labels={COSCHED_POD_GROUP: gang.name})
+
+    def podgroup_body(
+        self,
+        gang: GangInfo,
+        namespace: str,
+        priority_class: str | None,
+        min_resources: Mapping[str, str],
+    ) -> dict[str, Any]:
+        assert self.podgroup is not None
+        spec: dict[str, Any] = {"minMember": gang.min_member}
+        if min_resources:
+            spec["minResources"] = dict(min_resources)
+        if gang.timeout_seconds:
+            spec["scheduleTimeoutSeconds"] = gang.timeout_seconds
+        return {
+            "apiVersion": self.podgroup.api_version,
+            "kind": "PodGroup",
+            "metadata": self._podgroup_meta(gang, namespace),
+            "spec": spec,
+        }
+
+
+def task_groups_json(groups: Sequence[TaskGroup]) -> str:
+    """The ``yunikorn.apache.org/task-groups`` value; byte-stable so that a second
+    admission of the same object compares equal and patches nothing."""
+    return orjson.dumps([g.to_json() for g in groups], option=orjson.OPT_SORT_KEYS).decode()
+
+
+class YuniKorn(Dialect):
+    backend = Backend.YUNIKORN
+
+    def membership(self, meta: Mapping[str, Any] | None) -> str | None:
+        return _get(meta, "labels", YK_APP_ID)
+
+    def member_keys(
+        self, gang: GangInfo, *, role: str | None, task_groups: Sequence[TaskGroup] | None
+    ) -> Keys:
+        labels = {YK_APP_ID: gang.name}
+        if gang.queue:
+            labels[YK_QUEUE] = gang.queue
+        ann: dict[str, str] = {}
+        if task_groups and role:
+            ann[YK_TASK_GROUP_NAME] = role
+            ann[YK_TASK_GROUPS] = task_groups_json(task_groups)
+            if gang.timeout_seconds:
+                ann[YK_POLICY] = f"placeholderTimeoutInSeconds={gang.timeout_seconds}"
+        return Keys(labels=labels, annotations=ann)
+
+
+class Kueue(Dialect):
+    backend = Backend.KUEUE
+    templates_carry_keys = False
+
+    def membership(self, meta: Mapping[str, Any] | None) -> str | None:
+        return _get(meta, "labels", KUEUE_POD_GROUP)
+
+    def member_keys(
+        self, gang: GangInfo, *, role: str | None, task_groups: Sequence[TaskGroup] | None
+    ) -> Keys:
+        # A plain pod group: every pod names the group and its total count. A gang of
+        # one is just a pod in a queue.
+        labels: dict[str, str] = {}
+        ann: dict[str, str] = {}
+        if gang.queue:
+            labels[KUEUE_QUEUE] = gang.queue
+        total = gang.size if gang.size is not None else gang.min_member
+        if total > 1:
+            labels[KUEUE_POD_GROUP] = gang.name
+            ann[KUEUE_TOTAL] = str(total)
+        return Keys(labels=labels, annotations=ann)
+
+    def workload_keys(self, gang: GangInfo) -> Keys:
+        return Keys(labels={KUEUE_QUEUE: gang.queue} if gang.queue else {})
+
+
+_DIALECTS: dict[Backend, type[Dialect]] = {
+    Backend.VOLCANO: Volcano,
+    Backend.COSCHEDULING: Coscheduling,
+    Backend.YUNIKORN: YuniKorn,
+    Backend.KUEUE: Kueue,
+}
+
+
+def dialect_for(config: WebhookConfig) -> Dialect:
+    return _DIALECTS[config.backend](config)

@@ -1,0 +1,137 @@
+"""The webhook's view of the cluster, and the feasibility questions it asks the engine.
+
+The server never builds a snapshot on the request path: it asks a
+:class:`SnapshotSource` for the current :class:`ClusterState` (None when not synced,
+or when running without a cluster). A ClusterState pairs the live snapshot, kept
+current by the informers, with ``capacity``: the same nodes with no pods, rebuilt by
+the source only when the node set changes. "Can this gang ever start here?" is a
+dry-run placement on ``capacity``; "can it start now?" one on the live snapshot.
+Both answers come from the engine alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from gangplace.engine import (
+    Gang,
+    GangOptions,
+    PodShape,
+    Snapshot,
+    TaskRole,
+    member_capacity,
+    place_gang,
+)
+
+__all__ = [
+    "ClusterState",
+    "NoCluster",
+    "SnapshotSource",
+    "StaticSource",
+    "Verdict",
+    "check_gang",
+]
+
+_CACHE_LIMIT = 4096
+_DRY_RUN = GangOptions(dry_run=True, best_effort=False)
+
+
+@runtime_checkable
+class SnapshotSource(Protocol):
+    """What the server asks for the cluster. Phase 2's informers implement it."""
+
+    def state(self) -> ClusterState | None:
+        """The current cluster view, or None (not synced yet, or no cluster)."""
+        ...
+
+    def ready(self) -> bool:
+        """Whether ``/readyz`` should report ready (informers synced)."""
+        ...
+
+
+@dataclass(slots=True)
+class ClusterState:
+    """A live snapshot and an empty copy of its nodes (see the module docstring)."""
+
+    snapshot: Snapshot
+    capacity: Snapshot
+    # (roles, required) -> reason or "" ; answers on ``capacity`` never change.
+    _never: dict[tuple[tuple[tuple[PodShape, int], ...], int], str] = field(
+        default_factory=dict, repr=False
+    )
+
+    @classmethod
+    def of(cls, snapshot: Snapshot) -> ClusterState:
+        """Pair ``snapshot`` with an empty copy of its nodes. This builds a snapshot:
+        call it when the node set changes, never per request."""
+        return cls(snapshot, Snapshot(snapshot.nodes, (), snapshot.config))
+
+
+class NoCluster:
+    """``--no-cluster``: no view, no warnings; always ready."""
+
+    def state(self) -> ClusterState | None:
+        return None
+
+    def ready(self) -> bool:
+        return True
+
+
+class StaticSource:
+    """A fixed view (a cluster dump read once at start, or a test's snapshot)."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self._state = state
+
+    def state(self) -> ClusterState | None:
+        return self._state
+
+    def ready(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Why a gang can never start here, or cannot start now ("" when it can)."""
+
+    never: str = ""
+    now: str = ""
+
+
+def _fits(snap: Snapshot, gang: Gang) -> str:
+    """ "" if ``gang`` fits ``snap`` as it is, else the engine's reason."""
+    if len(gang.roles) == 1:
+        # One shape: the per-node capacities add up exactly, so their sum answers the
+        # question without placing members one by one.
+        role = gang.roles[0]
+        if int(member_capacity(snap, role.shape).sum()) >= gang.required:
+            return ""
+    result = place_gang(snap, gang, options=_DRY_RUN)
+    # The reason names the gang; callers cache it across gangs, so drop the name.
+    return "" if result.ok else result.reason.removeprefix(f"gang {gang.name}: ")
+
+
+def check_gang(
+    state: ClusterState,
+    name: str,
+    roles: Sequence[tuple[str, PodShape, int]],
+    required: int,
+    *,
+    now: bool = False,
+) -> Verdict:
+    """Ask the engine whether ``required`` members of the gang (roles of
+    ``(name, shape, count)``) could ever start on this cluster, and -- with ``now`` --
+    whether they could start on it as it is now."""
+    gang = Gang(name, tuple(TaskRole(r, s, c) for r, s, c in roles), required)
+    key = (tuple((s, c) for _, s, c in roles), required)
+    never = state._never.get(key)
+    if never is None:
+        never = _fits(state.capacity, gang)
+        if len(state._never) >= _CACHE_LIMIT:
+            state._never.clear()
+        state._never[key] = never
+    if never or not now:
+        return Verdict(never=never)
+    return Verdict(now=_fits(state.snapshot, gang))

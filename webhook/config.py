@@ -1,0 +1,212 @@
+"""The webhook's YAML configuration, validated by pydantic.
+
+With no file at all every default is what a Volcano user expects: backend volcano,
+schedulerName ``volcano``, queue ``default``, minAvailable = the whole gang, PodGroups
+named after the gang. Keys are camelCase as in Kubernetes objects (snake_case is
+accepted too); an unknown key is an error naming it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from gangplace.engine import EngineConfig
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from .validate import InvalidValue, check_queue, parse_duration, parse_min_available
+from .workloads import BUILTIN_KINDS, WorkloadKind, WorkloadTable
+
+__all__ = ["Backend", "ConfigError", "NodePool", "WebhookConfig", "load_config"]
+
+
+class ConfigError(ValueError):
+    """A configuration file that cannot be used; the message names the file and field."""
+
+
+class Backend(StrEnum):
+    VOLCANO = "volcano"
+    COSCHEDULING = "coscheduling"
+    YUNIKORN = "yunikorn"
+    KUEUE = "kueue"
+
+
+# What each scheduler calls itself and its catch-all queue when nobody says otherwise.
+DEFAULT_SCHEDULER: dict[Backend, str | None] = {
+    Backend.VOLCANO: "volcano",
+    Backend.COSCHEDULING: "scheduler-plugins-scheduler",
+    Backend.YUNIKORN: "yunikorn",
+    Backend.KUEUE: None,  # Kueue admits workloads; the scheduler stays as it is
+}
+DEFAULT_QUEUE: dict[Backend, str | None] = {
+    Backend.VOLCANO: "default",
+    Backend.COSCHEDULING: None,  # scheduler-plugins has no queues
+    Backend.YUNIKORN: "root.default",
+    Backend.KUEUE: "default",  # a LocalQueue named default in the namespace
+}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+    )
+
+
+class NodePool(_Model):
+    """Pin gang pods to nodes labelled ``key=value`` (a required node affinity), so two
+    schedulers never fight over the same nodes."""
+
+    key: str = Field(min_length=1)
+    value: str
+
+
+class WebhookConfig(_Model):
+    backend: Backend = Backend.VOLCANO
+    scheduler_name: str | None = None
+    default_min_available: dict[str, str] = Field(default_factory=lambda: {"*": "100%"})
+    namespace_queues: dict[str, str] = Field(default_factory=dict)
+    default_queue: str | None = None
+    node_pool: NodePool | None = None
+    infeasible: Literal["warn", "deny"] = "warn"
+    warn_when_full: bool = False
+    non_gang_pods: Literal["single-pod-gang", "ignore"] = "single-pod-gang"
+    gang_timeout: str | None = None
+    excluded_namespaces: tuple[str, ...] = ("kube-system",)
+    own_namespace: str = "corral-system"
+    workloads: tuple[WorkloadKind, ...] = ()
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+
+    @field_validator("default_min_available")
+    @classmethod
+    def _min_values(cls, v: dict[str, str]) -> dict[str, str]:
+        for kind, raw in v.items():
+            try:
+                parse_min_available(f"defaultMinAvailable.{kind}", raw, 10**9)
+            except InvalidValue as e:
+                raise ValueError(str(e)) from None
+        return v
+
+    @field_validator("namespace_queues")
+    @classmethod
+    def _queues(cls, v: dict[str, str]) -> dict[str, str]:
+        for ns, q in v.items():
+            try:
+                check_queue(f"namespaceQueues.{ns}", q)
+            except InvalidValue as e:
+                raise ValueError(str(e)) from None
+        return v
+
+    @field_validator("default_queue")
+    @classmethod
+    def _queue(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                check_queue("defaultQueue", v)
+            except InvalidValue as e:
+                raise ValueError(str(e)) from None
+        return v
+
+    @field_validator("gang_timeout")
+    @classmethod
+    def _timeout(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                parse_duration("gangTimeout", v)
+            except InvalidValue as e:
+                raise ValueError(str(e)) from None
+        return v
+
+    @model_validator(mode="after")
+    def _queue_needs_backend(self) -> WebhookConfig:
+        if self.backend is Backend.COSCHEDULING and (self.namespace_queues or self.default_queue):
+            raise ValueError(
+                "namespaceQueues/defaultQueue: the coscheduling backend has no queues; "
+                "remove them or choose volcano, yunikorn or kueue"
+            )
+        return self
+
+    # --- derived values, computed once ----------------------------------------------
+
+    @cached_property
+    def effective_scheduler_name(self) -> str | None:
+        """The schedulerName pods get (None: left as it is)."""
+        return self.scheduler_name or DEFAULT_SCHEDULER[self.backend]
+
+    @cached_property
+    def effective_default_queue(self) -> str | None:
+        return self.default_queue or DEFAULT_QUEUE[self.backend]
+
+    @cached_property
+    def table(self) -> WorkloadTable:
+        return WorkloadTable([*BUILTIN_KINDS, *self.workloads])
+
+    @cached_property
+    def timeout_seconds(self) -> int | None:
+        return (
+            None if self.gang_timeout is None else parse_duration("gangTimeout", self.gang_timeout)
+        )
+
+    @cached_property
+    def skipped_namespaces(self) -> frozenset[str]:
+        return frozenset((*self.excluded_namespaces, self.own_namespace))
+
+    def queue_for(self, namespace: str) -> str | None:
+        return self.namespace_queues.get(namespace) or self.effective_default_queue
+
+    def min_available_for(self, kind: WorkloadKind | None, kind_name: str) -> str:
+        """The default min-available of a kind: config per kind, else the table's, else
+        the config's ``*``, else the whole gang."""
+        v = self.default_min_available.get(kind_name)
+        if v is None and kind is not None:
+            v = kind.default_min_available
+        return v or self.default_min_available.get("*") or "100%"
+
+
+def _format_errors(err: ValidationError) -> str:
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or "(top level)"
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key"
+        parts.append(f"{loc}: {msg}")
+    return "; ".join(parts)
+
+
+def load_config(path: str | Path | None) -> WebhookConfig:
+    """The config in ``path`` (None: all defaults). Raises ConfigError naming the file
+    and the bad field."""
+    if path is None:
+        return WebhookConfig()
+    where = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise ConfigError(f"{where}: {e.strerror or e}") from None
+    try:
+        doc: Any = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{where}: not YAML ({e})") from None
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{where}: expected a mapping of settings at the top level")
+    return parse_config(doc, where)
+
+
+def parse_config(doc: dict[str, Any], where: str = "config") -> WebhookConfig:
+    try:
+        return WebhookConfig.model_validate(doc)
+    except ValidationError as e:
+        raise ConfigError(f"{where}: {_format_errors(e)}") from None

@@ -1,0 +1,86 @@
+"""The public corral.dev keys users type, in one place (see DESIGN.md).
+
+They may sit on a workload, on its pod template, or on a bare pod, as annotations or
+labels (annotations win when both are set).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+__all__ = [
+    "EVICTABLE",
+    "GANG",
+    "GANG_TIMEOUT",
+    "MANAGED_BY",
+    "MIN_AVAILABLE",
+    "NAMESPACE_OPT_IN",
+    "NAMESPACE_OPT_IN_VALUE",
+    "QUEUE",
+    "SKIP",
+    "USER_KEYS",
+    "is_skipped",
+    "user_value",
+    "user_values",
+]
+
+GANG: Final = "corral.dev/gang"
+MIN_AVAILABLE: Final = "corral.dev/min-available"
+QUEUE: Final = "corral.dev/queue"
+GANG_TIMEOUT: Final = "corral.dev/gang-timeout"
+SKIP: Final = "corral.dev/skip"
+EVICTABLE: Final = "corral.dev/evictable"
+NAMESPACE_OPT_IN: Final = "corral.dev/gang-scheduling"
+NAMESPACE_OPT_IN_VALUE: Final = "enabled"
+
+# The keys that make an object part of a gang when present.
+USER_KEYS: Final = (GANG, MIN_AVAILABLE, QUEUE, GANG_TIMEOUT)
+
+# Set on objects corral creates (PodGroups), as the Kubernetes recommended label.
+MANAGED_BY: Final = ("app.kubernetes.io/managed-by", "corral")
+
+
+def user_value(meta: Mapping[str, Any] | None, key: str) -> str | None:
+    """``key`` from an object's metadata: the annotation, else the label, else None.
+
+    A non-string value (a hand-written number in YAML never reaches us as one: the API
+    server refuses it) is read as its string form so the validator can name it.
+    """
+    if not meta:
+        return None
+    ann = meta.get("annotations")
+    if ann.__class__ is dict:
+        v = ann.get(key)
+        if v is not None:
+            return v if v.__class__ is str else str(v)
+    labels = meta.get("labels")
+    if labels.__class__ is dict:
+        v = labels.get(key)
+        if v is not None:
+            return v if v.__class__ is str else str(v)
+    return None
+
+
+_ALL_KEYS: Final = (*USER_KEYS, SKIP)
+
+
+def user_values(meta: Mapping[str, Any] | None) -> dict[str, str]:
+    """Every corral.dev key set on an object (annotation over label), in one pass."""
+    out: dict[str, str] = {}
+    if not meta:
+        return out
+    for field in ("labels", "annotations"):  # annotations last: they win
+        m = meta.get(field)
+        if m.__class__ is dict:
+            for k in _ALL_KEYS:
+                v = m.get(k)
+                if v is not None:
+                    out[k] = v if v.__class__ is str else str(v)
+    return out
+
+
+def is_skipped(meta: Mapping[str, Any] | None) -> bool:
+    """``corral.dev/skip: "true"`` (case-insensitive) on the object."""
+    v = user_value(meta, SKIP)
+    return v is not None and v.strip().lower() == "true"

@@ -1,0 +1,411 @@
+"""Making sure each gang's PodGroup exists, off the request path.
+
+Admission only *describes* the PodGroup it wants (a :class:`PodGroupIntent`); the
+:class:`PodGroupReconciler` creates it in the background through an injected async
+``create`` function, so an admission answer never waits on the API server.
+
+* Idempotent: intents for the same PodGroup collapse while pending, a created one is
+  remembered, and the API server's 409 Conflict counts as success.
+* Retried with capped exponential backoff and jitter on 429, 5xx and transport
+  errors; other 4xx are final (a 404 usually means the CRD is not installed).
+* Garbage-collected with the workload: the PodGroup's ownerReference points to the
+  top-level owner. At CREATE admission the owner has no uid yet, so the uid comes from
+  an :class:`OwnerHint` (a later pod admission names its owner with uid), or from the
+  injected ``resolve_owner`` lookup once the owner exists. An owner that never shows
+  up (admission was refused further down the chain) gets no PodGroup.
+* Never for dry-run requests: :meth:`PodGroupReconciler.submit` drops them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+__all__ = [
+    "CreateFn",
+    "Outcome",
+    "OwnerHint",
+    "OwnerRef",
+    "PodGroupIntent",
+    "PodGroupReconciler",
+    "ResolveOwnerFn",
+    "RetryPolicy",
+    "status_of",
+]
+
+log = logging.getLogger("webhook.podgroups")
+
+
+class OwnerRef(NamedTuple):
+    """A reference to the object whose deletion should delete the PodGroup."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        # Neither controller nor blockOwnerDeletion: the workload's own controller may
+        # want to adopt things, and blocking deletion needs rights on the owner.
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "name": self.name,
+            "uid": self.uid,
+        }
+
+
+class PodGroupIntent:
+    """A PodGroup admission wants to exist. ``body`` is the whole object except
+    ``metadata.ownerReferences``; ``owner`` is None for a gang nobody owns.
+
+    ``body`` may be given as a function: it is then called on first use and its result
+    kept, so the work of describing a gang (the engine's minResources) happens once,
+    in the reconciler, rather than on every review of the gang's pods."""
+
+    __slots__ = ("_body", "_build", "api_version", "name", "namespace", "owner", "plural")
+
+    def __init__(
+        self,
+        api_version: str,
+        plural: str,
+        namespace: str,
+        name: str,
+        body: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
+        owner: OwnerRef | None,
+    ) -> None:
+        self.api_version, self.plural = api_version, plural
+        self.namespace, self.name, self.owner = namespace, name, owner
+        self._body: Mapping[str, Any] | None = None
+        self._build: Callable[[], Mapping[str, Any]] | None = None
+        if callable(body):
+            self._build = body
+        else:
+            self._body = body
+
+    def __repr__(self) -> str:
+        return (
+            f"PodGroupIntent({self.api_version} {self.namespace}/{self.name}, owner={self.owner})"
+        )
+
+    @property
+    def body(self) -> Mapping[str, Any]:
+        if self._body is None:
+            assert self._build is not None
+            self._body, self._build = self._build(), None
+        return self._body
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.api_version, self.namespace, self.name)
+
+    @property
+    def group(self) -> str:
+        return self.api_version.partition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.partition("/")[2]
+
+    def render(self, owner: OwnerRef | None) -> dict[str, Any]:
+        """The object to POST, with the owner (whose uid is known by now) attached."""
+        body = dict(self.body)
+        meta = dict(body.get("metadata") or {})
+        if owner is not None and owner.uid:
+            meta["ownerReferences"] = [owner.to_json()]
+        body["metadata"] = meta
+        return body
+
+
+class OwnerHint(NamedTuple):
+    """A pod admitted into gang ``name`` whose controller (with uid) is ``owner``."""
+
+    api_version: str  # of the PodGroup
+    namespace: str
+    name: str
+    owner: OwnerRef
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.api_version, self.namespace, self.name)
+
+
+# create(intent, body): POST the PodGroup. Raise on failure; an exception carrying an
+# integer ``status`` (kubernetes_asyncio's ApiException does) is read as the HTTP code.
+CreateFn = Callable[[PodGroupIntent, dict[str, Any]], Awaitable[None]]
+# resolve_owner(namespace, owner): the owner's uid, or None while it does not exist.
+ResolveOwnerFn = Callable[[str, OwnerRef], Awaitable[str | None]]
+# on_outcome(intent, outcome): for metrics and logs.
+Outcome = str  # "created" | "exists" | "failed" | "no-owner" | "dropped"
+
+
+def status_of(exc: BaseException) -> int | None:
+    status = getattr(exc, "status", None)
+    return status if isinstance(status, int) else None
+
+
+def _retryable(status: int | None) -> bool:
+    return status is None or status == 429 or status == 408 or status >= 500
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    attempts: int = 8
+    base_delay: float = 0.2
+    max_delay: float = 10.0
+    owner_wait: float = 60.0  # how long an owner may take to appear
+
+    def delay(self, attempt: int, rng: random.Random) -> float:
+        """Full jitter over a capped exponential (attempt counts from 1)."""
+        cap = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
+        return rng.uniform(cap / 2, cap)
+
+
+@dataclass(slots=True)
+class _Pending:
+    intent: PodGroupIntent
+    owner: OwnerRef | None
+    since: float
+    woken: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class PodGroupReconciler:
+    """Background creation of PodGroups; see the module docstring."""
+
+    def __init__(
+        self,
+        create: CreateFn,
+        resolve_owner: ResolveOwnerFn | None = None,
+        *,
+        policy: RetryPolicy | None = None,
+        workers: int = 4,
+        queue_size: int = 10_000,
+        remember: int = 50_000,
+        on_outcome: Callable[[PodGroupIntent, Outcome], None] | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        seed: int | None = None,
+    ) -> None:
+        self._create = create
+        self._resolve = resolve_owner
+        self._policy = policy or RetryPolicy()
+        self._n_workers = workers
+        self._queue: asyncio.Queue[tuple[str, str, str]] = asyncio.Queue(queue_size)
+        self._pending: dict[tuple[str, str, str], _Pending] = {}
+        # (key, owner uid) of PodGroups known to exist. Keyed by uid so a workload
+        # deleted and made again under the same name gets its PodGroup again.
+        self._done: OrderedDict[tuple[tuple[str, str, str], str], None] = OrderedDict()
+        self._remember = remember
+        self._on_outcome = on_outcome
+        self._sleep = sleep
+        self._clock = clock
+        self._rng = random.Random(seed)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    # --- called on the request path: never blocks, never raises ------------------------
+
+    def submit(self, intent: PodGroupIntent, *, dry_run: bool) -> bool:
+        """Queue ``intent``; False when it is dropped (dry run, duplicate, queue full)."""
+        if dry_run:
+            return False
+        key = intent.key
+        owner = intent.owner
+        if owner is not None and owner.uid and (key, owner.uid) in self._done:
+            return False
+        if owner is None and (key, "") in self._done:
+            return False
+        if key in self._pending:
+            pend = self._pending[key]
+            if (pend.owner is None or not pend.owner.uid) and owner is not None and owner.uid:
+                pend.owner = owner
+                pend.woken.set()
+            return False
+        try:
+            self._queue.put_nowait(key)
+        except asyncio.QueueFull:
+            log.warning("podgroup queue full; dropped", extra={"fields": {"podgroup": _name(key)}})
+            self._report(intent, "dropped")
+            return False
+        self._pending[key] = _Pending(intent, owner, self._clock())
+        self._idle.clear()
+        return True
+
+    def hint(self, hint: OwnerHint) -> None:
+        """Give a pending intent its owner's uid, named by one of the gang's pods.
+
+        Only pending intents take hints: a remembered hint could be stale (a workload
+        deleted and made again under the same name has a new uid)."""
+        if not hint.owner.uid:
+            return
+        pend = self._pending.get(hint.key)
+        if pend is None or (pend.owner is not None and pend.owner.uid):
+            return
+        want = pend.intent.owner
+        if (
+            want is not None
+            and want.kind == hint.owner.kind
+            and (not want.name or want.name == hint.owner.name)
+        ):
+            pend.owner = hint.owner
+            pend.woken.set()
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if not self._tasks:
+            self._tasks = [
+                asyncio.create_task(self._worker(), name=f"podgroup-worker-{i}")
+                for i in range(self._n_workers)
+            ]
+
+    async def stop(self, drain_timeout: float = 5.0) -> None:
+        """Finish what is queued (up to ``drain_timeout`` seconds), then stop."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.drain(), drain_timeout)
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await t
+        self._tasks = []
+
+    async def drain(self) -> None:
+        """Wait until nothing is queued or in progress."""
+        await self._idle.wait()
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    # --- the work -----------------------------------------------------------------------
+
+    async def _worker(self) -> None:
+        while True:
+            key = await self._queue.get()
+            pend = self._pending.get(key)
+            try:
+                if pend is not None:
+                    await self._reconcile(pend)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bug here must not kill the worker
+                log.exception(
+                    "podgroup reconcile failed", extra={"fields": {"podgroup": _name(key)}}
+                )
+                if pend is not None:
+                    self._report(pend.intent, "failed")
+            finally:
+                self._pending.pop(key, None)
+                self._queue.task_done()
+                if not self._pending:
+                    self._idle.set()
+
+    async def _owner(self, pend: _Pending) -> OwnerRef | bool | None:
+        """The owner with its uid; None for an unowned gang; False if it never showed."""
+        if pend.intent.owner is None:
+            return None
+        deadline = pend.since + self._policy.owner_wait
+        attempt = 0
+        while True:
+            if pend.owner is not None and pend.owner.uid:
+                return pend.owner
+            want = pend.owner or pend.intent.owner
+            if self._resolve is not None and want.name:
+                try:
+                    uid = await self._resolve(pend.intent.namespace, want)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:
+                    log.info(
+                        "owner lookup failed",
+                        extra={"fields": {"owner": want.name, "error": str(e)}},
+                    )
+                    uid = None
+                if uid:
+                    pend.owner = OwnerRef(want.api_version, want.kind, want.name, uid)
+                    return pend.owner
+            attempt += 1
+            left = deadline - self._clock()
+            if left <= 0:
+                return False
+            pend.woken.clear()
+            wait = min(left, self._policy.delay(attempt, self._rng))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(pend.woken.wait(), wait)
+
+    async def _reconcile(self, pend: _Pending) -> None:
+        intent = pend.intent
+        owner = await self._owner(pend)
+        if owner is False:
+            log.warning(
+                "owner never appeared; no PodGroup",
+                extra={
+                    "fields": {
+                        "podgroup": _name(intent.key),
+                        "owner": intent.owner and intent.owner.name,
+                    }
+                },
+            )
+            self._report(intent, "no-owner")
+            return
+        assert owner is None or isinstance(owner, OwnerRef)
+        done_key = (intent.key, owner.uid if owner else "")
+        if done_key in self._done:
+            return
+        body = intent.render(owner)
+        for attempt in range(1, self._policy.attempts + 1):
+            try:
+                await self._create(intent, body)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                status = status_of(e)
+                if status == 409:
+                    self._mark_done(done_key)
+                    self._report(intent, "exists")
+                    return
+                if not _retryable(status) or attempt == self._policy.attempts:
+                    log.error(
+                        "PodGroup create failed",
+                        extra={
+                            "fields": {
+                                "podgroup": _name(intent.key),
+                                "status": status,
+                                "error": str(e),
+                                "attempts": attempt,
+                            }
+                        },
+                    )
+                    self._report(intent, "failed")
+                    return
+                await self._sleep(self._policy.delay(attempt, self._rng))
+                continue
+            self._mark_done(done_key)
+            log.info("PodGroup created", extra={"fields": {"podgroup": _name(intent.key)}})
+            self._report(intent, "created")
+            return
+
+    def _mark_done(self, key: tuple[tuple[str, str, str], str]) -> None:
+        self._done[key] = None
+        while len(self._done) > self._remember:
+            self._done.popitem(last=False)
+
+    def _report(self, intent: PodGroupIntent, outcome: Outcome) -> None:
+        if self._on_outcome is not None:
+            try:
+                self._on_outcome(intent, outcome)
+            except Exception:
+                log.exception("podgroup outcome callback failed")
+
+
+def _name(key: tuple[str, str, str]) -> str:
+    return f"{key[1]}/{key[2]}"

@@ -1,0 +1,314 @@
+"""The aiohttp application: the only part of the webhook that touches the network.
+
+``POST /mutate`` answers AdmissionReviews with :func:`webhook.admit.admit`;
+``GET /healthz`` (alive), ``/readyz`` (cluster view synced, not shutting down) and
+``/metrics`` (Prometheus). A body over 3 MiB, a content type other than JSON, a body
+that is not JSON or not an AdmissionReview get HTTP 400 with a message; nothing
+answers 500: an unexpected error is logged and the review allowed unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import ssl
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from .admit import AdmitResult, ReviewError, admit
+from .cluster import ClusterState, NoCluster, SnapshotSource
+from .config import WebhookConfig
+from .metrics import CONTENT_TYPE_LATEST, Metrics
+from .podgroups import PodGroupReconciler
+
+__all__ = [
+    "CONFIG",
+    "MAX_BODY",
+    "METRICS",
+    "RECONCILER",
+    "SOURCE",
+    "STATE",
+    "AdmitFn",
+    "ServerState",
+    "graceful_stop",
+    "init_app",
+    "run_until_signal",
+    "start",
+]
+
+log = logging.getLogger("webhook.server")
+
+MAX_BODY = 3 * 1024 * 1024
+_OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
+
+AdmitFn = Callable[[Any, ClusterState | None, WebhookConfig], AdmitResult]
+
+
+@dataclass(slots=True)
+class ServerState:
+    """What the handlers share beyond the typed keys: lifecycle flags and tasks."""
+
+    admit_fn: AdmitFn = admit
+    background: Sequence[Callable[[], Awaitable[None]]] = ()
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    shutting_down: bool = False
+
+
+CONFIG = web.AppKey("config", WebhookConfig)
+SOURCE = web.AppKey("source", SnapshotSource)
+METRICS = web.AppKey("metrics", Metrics)
+RECONCILER = web.AppKey("reconciler", PodGroupReconciler)
+STATE = web.AppKey("state", ServerState)
+
+
+def _status(code: int, message: str) -> web.Response:
+    """A Kubernetes Status object: what the API server logs when a webhook fails."""
+    body = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "message": message,
+        "reason": "BadRequest" if code == 400 else "InternalError",
+        "code": code,
+    }
+    return web.Response(status=code, body=orjson.dumps(body), content_type="application/json")
+
+
+def _uid_of(review: Any) -> str | None:
+    if isinstance(review, dict):
+        req = review.get("request")
+        if isinstance(req, dict) and isinstance(req.get("uid"), str) and req["uid"]:
+            return str(req["uid"])
+    return None
+
+
+async def mutate(request: web.Request) -> web.Response:
+    app = request.app
+    metrics = app[METRICS]
+    return await _mutate(request, app, metrics, app[STATE])
+
+
+async def _mutate(
+    request: web.Request, app: web.Application, metrics: Metrics, state: ServerState
+) -> web.Response:
+    if request.content_type != "application/json":
+        metrics.observe("unknown", "other", "bad_request", 0.0)
+        return _status(400, f"content type {request.content_type!r}: expected application/json")
+    length = request.content_length
+    if length is not None and length > MAX_BODY:
+        metrics.observe("unknown", "other", "bad_request", 0.0)
+        return _status(400, f"body of {length} bytes is over the limit of {MAX_BODY} bytes")
+    try:
+        body = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        metrics.observe("unknown", "other", "bad_request", 0.0)
+        return _status(400, f"body is over the limit of {MAX_BODY} bytes")
+    t0 = time.perf_counter()
+    review: Any = None
+    try:
+        review = orjson.loads(body)
+        result = state.admit_fn(review, app[SOURCE].state(), app[CONFIG])
+    except orjson.JSONDecodeError as e:
+        metrics.observe("unknown", "other", "bad_request", time.perf_counter() - t0)
+        return _status(400, f"body is not JSON: {e}")
+    except ReviewError as e:
+        metrics.observe("unknown", "other", "bad_request", time.perf_counter() - t0)
+        return _status(400, f"not an admission.k8s.io/v1 AdmissionReview: {e}")
+    except Exception:
+        uid = _uid_of(review)
+        log.exception("admission failed; allowing unchanged", extra={"fields": {"uid": uid}})
+        metrics.observe("unknown", "other", "error", time.perf_counter() - t0)
+        if uid is None:
+            return _status(400, "the review could not be read")
+        fallback = {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "response": {"uid": uid, "allowed": True},
+        }
+        return web.Response(body=orjson.dumps(fallback), content_type="application/json")
+
+    try:
+        out = orjson.dumps(result.review)
+    except TypeError:  # cannot happen for admit's output; a custom admit_fn may err
+        log.exception("response not serialisable; allowing unchanged")
+        out = orjson.dumps(
+            {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "response": {"uid": result.uid, "allowed": True},
+            }
+        )
+    reconciler = app.get(RECONCILER)
+    if reconciler is not None:
+        for intent in result.intents:
+            reconciler.submit(intent, dry_run=result.dry_run)
+        for hint in result.hints:
+            reconciler.hint(hint)
+    op = result.operation if result.operation in _OPERATIONS else "other"
+    metrics.observe(
+        op,
+        result.kind,
+        result.outcome,
+        time.perf_counter() - t0,
+        len(result.patch),
+        len(result.warnings),
+    )
+    if result.outcome == "denied" or result.warnings:
+        log.info(
+            "review answered",
+            extra={
+                "fields": {
+                    "uid": result.uid,
+                    "kind": result.kind,
+                    "outcome": result.outcome,
+                    "reason": result.reason,
+                    "warnings": list(result.warnings),
+                }
+            },
+        )
+    elif log.isEnabledFor(logging.DEBUG):
+        log.debug(
+            "review answered",
+            extra={
+                "fields": {
+                    "uid": result.uid,
+                    "kind": result.kind,
+                    "outcome": result.outcome,
+                    "patch_ops": len(result.patch),
+                    "reason": result.reason,
+                }
+            },
+        )
+    resp = web.Response(body=out, content_type="application/json")
+    if state.shutting_down:
+        resp.force_close()
+    return resp
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+async def readyz(request: web.Request) -> web.Response:
+    app = request.app
+    if app[STATE].shutting_down:
+        return web.Response(status=503, text="shutting down")
+    if not app[SOURCE].ready():
+        return web.Response(status=503, text="cluster view not synced")
+    return web.Response(text="ok")
+
+
+async def metrics_handler(request: web.Request) -> web.Response:
+    resp = web.Response(body=request.app[METRICS].render())
+    resp.headers["Content-Type"] = CONTENT_TYPE_LATEST
+    return resp
+
+
+async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
+    state = app[STATE]
+    reconciler = app.get(RECONCILER)
+    if reconciler is not None:
+        await reconciler.start()
+    state.tasks = [asyncio.create_task(fn()) for fn in state.background]  # type: ignore[arg-type]
+    yield
+    for t in state.tasks:
+        t.cancel()
+    for t in state.tasks:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await t
+    if reconciler is not None:
+        await reconciler.stop()
+
+
+async def _on_shutdown(app: web.Application) -> None:
+    app[STATE].shutting_down = True
+
+
+def init_app(
+    config: WebhookConfig,
+    *,
+    source: SnapshotSource | None = None,
+    reconciler: PodGroupReconciler | None = None,
+    metrics: Metrics | None = None,
+    background: Sequence[Callable[[], Awaitable[None]]] = (),
+    admit_fn: AdmitFn = admit,
+) -> web.Application:
+    """The webhook application.
+
+    ``source`` gives the cluster view (default: none, as with ``--no-cluster``);
+    ``reconciler`` creates PodGroups (default: none; give it
+    ``on_outcome=lambda _, o: metrics.podgroup(o)`` with the same ``metrics`` to count
+    them); ``background`` are coroutines
+    run for the app's life (certificate reloads, renewals).
+    """
+    app = web.Application(client_max_size=MAX_BODY)
+    app[CONFIG] = config
+    app[SOURCE] = source or NoCluster()
+    app[METRICS] = metrics or Metrics()
+    if reconciler is not None:
+        app[RECONCILER] = reconciler
+    app[STATE] = ServerState(admit_fn=admit_fn, background=background)
+    app.router.add_post("/mutate", mutate)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics_handler)
+    app.cleanup_ctx.append(_lifecycle)
+    app.on_shutdown.append(_on_shutdown)
+    return app
+
+
+async def start(
+    app: web.Application,
+    host: str,
+    port: int,
+    ssl_context: ssl.SSLContext | None,
+    *,
+    shutdown_timeout: float = 25.0,
+) -> tuple[web.AppRunner, int]:
+    """Start serving; returns the runner (``await runner.cleanup()`` stops it
+    gracefully: no new connections, in-flight reviews finish) and the bound port."""
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=shutdown_timeout)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context, backlog=1024)
+    await site.start()
+    bound = port
+    for addr in runner.addresses:
+        if isinstance(addr, tuple) and len(addr) >= 2:
+            bound = int(addr[1])
+            break
+    return runner, bound
+
+
+async def graceful_stop(runner: web.AppRunner, delay: float = 0.0) -> None:
+    """Stop the way a webhook behind a Service should: report not ready and keep
+    answering for ``delay`` seconds (while endpoints drop this pod, the API server may
+    still send reviews; each answer now closes its connection so the next review goes
+    elsewhere), then stop listening, finish the reviews in progress, and clean up."""
+    app = runner.app
+    app[STATE].shutting_down = True
+    if delay > 0:
+        await asyncio.sleep(delay)
+    await runner.cleanup()
+
+
+async def run_until_signal(runner: web.AppRunner, delay: float = 0.0) -> None:
+    """Wait for SIGTERM or SIGINT, then :func:`graceful_stop`."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+        log.info("signal received; shutting down", extra={"fields": {"delay_seconds": delay}})
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+        await graceful_stop(runner, delay)
+        log.info("stopped")

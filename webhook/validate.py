@@ -1,0 +1,169 @@
+"""Checks of the values users type, with messages that name the key, the value and
+what is allowed -- kubectl shows them verbatim, so they must stand on their own.
+
+The checks are pure and the same few values recur across a workload's pods, so their
+answers are memoised (a refusal is an exception and is simply computed again)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+__all__ = [
+    "InvalidValue",
+    "MinAvailable",
+    "check_gang_name",
+    "check_queue",
+    "derived_name",
+    "format_duration",
+    "parse_duration",
+    "parse_min_available",
+]
+
+# int32 seconds: the widest timeout any backend field holds (scheduleTimeoutSeconds).
+MAX_TIMEOUT_SECONDS = 2**31 - 1
+MAX_NAME = 63
+
+_COUNT = re.compile(r"^[+]?[0-9]+$")
+_PERCENT = re.compile(r"^[+]?([0-9]+)%$")
+_DURATION = re.compile(r"^(?:[0-9]+(?:\.[0-9]+)?(?:h|m|s))+$")
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(h|m|s)")
+_UNIT_SECONDS = {"h": 3600, "m": 60, "s": 1}
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+_QUEUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+class InvalidValue(ValueError):
+    """A user value that is refused; ``str()`` is the whole message for the user."""
+
+    def __init__(self, key: str, value: str, problem: str, allowed: str) -> None:
+        self.key, self.value, self.problem, self.allowed = key, value, problem, allowed
+        super().__init__(f'{key}: "{value}" {problem}; allowed: {allowed}')
+
+
+@dataclass(frozen=True, slots=True)
+class MinAvailable:
+    """A parsed min-available: a pod count, or a percentage of the gang size."""
+
+    count: int | None = None
+    percent: int | None = None
+
+    def resolve(self, size: int) -> int:
+        """The number of pods for a gang of ``size`` (a percentage rounds up, >= 1)."""
+        if self.count is not None:
+            return self.count
+        assert self.percent is not None
+        return max(1, math.ceil(size * self.percent / 100))
+
+
+def _min_allowed(size: int | None) -> str:
+    if size is None:
+        return 'a whole number of pods, at least 1, such as "4"'
+    return (
+        f'a whole number of pods from 1 to {size} (the gang size), such as "{size}", '
+        f'or a percentage from 1% to 100%, such as "80%"'
+    )
+
+
+@lru_cache(maxsize=4096)
+def parse_min_available(key: str, raw: str, size: int | None) -> MinAvailable:
+    """Parse and check ``raw`` against the gang ``size`` (None: a pod alone, whose gang
+    size is not known, so only a count can be checked)."""
+    text = raw.strip()
+    allowed = _min_allowed(size)
+    if m := _PERCENT.match(text):
+        pct = int(m.group(1))
+        if size is None:
+            raise InvalidValue(
+                key,
+                raw,
+                "is a percentage, but a pod on its own does not know the size of its gang "
+                "(set the percentage on the workload, or give a count here)",
+                allowed,
+            )
+        if not 1 <= pct <= 100:
+            raise InvalidValue(key, raw, "is not a percentage from 1% to 100%", allowed)
+        return MinAvailable(percent=pct)
+    if _COUNT.match(text):
+        n = int(text)
+        if n < 1:
+            raise InvalidValue(key, raw, "is too small: a gang needs at least 1 pod", allowed)
+        if size is not None and n > size:
+            raise InvalidValue(key, raw, f"is more than the gang size {size}", allowed)
+        return MinAvailable(count=n)
+    raise InvalidValue(key, raw, "is neither a number of pods nor a percentage", allowed)
+
+
+_DURATION_ALLOWED = (
+    'a positive duration made of numbers with the units h, m or s, such as "30m", "1h30m" or "90s"'
+)
+
+
+@lru_cache(maxsize=1024)
+def parse_duration(key: str, raw: str) -> int:
+    """Seconds in a Go-style duration (``30m``, ``1h30m``, ``90s``), rounded up."""
+    text = raw.strip()
+    if not _DURATION.match(text):
+        raise InvalidValue(key, raw, "is not a duration", _DURATION_ALLOWED)
+    total = 0.0
+    for number, unit in _DURATION_PART.findall(text):
+        total += float(number) * _UNIT_SECONDS[unit]
+    seconds = math.ceil(total)
+    if seconds < 1:
+        raise InvalidValue(key, raw, "is too short: at least 1s", _DURATION_ALLOWED)
+    if seconds > MAX_TIMEOUT_SECONDS:
+        raise InvalidValue(
+            key, raw, f"is too long: at most {MAX_TIMEOUT_SECONDS}s", _DURATION_ALLOWED
+        )
+    return seconds
+
+
+def format_duration(seconds: int) -> str:
+    """The canonical Go duration for ``seconds``: 5400 -> ``1h30m``, 90 -> ``1m30s``."""
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    out = (f"{h}h" if h else "") + (f"{m}m" if m else "") + (f"{s}s" if s else "")
+    return out or "0s"
+
+
+_NAME_ALLOWED = (
+    f"up to {MAX_NAME} lower-case letters, digits, '-' and '.', starting and ending with "
+    "a letter or digit"
+)
+
+
+@lru_cache(maxsize=4096)
+def check_gang_name(key: str, raw: str) -> str:
+    """A gang name usable as a PodGroup name and as a label value by every backend."""
+    if len(raw) > MAX_NAME or not _NAME.match(raw):
+        raise InvalidValue(key, raw, "is not a valid gang name", _NAME_ALLOWED)
+    return raw
+
+
+@lru_cache(maxsize=1024)
+def check_queue(key: str, raw: str) -> str:
+    """A queue name usable as a label value (YuniKorn's ``root.a.b`` included)."""
+    if len(raw) > MAX_NAME or not _QUEUE.match(raw):
+        raise InvalidValue(
+            key,
+            raw,
+            "is not a valid queue name",
+            f"up to {MAX_NAME} letters, digits, '-', '_' and '.', starting and ending with "
+            "a letter or digit",
+        )
+    return raw
+
+
+@lru_cache(maxsize=8192)
+def derived_name(*parts: str) -> str:
+    """``<kind>-<name>`` in lower case, kept to 63 characters with a stable hash suffix
+    when longer, so every backend can carry it in a label."""
+    name = "-".join(p for p in parts if p).lower().strip("-.")
+    if len(name) <= MAX_NAME and _NAME.match(name):
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    clean = re.sub(r"[^a-z0-9.-]+", "-", name)[: MAX_NAME - 9].strip("-.") or "gang"
+    return f"{clean}-{digest}"

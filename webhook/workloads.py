@@ -1,0 +1,314 @@
+"""The table of workload kinds the webhook turns into gangs.
+
+Each entry says where a kind keeps its pod templates and how many pods each template
+makes. Adding a kind is a table entry (here, or under ``workloads:`` in the config),
+never new code. Paths are dot-separated field names relative to a role object; ``*``
+walks every value of a map (the role is named by the key) or every item of a list
+(named by ``nameField``); a path starting with ``$.`` starts at the object's root.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "BUILTIN_KINDS",
+    "Factor",
+    "ResolvedRole",
+    "RoleSpec",
+    "WorkloadError",
+    "WorkloadKind",
+    "WorkloadTable",
+    "resolve_roles",
+]
+
+Pointer = tuple[str | int, ...]
+
+
+class WorkloadError(ValueError):
+    """A workload whose replica counts cannot be read; the message names the field."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Factor(_Frozen):
+    """One factor of a role's pod count: the value at ``paths`` (the smallest present,
+    or with ``mode: first`` the first present), plus ``offset``; ``default`` when no
+    path is set. A plain string in the config means ``{paths: [that string]}``."""
+
+    paths: tuple[str, ...] = Field(min_length=1)
+    default: int = Field(default=1, ge=0)
+    offset: int = 0
+    mode: Literal["min", "first"] = "min"
+
+
+class RoleSpec(_Frozen):
+    """A role (launcher, worker, head...): where its pod template is, how many pods."""
+
+    at: str = Field(min_length=1)
+    template: str = Field(min_length=1)
+    name: str = ""
+    name_field: str = Field(default="name", alias="nameField")
+    fallback_template: str | None = Field(default=None, alias="fallbackTemplate")
+    count: tuple[Factor, ...] = ()
+
+    @field_validator("count", mode="before")
+    @classmethod
+    def _shorthand(cls, v: Any) -> Any:
+        if isinstance(v, (list, tuple)):
+            return [{"paths": [f]} if isinstance(f, str) else f for f in v]
+        return v
+
+    @model_validator(mode="after")
+    def _named(self) -> RoleSpec:
+        if "*" not in self.at.split(".") and not self.name:
+            raise ValueError(f"role at {self.at!r}: needs a name (its path has no '*')")
+        return self
+
+
+class WorkloadKind(_Frozen):
+    """One table entry: a kind, its API versions, its roles, its default min-available."""
+
+    group: str
+    versions: tuple[str, ...] = Field(min_length=1)
+    kind: str = Field(min_length=1)
+    roles: tuple[RoleSpec, ...] = Field(min_length=1)
+    default_min_available: str | None = Field(default=None, alias="defaultMinAvailable")
+
+
+def _kind(
+    group: str, versions: Sequence[str], kind: str, roles: list[dict[str, Any]], **kw: Any
+) -> WorkloadKind:
+    return WorkloadKind.model_validate(
+        {"group": group, "versions": list(versions), "kind": kind, "roles": roles, **kw}
+    )
+
+
+def _replica_specs(field: str) -> list[dict[str, Any]]:
+    return [{"at": f"spec.{field}.*", "template": "template", "count": ["replicas"]}]
+
+
+def _ray_roles(prefix: str) -> list[dict[str, Any]]:
+    return [
+        {"name": "head", "at": f"{prefix}.headGroupSpec", "template": "template"},
+        {
+            "at": f"{prefix}.workerGroupSpecs.*",
+            "nameField": "groupName",
+            "template": "template",
+            "count": [
+                {"paths": ["replicas", "minReplicas"], "mode": "first", "default": 0},
+                {"paths": ["numOfHosts"]},
+            ],
+        },
+    ]
+
+
+BUILTIN_KINDS: tuple[WorkloadKind, ...] = (
+    _kind(
+        "batch",
+        ["v1"],
+        "Job",
+        [
+            {
+                "name": "worker",
+                "at": "spec",
+                "template": "template",
+                "count": [{"paths": ["parallelism", "completions"]}],
+            }
+        ],
+    ),
+    _kind("kubeflow.org", ["v1"], "PyTorchJob", _replica_specs("pytorchReplicaSpecs")),
+    _kind("kubeflow.org", ["v1"], "TFJob", _replica_specs("tfReplicaSpecs")),
+    _kind(
+        "kubeflow.org",
+        ["v2beta1", "v1"],
+        "MPIJob",
+        _replica_specs("mpiReplicaSpecs"),
+        defaultMinAvailable="100%",
+    ),
+    _kind(
+        "jobset.x-k8s.io",
+        ["v1alpha2"],
+        "JobSet",
+        [
+            {
+                "at": "spec.replicatedJobs.*",
+                "template": "template.spec.template",
+                "count": [
+                    "replicas",
+                    {"paths": ["template.spec.parallelism", "template.spec.completions"]},
+                ],
+            }
+        ],
+    ),
+    _kind("ray.io", ["v1"], "RayCluster", _ray_roles("spec")),
+    _kind("ray.io", ["v1"], "RayJob", _ray_roles("spec.rayClusterSpec")),
+    _kind(
+        "leaderworkerset.x-k8s.io",
+        ["v1"],
+        "LeaderWorkerSet",
+        [
+            {
+                "name": "leader",
+                "at": "spec.leaderWorkerTemplate",
+                "template": "leaderTemplate",
+                "fallbackTemplate": "workerTemplate",
+                "count": ["$.spec.replicas"],
+            },
+            {
+                "name": "worker",
+                "at": "spec.leaderWorkerTemplate",
+                "template": "workerTemplate",
+                "count": ["$.spec.replicas", {"paths": ["size"], "offset": -1}],
+            },
+        ],
+    ),
+)
+
+
+class WorkloadTable:
+    """Lookup by API group and kind; later entries replace earlier ones."""
+
+    def __init__(self, kinds: Sequence[WorkloadKind]) -> None:
+        self._by_kind: dict[tuple[str, str], WorkloadKind] = {}
+        for k in kinds:
+            self._by_kind[(k.group, k.kind)] = k
+
+    def get(self, group: str, version: str, kind: str) -> WorkloadKind | None:
+        entry = self._by_kind.get((group, kind))
+        if entry is None or version not in entry.versions:
+            return None
+        return entry
+
+    def owns(self, api_version: str, kind: str) -> bool:
+        """Whether an owner reference (``batch/v1``, ``Job``) names a gang-forming kind."""
+        group, _, version = api_version.rpartition("/")
+        return self.get(group, version, kind) is not None
+
+    def kinds(self) -> list[WorkloadKind]:
+        return list(self._by_kind.values())
+
+
+# --- resolving a table entry against an object -----------------------------------------
+
+
+@dataclass(slots=True)
+class ResolvedRole:
+    """One pod template of a workload: its role name, JSON pointer, and pod count."""
+
+    name: str
+    pointer: Pointer
+    template: Mapping[str, Any]
+    count: int
+
+
+def _split(path: str) -> tuple[bool, list[str]]:
+    if path.startswith("$."):
+        return True, path[2:].split(".")
+    return False, path.split(".")
+
+
+def _walk(
+    node: Any, segs: list[str], ptr: Pointer, name: str, name_field: str
+) -> Iterator[tuple[Any, Pointer, str]]:
+    """Every (value, pointer, role name) the path reaches; missing fields end a branch."""
+    if not segs:
+        yield node, ptr, name
+        return
+    head, rest = segs[0], segs[1:]
+    if head == "*":
+        if isinstance(node, dict):
+            for k in node:
+                yield from _walk(node[k], rest, (*ptr, str(k)), str(k), name_field)
+        elif isinstance(node, list):
+            for i, item in enumerate(node):
+                label = item.get(name_field) if isinstance(item, dict) else None
+                nm = label if isinstance(label, str) and label else str(i)
+                yield from _walk(item, rest, (*ptr, i), nm, name_field)
+        return
+    if isinstance(node, dict) and node.get(head) is not None:
+        yield from _walk(node[head], rest, (*ptr, head), name, name_field)
+
+
+def _get(root: Any, base: Any, path: str) -> tuple[bool, Any]:
+    from_root, segs = _split(path)
+    node = root if from_root else base
+    for s in segs:
+        if not isinstance(node, dict) or node.get(s) is None:
+            return False, None
+        node = node[s]
+    return True, node
+
+
+def _factor(root: Any, role_obj: Any, f: Factor, where: str) -> int:
+    values: list[int] = []
+    for p in f.paths:
+        present, v = _get(root, role_obj, p)
+        if not present:
+            continue
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            shown = p[2:] if p.startswith("$.") else f"{where}.{p}"
+            raise WorkloadError(f"{shown}: {v!r} is not a whole number of pods (>= 0)")
+        values.append(v)
+        if f.mode == "first":
+            break
+    n = (min(values) if values else f.default) + f.offset
+    return max(n, 0)
+
+
+def _dotted(ptr: Pointer) -> str:
+    return ".".join(str(p) for p in ptr)
+
+
+def resolve_roles(kind: WorkloadKind, obj: Mapping[str, Any]) -> list[ResolvedRole]:
+    """The pod templates of ``obj`` with their pod counts, in table order.
+
+    Two roles that land on the same template (a LeaderWorkerSet without a leader
+    template) merge into one whose count is the sum. Raises WorkloadError on a count
+    that is not a whole number.
+    """
+    out: dict[Pointer, ResolvedRole] = {}
+    for spec in kind.roles:
+        # ``at`` always starts at the object's root.
+        segs = spec.at.removeprefix("$.").split(".")
+        for role_obj, ptr, walked_name in _walk(obj, segs, (), spec.name, spec.name_field):
+            name = (spec.name or walked_name).lower()
+            tmpl_ptr: Pointer | None = None
+            tmpl: Any = None
+            own = True
+            for i, tpath in enumerate((spec.template, spec.fallback_template)):
+                if tpath is None:
+                    continue
+                present, value = _get(obj, role_obj, tpath)
+                if present and isinstance(value, dict):
+                    tmpl_ptr = (*ptr, *tpath.split("."))
+                    tmpl, own = value, i == 0
+                    break
+            if tmpl_ptr is None:
+                continue
+            count = 1
+            for f in spec.count:
+                count *= _factor(obj, role_obj, f, _dotted(ptr))
+            prev = out.get(tmpl_ptr)
+            if prev is None:
+                out[tmpl_ptr] = ResolvedRole(name, tmpl_ptr, tmpl, count)
+            else:
+                keep = prev.name if not own else name
+                out[tmpl_ptr] = ResolvedRole(keep, tmpl_ptr, tmpl, prev.count + count)
+    roles = list(out.values())
+    # Role names must be unique (YuniKorn task groups, engine roles); suffix duplicates.
+    seen: dict[str, int] = {}
+    unique: list[ResolvedRole] = []
+    for r in roles:
+        n = seen.get(r.name, 0)
+        seen[r.name] = n + 1
+        unique.append(
+            r if n == 0 else ResolvedRole(f"{r.name}-{n}", r.pointer, r.template, r.count)
+        )
+    return unique
