@@ -58,3 +58,22 @@ def test_malformed_names_the_string(bad: str) -> None:
     with pytest.raises(QuantityError) as err:
         to_milli(bad)
     assert repr(bad) in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("resource", "value", "text"),
+    [
+        ("cpu", 24300, "24300m"),
+        ("cpu", 8000, "8"),
+        ("memory", 192 * 2**30, "192Gi"),
+        ("memory", 3 * 2**29, "1536Mi"),
+        ("memory", 1000, "1000"),
+        ("nvidia.com/gpu", 4, "4"),
+    ],
+)
+def test_exact_quantity_round_trips(resource: str, value: int, text: str) -> None:
+    from gangplace.engine.quantity import exact_quantity
+
+    assert exact_quantity(resource, value) == text
+    parsed = to_milli(text) if resource == "cpu" else to_int(text)
+    assert parsed == value

@@ -125,3 +125,17 @@ def test_shape_errors_name_the_field() -> None:
         )
     with pytest.raises(ShapeError, match="one GPU"):
         PodShape(gpu_count=2, gpu_milli=500)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"containers": "not-a-list"},
+        {"containers": [{"resources": ["cpu"]}]},
+        {"containers": [], "tolerations": ["x"]},
+        {"containers": [], "nodeSelector": ["zone"]},
+    ],
+)
+def test_malformed_specs_raise_shape_error(spec: dict[str, object]) -> None:
+    with pytest.raises(ShapeError):
+        shape_from_pod({"spec": spec})

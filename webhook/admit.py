@@ -410,7 +410,7 @@ def _shape_key(view: Mapping[str, Any], config: WebhookConfig) -> bytes | None:
 def _read_shape(view: Mapping[str, Any], config: WebhookConfig) -> PodShape | None:
     try:
         return shape_from_pod(view, config.engine.gpu_resources)
-    except (ShapeError, AttributeError, TypeError):
+    except ShapeError:
         return None
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import orjson
+from gangplace.engine import gangs
 
 from .config import Backend, WebhookConfig
 from .keys import MANAGED_BY
@@ -26,22 +27,19 @@ __all__ = [
     "dialect_for",
 ]
 
-# Volcano
-VOLCANO_GROUP_NAME: Final = "scheduling.k8s.io/group-name"
-VOLCANO_QUEUE_NAME: Final = "scheduling.volcano.sh/queue-name"
-VOLCANO_SLA_WAITING: Final = "volcano.sh/sla-waiting-time"
-# scheduler-plugins coscheduling
-COSCHED_POD_GROUP: Final = "scheduling.x-k8s.io/pod-group"
-# YuniKorn
-YK_APP_ID: Final = "applicationId"
-YK_QUEUE: Final = "queue"
-YK_TASK_GROUP_NAME: Final = "yunikorn.apache.org/task-group-name"
-YK_TASK_GROUPS: Final = "yunikorn.apache.org/task-groups"
-YK_POLICY: Final = "yunikorn.apache.org/schedulingPolicyParameters"
-# Kueue
-KUEUE_POD_GROUP: Final = "kueue.x-k8s.io/pod-group-name"
-KUEUE_TOTAL: Final = "kueue.x-k8s.io/pod-group-total-count"
-KUEUE_QUEUE: Final = "kueue.x-k8s.io/queue-name"
+# The backends' keys live in the engine's one table, which the descheduler reads back.
+VOLCANO_GROUP_NAME: Final = gangs.VOLCANO_GROUP_NAME
+VOLCANO_QUEUE_NAME: Final = gangs.VOLCANO_QUEUE_NAME
+VOLCANO_SLA_WAITING: Final = gangs.VOLCANO_SLA_WAITING_TIME
+COSCHED_POD_GROUP: Final = gangs.COSCHED_POD_GROUP_LABEL
+YK_APP_ID: Final = gangs.YUNIKORN_APP_ID_LABEL
+YK_QUEUE: Final = gangs.YUNIKORN_QUEUE_LABEL
+YK_TASK_GROUP_NAME: Final = gangs.YUNIKORN_TASK_GROUP_NAME
+YK_TASK_GROUPS: Final = gangs.YUNIKORN_TASK_GROUPS
+YK_POLICY: Final = gangs.YUNIKORN_POLICY
+KUEUE_POD_GROUP: Final = gangs.KUEUE_POD_GROUP_LABEL
+KUEUE_TOTAL: Final = gangs.KUEUE_TOTAL_COUNT
+KUEUE_QUEUE: Final = gangs.KUEUE_QUEUE_LABEL
 
 
 @dataclass(slots=True)

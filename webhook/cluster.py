@@ -109,8 +109,8 @@ def _fits(snap: Snapshot, gang: Gang) -> str:
         if int(member_capacity(snap, role.shape).sum()) >= gang.required:
             return ""
     result = place_gang(snap, gang, options=_DRY_RUN)
-    # The reason names the gang; callers cache it across gangs, so drop the name.
-    return "" if result.ok else result.reason.removeprefix(f"gang {gang.name}: ")
+    # Callers cache the answer across gangs, so it must not name this one.
+    return "" if result.ok else result.why
 
 
 def check_gang(

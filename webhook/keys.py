@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from gangplace.engine import gangs
+
 __all__ = [
     "EVICTABLE",
     "GANG",
@@ -25,13 +27,13 @@ __all__ = [
     "user_values",
 ]
 
-GANG: Final = "corral.dev/gang"
-MIN_AVAILABLE: Final = "corral.dev/min-available"
-QUEUE: Final = "corral.dev/queue"
-GANG_TIMEOUT: Final = "corral.dev/gang-timeout"
-SKIP: Final = "corral.dev/skip"
-EVICTABLE: Final = "corral.dev/evictable"
-NAMESPACE_OPT_IN: Final = "corral.dev/gang-scheduling"
+GANG: Final = gangs.ANNOTATION_GANG
+MIN_AVAILABLE: Final = gangs.ANNOTATION_MIN_AVAILABLE
+QUEUE: Final = gangs.ANNOTATION_QUEUE
+GANG_TIMEOUT: Final = gangs.ANNOTATION_GANG_TIMEOUT
+SKIP: Final = gangs.ANNOTATION_SKIP
+EVICTABLE: Final = gangs.ANNOTATION_EVICTABLE
+NAMESPACE_OPT_IN: Final = gangs.LABEL_GANG_SCHEDULING
 NAMESPACE_OPT_IN_VALUE: Final = "enabled"
 
 # The keys that make an object part of a gang when present.

@@ -157,6 +157,8 @@ class GangPlacement:
     required: int
     assignments: list[Assignment] = field(default_factory=list)
     reason: str = ""
+    # ``reason`` without the gang's name, for callers that cache answers across gangs.
+    why: str = ""
 
     @property
     def placed(self) -> int:
@@ -342,13 +344,8 @@ def place_gang(
             reason = _place_members(snap, gang, want, scorer, opts, allowed, placed, True)
         if reason:
             snap.revert(token)
-            return GangPlacement(
-                gang.name,
-                False,
-                required,
-                [],
-                f"gang {gang.name}: {len(placed)}/{required} required members fit; {reason}",
-            )
+            why = f"{len(placed)}/{required} required members fit; {reason}"
+            return GangPlacement(gang.name, False, required, [], f"gang {gang.name}: {why}", why)
         if opts.best_effort:
             extra = [r.count - w for r, w in zip(gang.roles, want, strict=True)]
             _place_members(snap, gang, extra, scorer, opts, allowed, placed, False)

@@ -30,7 +30,9 @@ __all__ = [
     "VOLCANO_SLA_WAITING_TIME",
     "YUNIKORN_APP_ID",
     "YUNIKORN_APP_ID_LABEL",
+    "YUNIKORN_POLICY",
     "YUNIKORN_QUEUE",
+    "YUNIKORN_QUEUE_LABEL",
     "YUNIKORN_TASK_GROUPS",
     "YUNIKORN_TASK_GROUP_NAME",
     "GangMembers",
@@ -57,7 +59,9 @@ COSCHED_POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 # YuniKorn.
 YUNIKORN_APP_ID_LABEL = "applicationId"
 YUNIKORN_APP_ID = "yunikorn.apache.org/app-id"
+YUNIKORN_QUEUE_LABEL = "queue"
 YUNIKORN_QUEUE = "yunikorn.apache.org/queue"
+YUNIKORN_POLICY = "yunikorn.apache.org/schedulingPolicyParameters"
 YUNIKORN_TASK_GROUP_NAME = "yunikorn.apache.org/task-group-name"
 YUNIKORN_TASK_GROUPS = "yunikorn.apache.org/task-groups"
 # Kueue pod groups.
@@ -114,7 +118,7 @@ def membership(pod: PodRecord) -> Membership | None:
     # A YuniKorn application is a gang only when it declares task groups.
     app = lab.get(YUNIKORN_APP_ID_LABEL) or a.get(YUNIKORN_APP_ID)
     if app and (a.get(YUNIKORN_TASK_GROUP_NAME) or a.get(YUNIKORN_TASK_GROUPS)):
-        queue = lab.get("queue") or a.get(YUNIKORN_QUEUE)
+        queue = lab.get(YUNIKORN_QUEUE_LABEL) or a.get(YUNIKORN_QUEUE)
         return Membership(app, "yunikorn", _yunikorn_min(a), queue, timeout)
     if name := a.get(ANNOTATION_GANG):
         return Membership(

@@ -302,7 +302,10 @@ def shape_from_pod(
         key, hit = None, None  # malformed: the full reading below names the problem
     if hit is not None:
         return hit
-    shape = _read_shape(spec, annotations, gpu_resources)
+    try:
+        shape = _read_shape(spec, annotations, gpu_resources)
+    except (AttributeError, TypeError) as e:
+        raise ShapeError(f"pod spec has a field of the wrong type ({e})") from None
     if key is not None:
         if len(_SHAPES) >= _SHAPES_MAX:
             _SHAPES.clear()

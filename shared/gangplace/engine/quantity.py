@@ -15,6 +15,7 @@ from functools import lru_cache
 
 __all__ = [
     "QuantityError",
+    "exact_quantity",
     "format_quantity",
     "parse_quantity",
     "to_int",
@@ -136,3 +137,20 @@ def format_quantity(resource: str, value: int) -> str:
                 return f"{value / factor:.1f}{suffix}"
         return str(value)
     return str(value)
+
+
+def exact_quantity(resource: str, value: int) -> str:
+    """An engine integer of ``resource`` as a quantity string that parses back to exactly
+    it (``24300m``, ``192Gi``, or plain bytes when no binary suffix divides evenly), for
+    objects the API stores, unlike :func:`format_quantity` which rounds for reading."""
+    unit = unit_of(resource)
+    if unit == "milli":
+        return str(value // 1000) if value % 1000 == 0 else f"{value}m"
+    if unit == "bytes" and value:
+        for suffix, factor in _BINARY_DESC:
+            if value % factor == 0:
+                return f"{value // factor}{suffix}"
+    return str(value)
+
+
+_BINARY_DESC = sorted(((k, v) for k, v in _BINARY.items()), key=lambda kv: -kv[1])
