@@ -30,8 +30,9 @@ class CliError(ValueError):
     """Bad command-line input; the message names the flag."""
 
 
-def progress_bar(label: str, stream: TextIO = sys.stderr) -> Callable[[int, int], None] | None:
-    """A one-line progress bar on ``stream`` -- only when it is a terminal."""
+def progress_bar(label: str, stream: TextIO | None = None) -> Callable[[int, int], None] | None:
+    """A one-line progress bar on ``stream`` (default stderr) -- only on a terminal."""
+    stream = stream or sys.stderr
     if not stream.isatty():
         return None
 
