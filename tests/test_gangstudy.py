@@ -22,9 +22,9 @@ TEMPLATES = [
 def test_jobs_from_multi_gpu_pods() -> None:
     jobs = jobs_from_pods([shape(16000, 4), shape(1000, 1), shape(1000, 1, 500)])
     assert len(jobs) == 1
-    assert jobs[0].size == 4
-    assert jobs[0].shape.gpu_count == 1
-    assert jobs[0].shape.request("cpu") == 4000
+    assert (jobs[0].size, jobs[0].shape.gpu_count) == (4, 4)
+    split = jobs_from_pods([shape(16000, 4)], split=True)[0]
+    assert (split.size, split.shape.gpu_count, split.shape.request("cpu")) == (4, 1, 4000)
     assert jobs_from_pods([shape(16000, 4)], size=6)[0].size == 6
 
 

@@ -189,7 +189,7 @@ def cmd_gangstudy(args: argparse.Namespace) -> int:
     trace_dir = _trace_dir(args.trace_dir)
     pods_path = pod_list_path(args.pods, trace_dir)
     pods = _load("--pods", lambda: load_pods(pods_path))
-    templates = jobs_from_pods([p.shape for p in pods], args.size)
+    templates = jobs_from_pods([p.shape for p in pods], args.size, args.split)
     if not templates:
         raise CliError(f"--pods {pods_path}: no multi-GPU pods to make jobs from")
     nodes_path = _nodes_path(args.nodes, trace_dir)
@@ -273,6 +273,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--pods", default="multigpu20", help="pod list whose multi-GPU pods make the jobs"
     )
     g.add_argument("--size", type=int, help="workers per job (default: the pod's GPU count)")
+    g.add_argument("--split", action="store_true", help="one-GPU workers (the pod split per GPU)")
     g.add_argument("--loads", default="50,60,70,80,85,90,95", help="offered loads, %% of GPUs")
     g.add_argument("--jobs", type=int, default=800, help="jobs per run (default: 800)")
     g.add_argument(

@@ -57,17 +57,22 @@ class JobTemplate:
         return self.shape.gpu_demand_milli * self.size
 
 
-def jobs_from_pods(shapes: Sequence[PodShape], size: int | None = None) -> list[JobTemplate]:
-    """Jobs from multi-GPU pods: a pod with k GPUs becomes a job of k one-GPU workers,
-    each with 1/k of its CPU and memory (rounded up); ``size`` fixes the worker count
-    instead (each worker still one GPU and the pod's per-GPU CPU and memory)."""
+def jobs_from_pods(
+    shapes: Sequence[PodShape], size: int | None = None, split: bool = False
+) -> list[JobTemplate]:
+    """Jobs from the trace's multi-GPU pods: a pod with k GPUs becomes a job of k
+    workers shaped like that pod (a data-parallel job whose every worker holds k
+    GPUs). ``size`` fixes the worker count instead; ``split`` makes each worker one GPU
+    with 1/k of the pod's CPU and memory (rounded up)."""
     out: list[JobTemplate] = []
     for s in shapes:
         if s.gpu_count < 2 or s.gpu_milli < 1000:
             continue
         k = s.gpu_count
-        req = {r: -(-v // k) for r, v in s.requests if r != "pods"}
-        worker = PodShape.of(req, gpus=1, gpu_models=s.gpu_models)
+        worker = s
+        if split:
+            req = {r: -(-v // k) for r, v in s.requests if r != "pods"}
+            worker = PodShape.of(req, gpus=1, gpu_models=s.gpu_models)
         out.append(JobTemplate(worker, size or k))
     return out
 
