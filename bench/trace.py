@@ -101,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--inflate", type=float, default=1.3)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="processes")
     ap.add_argument("--json", action="store_true", help="one JSON object instead of tables")
+    ap.add_argument("--json-out", help="also write the JSON object to this file")
     args = ap.parse_args(argv)
 
     trace_dir = Path(args.trace_dir) if args.trace_dir else find_trace_dir(Path(__file__).parent)
@@ -139,23 +140,22 @@ def main(argv: list[str] | None = None) -> int:
         p: round(statistics.mean(r["seconds"] for r in runs if r["policy"] == p), 2)
         for p in policies
     }
+    doc = {
+        "metric": "unallocated GPU % at the end (130% arrived), median over seeds",
+        "seeds": seeds,
+        "medians": medians,
+        "ranges": ranges,
+        "paper": {f"{p}/{t}": v for (p, t), v in PAPER.items()},
+        "seconds_per_run": secs,
+        "runs": len(runs),
+        "wall_seconds": round(wall, 1),
+        "workers": args.workers,
+        "all_runs": sorted(runs, key=lambda r: (r["trace"], r["policy"], r["seed"])),
+    }
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(doc))
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "metric": "unallocated GPU % at the end (130% arrived), median over seeds",
-                    "seeds": seeds,
-                    "medians": medians,
-                    "ranges": ranges,
-                    "paper": {f"{p}/{t}": v for (p, t), v in PAPER.items()},
-                    "seconds_per_run": secs,
-                    "runs": len(runs),
-                    "wall_seconds": round(wall, 1),
-                    "workers": args.workers,
-                    "all_runs": sorted(runs, key=lambda r: (r["trace"], r["policy"], r["seed"])),
-                }
-            )
-        )
+        print(json.dumps(doc))
         return 0
     print(
         f"Unallocated GPU % at {round(args.inflate * 100)}% arrived, median of "
