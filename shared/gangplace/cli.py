@@ -155,6 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--json", action="store_true", help="one JSON object instead of text")
     pl.set_defaults(func=cmd_place)
 
+    from .simulate_cli import add_commands
+
+    add_commands(sub)
     for add in EXTRA_COMMANDS:
         add(sub)
     return p

@@ -1,8 +1,10 @@
 """The fragmentation report that the CLI, the descheduler and kubectl-corral print.
 
-Per GPU model and for the cluster: GPUs, allocated, idle, fragmented (FGD's F(M)) and
-stranded (idle GPUs on nodes where no typical GPU task can start), and the largest gang
-of a few probe shapes that fits all-or-nothing right now.
+Per node, per GPU model and for the cluster: GPUs, allocated, idle, fragmented (FGD's
+F(M)) and stranded (idle GPUs on nodes where no typical GPU task can start -- for want
+of CPU, memory or whole devices), and the largest gang of a few probe shapes that fits
+all-or-nothing right now. :func:`compare_reports` sets two reports side by side (before
+and after a plan), per model and for the cluster.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import numpy as np
 
 from .feasibility import member_capacity
 from .fragmentation import TargetWorkload, node_fragmentation, node_satisfiable
+from .gang import Gang, GangOptions, place_gang
 from .model import PodShape
 from .snapshot import Snapshot
 
@@ -22,9 +25,12 @@ __all__ = [
     "FragmentationReport",
     "ModelRow",
     "NodeRow",
+    "ReportDelta",
+    "compare_reports",
     "fragmentation_report",
     "largest_gang",
     "render_comparison",
+    "render_nodes",
     "render_report",
 ]
 
@@ -53,6 +59,8 @@ class NodeRow:
     idle: float
     fragmented: float
     free_cpu: int
+    stranded: float = 0.0
+    free_memory: int = 0
 
 
 @dataclass(slots=True)
@@ -61,24 +69,47 @@ class FragmentationReport:
     total: ModelRow
     largest: list[tuple[str, int]] = field(default_factory=list)
     worst_nodes: list[NodeRow] = field(default_factory=list)
+    nodes: list[NodeRow] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, with_nodes: bool = False) -> dict[str, Any]:
         row = {**asdict(self.total), "frag_rate_pct": round(self.total.frag_rate, 2)}
-        return {
+        out: dict[str, Any] = {
             "total": row,
             "models": [{**asdict(m), "frag_rate_pct": round(m.frag_rate, 2)} for m in self.models],
             "largest_gang": [{"shape": s, "pods": n} for s, n in self.largest],
             "worst_nodes": [asdict(n) for n in self.worst_nodes],
         }
+        if with_nodes:
+            out["nodes"] = [asdict(n) for n in self.nodes]
+        return out
 
 
 def largest_gang(snap: Snapshot, shape: PodShape) -> int:
-    """How many pods of ``shape`` fit all-or-nothing right now.
+    """How many pods of ``shape`` fit all-or-nothing right now, by the engine's own
+    gang placement (a dry run: the snapshot is left as it was).
 
-    Pods of one shape on different nodes never compete, so the greedy gang placement
-    reaches exactly the sum of per-node capacities; we count that directly.
+    Pods of one shape on different nodes never compete, so the sum of per-node
+    capacities bounds the answer; the gang placement confirms it (and if it ever fell
+    short, the largest size it does place is found by bisection).
     """
-    return int(member_capacity(snap, shape).sum())
+    bound = int(member_capacity(snap, shape).sum())
+    if bound == 0:
+        return 0
+
+    def fits(n: int) -> bool:
+        gang = Gang.uniform("probe", shape, n)
+        return place_gang(snap, gang, options=GangOptions(dry_run=True, best_effort=False)).ok
+
+    if fits(bound):
+        return bound
+    lo, hi = 0, bound  # fits(lo), not fits(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def fragmentation_report(
@@ -87,6 +118,7 @@ def fragmentation_report(
     probes: Sequence[PodShape] = (),
     worst: int = 5,
 ) -> FragmentationReport:
+    """Per node, per GPU model and cluster figures, in GPUs."""
     gpu_nodes = np.flatnonzero(snap.gpu_total > 0)
     frag = node_fragmentation(snap, workload, gpu_nodes) / 1000.0
     idle = snap.gpu_free_total(gpu_nodes) / 1000.0
@@ -109,21 +141,54 @@ def fragmentation_report(
     rows = [row(m or "(unlabelled)", models == i) for i, m in enumerate(snap.gpu_models)]
     total = row("all", np.ones(gpu_nodes.size, dtype=bool))
     cpu_j = snap.res_index["cpu"]
-    order = np.argsort(-frag, kind="stable")[:worst]
-    worst_nodes = [
-        NodeRow(
-            node=snap.node_names[int(gpu_nodes[i])],
-            model=snap.nodes[int(gpu_nodes[i])].gpu_model,
+    mem_j = snap.res_index.get("memory")
+
+    def node_row(i: int) -> NodeRow:
+        n = int(gpu_nodes[i])
+        return NodeRow(
+            node=snap.node_names[n],
+            model=snap.nodes[n].gpu_model,
             gpus=int(total_gpus[i]),
             idle=round(float(idle[i]), 3),
             fragmented=round(float(frag[i]), 3),
-            free_cpu=int(snap.alloc[gpu_nodes[i], cpu_j] - snap.used[gpu_nodes[i], cpu_j]),
+            free_cpu=int(snap.alloc[n, cpu_j] - snap.used[n, cpu_j]),
+            stranded=round(float(stranded[i]), 3),
+            free_memory=int(snap.alloc[n, mem_j] - snap.used[n, mem_j]) if mem_j is not None else 0,
         )
-        for i in order
-        if frag[i] > 0
-    ]
+
+    all_nodes = [node_row(i) for i in range(gpu_nodes.size)]
+    order = np.argsort(-frag, kind="stable")[:worst]
+    worst_nodes = [all_nodes[int(i)] for i in order if frag[i] > 0]
     largest = [(p.describe(), largest_gang(snap, p)) for p in probes]
-    return FragmentationReport(rows, total, largest, worst_nodes)
+    return FragmentationReport(rows, total, largest, worst_nodes, all_nodes)
+
+
+@dataclass(frozen=True, slots=True)
+class ReportDelta:
+    """One model (or the cluster, ``model == "all"``) before and after a plan."""
+
+    model: str
+    before: ModelRow
+    after: ModelRow
+
+    @property
+    def freed_fragment(self) -> float:
+        return round(self.before.fragmented - self.after.fragmented, 3)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "before": {**asdict(self.before), "frag_rate_pct": round(self.before.frag_rate, 2)},
+            "after": {**asdict(self.after), "frag_rate_pct": round(self.after.frag_rate, 2)},
+        }
+
+
+def compare_reports(before: FragmentationReport, after: FragmentationReport) -> list[ReportDelta]:
+    """Per-model rows (then the cluster row) of two reports of the same cluster."""
+    after_by = {m.model: m for m in after.models}
+    out = [ReportDelta(m.model, m, after_by[m.model]) for m in before.models if m.model in after_by]
+    out.append(ReportDelta("all", before.total, after.total))
+    return out
 
 
 def _fmt(x: float) -> str:
@@ -156,17 +221,43 @@ def render_report(rep: FragmentationReport, title: str = "GPU fragmentation") ->
     return "\n".join(lines)
 
 
+def render_nodes(rep: FragmentationReport, limit: int | None = None) -> str:
+    """One line per GPU node, most fragmented first."""
+    rows = sorted(rep.nodes, key=lambda n: (-n.fragmented, n.node))[:limit]
+    head = f"{'node':<28}{'model':<10}{'GPUs':>5}{'idle':>8}{'frag':>8}"
+    head += f"{'stranded':>10}{'free cpu':>10}"
+    lines = [head, "-" * len(head)]
+    lines.extend(
+        f"{n.node:<28}{n.model:<10}{n.gpus:>5}{_fmt(n.idle):>8}{_fmt(n.fragmented):>8}"
+        f"{_fmt(n.stranded):>10}{n.free_cpu / 1000:>10g}"
+        for n in rows
+    )
+    return "\n".join(lines)
+
+
 def render_comparison(before: FragmentationReport, after: FragmentationReport) -> str:
-    """Cluster figures before and after a plan, side by side."""
+    """Before and after a plan, side by side: the cluster, then each GPU model."""
     b, a = before.total, after.total
-    lines = [f"{'':<22}{'before':>10}{'after':>10}"]
+    lines = [f"{'':<22}{'before':>10}{'after':>10}{'change':>10}"]
     for label, x, y in (
         ("idle GPUs", b.idle, a.idle),
         ("fragmented GPUs", b.fragmented, a.fragmented),
         ("stranded GPUs", b.stranded, a.stranded),
         ("fragmentation rate %", b.frag_rate, a.frag_rate),
     ):
-        lines.append(f"{label:<22}{_fmt(x):>10}{_fmt(y):>10}")
+        lines.append(f"{label:<22}{_fmt(x):>10}{_fmt(y):>10}{_fmt(y - x):>10}")
     for (shape, n0), (_, n1) in zip(before.largest, after.largest, strict=False):
-        lines.append(f"{'largest gang ' + shape:<22}{n0:>10}{n1:>10}")
+        lines.append(f"{'largest gang ' + shape:<22}{n0:>10}{n1:>10}{n1 - n0:>10}")
+    deltas = [d for d in compare_reports(before, after) if d.model != "all"]
+    if deltas:
+        lines.append("")
+        lines.append(
+            f"{'GPU model':<14}{'fragmented before':>19}{'after':>8}"
+            f"{'stranded before':>17}{'after':>8}"
+        )
+        lines.extend(
+            f"{d.model:<14}{_fmt(d.before.fragmented):>19}{_fmt(d.after.fragmented):>8}"
+            f"{_fmt(d.before.stranded):>17}{_fmt(d.after.stranded):>8}"
+            for d in deltas
+        )
     return "\n".join(lines)

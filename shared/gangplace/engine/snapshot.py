@@ -290,6 +290,11 @@ class Snapshot:
         self._journal: list[_Entry] = []
         # (journal length, pod count) when each open fork began.
         self._savepoints: list[tuple[int, int]] = []
+        # Bumped on every change to a node (and on its undo), so a scorer can cache a
+        # node's score and recompute it only when the node changed.
+        self.node_version: IntArray = np.zeros(n_nodes, dtype=np.int64)
+        # Slots of the pods bound to each node (insertion-ordered).
+        self._on_node: list[dict[int, None]] = [{} for _ in range(n_nodes)]
 
         self.pods: list[PodRecord] = []
         self.pending: list[PodRecord] = []
@@ -341,6 +346,7 @@ class Snapshot:
             rows.append(node)
             vecs.append(vec)
             p.node = node
+            self._on_node[node][p.slot] = None
             if p.shape.is_gpu:
                 p.gpus = self._existing_gpus(p, node)
         if rows:
@@ -433,6 +439,10 @@ class Snapshot:
         out: IntArray = np.where(free > 0, free, 0).sum(axis=1)
         return out
 
+    def pods_on(self, node: int) -> list[PodRecord]:
+        """The pods bound to ``node`` (those placed with a :class:`PodRecord`)."""
+        return [self.pods[i] for i in self._on_node[node]]
+
     def pods_by_node(self) -> list[list[PodRecord]]:
         out: list[list[PodRecord]] = [[] for _ in range(self.n_nodes)]
         for p in self.pods:
@@ -483,12 +493,15 @@ class Snapshot:
         self.used[node] += sign * vec
         for g in gpus:
             self.gpu_free[node, g] -= sign * shape.gpu_milli
+        self.node_version[node] += 1
         if pod_i >= 0:
             p = self.pods[pod_i]
             if sign > 0:
                 p.node, p.gpus = node, gpus
+                self._on_node[node][pod_i] = None
             else:
                 p.node, p.gpus = -1, ()
+                self._on_node[node].pop(pod_i, None)
         if self._savepoints:
             self._journal.append((sign, node, shape, gpus, pod_i))
 
@@ -510,12 +523,15 @@ class Snapshot:
             self.used[node] -= sign * vec
             for g in gpus:
                 self.gpu_free[node, g] += sign * shape.gpu_milli
+            self.node_version[node] += 1
             if pod_i >= 0:
                 p = self.pods[pod_i]
                 if sign > 0:
                     p.node, p.gpus = -1, ()
+                    self._on_node[node].pop(pod_i, None)
                 else:
                     p.node, p.gpus = node, gpus
+                    self._on_node[node][pod_i] = None
         for p in self.pods[n_pods:]:
             p.slot = -1
         del self.pods[n_pods:]

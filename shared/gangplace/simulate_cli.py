@@ -1,0 +1,283 @@
+"""``gangplace simulate`` (trace replay as in the FGD paper) and ``gangplace gangstudy``
+(pod-by-pod versus all-or-nothing placement of multi-pod jobs)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO, TypeVar
+
+from .engine import Snapshot
+from .engine.arrivals import TracePod, paper_arrivals
+from .engine.fragmentation import TargetWorkload
+from .engine.gangstudy import MODES, LoadResult, jobs_from_pods, run_study
+from .engine.policies import POLICIES, PolicyContext, make_policy
+from .engine.replay import ReplayResult, replay
+from .snapshot_io import load_snapshot
+from .trace import GPU_NODE_FILE, TraceError, find_trace_dir, load_nodes, load_pods, pod_list_path
+
+__all__ = ["add_commands", "progress_bar", "run_trace"]
+
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+T = TypeVar("T")
+
+
+class CliError(ValueError):
+    """Bad command-line input; the message names the flag."""
+
+
+def progress_bar(label: str, stream: TextIO | None = None) -> Callable[[int, int], None] | None:
+    """A one-line progress bar on ``stream`` (default stderr) -- only on a terminal."""
+    stream = stream or sys.stderr
+    if not stream.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        width = 30
+        filled = width * done // max(total, 1)
+        end = "\n" if done >= total else ""
+        stream.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}{end}")
+        stream.flush()
+
+    return show
+
+
+def _trace_dir(arg: str | None) -> Path | None:
+    if arg is None:
+        return find_trace_dir()
+    p = Path(arg)
+    if not p.is_dir():
+        raise CliError(f"--trace-dir {arg}: not a directory")
+    return p
+
+
+def _nodes_path(arg: str | None, trace_dir: Path | None) -> Path:
+    if arg is not None:
+        return Path(arg)
+    if trace_dir is None:
+        raise CliError("--nodes: no node list given and no trace folder found (set --trace-dir)")
+    return trace_dir / GPU_NODE_FILE
+
+
+def _load(flag: str, fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except (TraceError, ValueError) as e:
+        raise CliError(f"{flag}: {e}") from None
+
+
+def run_trace(
+    nodes_or_snapshot: Path | Snapshot,
+    pods: list[TracePod],
+    policy: str,
+    seed: int,
+    inflate: float = 1.3,
+    progress: Callable[[int, int], None] | None = None,
+) -> ReplayResult:
+    """One replay as the paper runs it: arrivals and node ranks for ``seed``, M from the
+    original pod list, then the policy."""
+    snap = (
+        nodes_or_snapshot
+        if isinstance(nodes_or_snapshot, Snapshot)
+        else Snapshot(load_nodes(nodes_or_snapshot))
+    )
+    capacity = int(snap.gpu_total.sum()) * 1000
+    if capacity == 0:
+        raise CliError("the cluster has no GPU nodes")
+    arr = paper_arrivals(pods, snap.n_nodes, capacity, seed, inflate)
+    snap.node_rank = arr.node_rank
+    workload = TargetWorkload.from_shapes([p.shape for p in pods])
+    scorer = make_policy(policy, PolicyContext(workload, arr.rng))
+    return replay(snap, arr.pods, scorer, workload, progress=progress)
+
+
+def _print_curve(res: ReplayResult, every: int) -> None:
+    head = (
+        f"{'arrived %':>10}{'allocated %':>13}{'unallocated %':>15}"
+        f"{'fragmented %':>14}{'frag rate %':>13}"
+    )
+    print(head)
+    last = res.curve[-1]
+    for p in res.curve:
+        if p.arrived_pct % every == 0 or p is last:
+            print(
+                f"{p.arrived_pct:>10}{p.allocated_gpu_pct:>13.2f}{p.unallocated_gpu_pct:>15.2f}"
+                f"{p.fragmented_gpu_pct:>14.2f}{p.frag_rate_pct:>13.2f}"
+            )
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    if args.inflate <= 0 or args.inflate > 10:
+        raise CliError(f"--inflate {args.inflate}: must be in (0, 10]")
+    if args.every < 1:
+        raise CliError(f"--every {args.every}: must be >= 1")
+    if args.policy not in POLICIES:
+        raise CliError(f"--policy {args.policy}: unknown; choose from {', '.join(POLICIES)}")
+    trace_dir = _trace_dir(args.trace_dir)
+    pods_path = pod_list_path(args.pods, trace_dir)
+    pods = _load("--pods", lambda: load_pods(pods_path))
+    if args.snapshot:
+        cluster = _load("--snapshot", lambda: load_snapshot(args.snapshot))
+    else:
+        nodes_path = _nodes_path(args.nodes, trace_dir)
+        cluster = _load("--nodes", lambda: Snapshot(load_nodes(nodes_path)))
+    bar = None if args.json else progress_bar(f"{args.policy} seed {args.seed}")
+    res = run_trace(cluster, pods, args.policy, args.seed, args.inflate, bar)
+    if args.json:
+        out = {"trace": str(pods_path), "seed": args.seed, "inflate": args.inflate}
+        out.update(res.to_dict())
+        print(json.dumps(out))
+        return EXIT_OK
+    print(f"policy {res.policy}, seed {args.seed}, pods {pods_path.name}: {res.pods} arrivals")
+    _print_curve(res, args.every)
+    f = res.final
+    print(
+        f"at {f.arrived_pct}% arrived: allocated {f.allocated_gpu_pct:.2f}%, unallocated "
+        f"{f.unallocated_gpu_pct:.2f}%, fragmented {f.fragmented_gpu_pct:.2f}%, frag rate "
+        f"{f.frag_rate_pct:.2f}%; {res.pods_unallocated} pods unallocated; {res.seconds:.1f} s"
+    )
+    return EXIT_OK
+
+
+def _loads(text: str) -> list[float]:
+    try:
+        vals = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise CliError(f"--loads {text!r}: expected comma-separated percentages") from None
+    if not vals or any(not 0 < v <= 200 for v in vals):
+        raise CliError(f"--loads {text!r}: each load must be in (0, 200] percent")
+    return [v / 100.0 for v in vals]
+
+
+def render_study(results: list[LoadResult]) -> str:
+    """Both modes side by side, one row per load."""
+    by = {(r.load_pct, r.mode): r for r in results}
+    loads = sorted({r.load_pct for r in results})
+    cols = ("started", "stuck", "partial GPU %", "busy GPU %", "mean wait")
+    head1 = f"{'':>6} | " + " | ".join(f"{m:^62}" for m in MODES)
+    head2 = f"{'load':>6} | " + " | ".join(
+        f"{cols[0]:>10}{cols[1]:>8}{cols[2]:>15}{cols[3]:>13}{cols[4]:>16}" for _ in MODES
+    )
+    lines = [head1, head2, "-" * len(head2)]
+    for x in loads:
+        cells = []
+        for m in MODES:
+            r = by[(x, m)]
+            cells.append(
+                f"{r.started:>5}/{r.jobs:<4}{r.stuck_partial:>8}{r.partial_gpu_pct:>15.2f}"
+                f"{r.busy_gpu_pct:>13.2f}{r.mean_wait:>16.3f}"
+            )
+        lines.append(f"{x:>5}% | " + " | ".join(cells))
+    return "\n".join(lines)
+
+
+def cmd_gangstudy(args: argparse.Namespace) -> int:
+    loads = _loads(args.loads)
+    if args.jobs < 1:
+        raise CliError(f"--jobs {args.jobs}: must be >= 1")
+    if args.size is not None and args.size < 1:
+        raise CliError(f"--size {args.size}: must be >= 1")
+    if args.policy not in POLICIES or args.policy in ("fgd", "corral", "random"):
+        raise CliError(
+            f"--policy {args.policy}: choose one of binpack, spread, dotprod, gpupacking, "
+            "bestfit, gpuclustering"
+        )
+    trace_dir = _trace_dir(args.trace_dir)
+    pods_path = pod_list_path(args.pods, trace_dir)
+    pods = _load("--pods", lambda: load_pods(pods_path))
+    templates = jobs_from_pods([p.shape for p in pods], args.size, args.split)
+    if not templates:
+        raise CliError(f"--pods {pods_path}: no multi-GPU pods to make jobs from")
+    nodes_path = _nodes_path(args.nodes, trace_dir)
+    nodes = _load("--nodes", lambda: load_nodes(nodes_path))
+    if args.cluster_nodes < 1:
+        raise CliError(f"--cluster-nodes {args.cluster_nodes}: must be >= 1")
+    sample = (
+        random.Random(args.seed).sample(nodes, args.cluster_nodes)
+        if args.cluster_nodes < len(nodes)
+        else nodes
+    )
+    ctx = PolicyContext(TargetWorkload((), ()))
+    results = run_study(
+        lambda: Snapshot(sample),
+        templates,
+        loads,
+        scorer_factory=lambda: make_policy(args.policy, ctx),
+        jobs=args.jobs,
+        seed=args.seed,
+        progress=None if args.json else progress_bar("gang study"),
+    )
+    if args.json:
+        print(json.dumps({"results": [r.to_dict() for r in results]}))
+        return EXIT_OK
+    gpus = sum(n.gpu_count for n in sample)
+    print(
+        f"{len(sample)} nodes ({gpus} GPUs), {args.jobs} jobs per run from {pods_path.name} "
+        f"({len(templates)} multi-GPU shapes), policy {args.policy}; wait in mean job lengths"
+    )
+    print(render_study(results))
+    return EXIT_OK
+
+
+def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return fn(args)
+        except CliError as e:
+            print(f"gangplace {args.command}: {e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+
+    return run
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``simulate`` and ``gangstudy`` on the gangplace parser."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--trace-dir",
+        help="folder of the Alibaba v2023 CSVs (default: $CORRAL_TRACE_DIR or "
+        "shared/data/alibaba-gpu-v2023 found upward from here)",
+    )
+    common.add_argument("--nodes", help="node list CSV (default: the trace's GPU node list)")
+    common.add_argument("--seed", type=int, default=42, help="random seed (default: 42)")
+    common.add_argument("--json", action="store_true", help="one JSON object instead of text")
+
+    s = sub.add_parser(
+        "simulate", parents=[common], help="replay a pod trace with a policy (FGD paper method)"
+    )
+    s.add_argument(
+        "--pods", default="default", help="pod list CSV, or a name in the trace folder (default)"
+    )
+    s.add_argument(
+        "--snapshot", help="a kubectl List JSON to use as the cluster instead of --nodes"
+    )
+    s.add_argument(
+        "--policy", default="corral", help=f"one of {', '.join(POLICIES)} (default: corral)"
+    )
+    s.add_argument(
+        "--inflate", type=float, default=1.3, help="replay until GPU demand is this x capacity"
+    )
+    s.add_argument("--every", type=int, default=10, help="print a row every N %% arrived")
+    s.set_defaults(func=_guard(cmd_simulate))
+
+    g = sub.add_parser(
+        "gangstudy",
+        parents=[common],
+        help="multi-pod jobs: pod-by-pod vs all-or-nothing placement, by load",
+    )
+    g.add_argument(
+        "--pods", default="multigpu20", help="pod list whose multi-GPU pods make the jobs"
+    )
+    g.add_argument("--size", type=int, help="workers per job (default: the pod's GPU count)")
+    g.add_argument("--split", action="store_true", help="one-GPU workers (the pod split per GPU)")
+    g.add_argument("--loads", default="50,60,70,80,85,90,95", help="offered loads, %% of GPUs")
+    g.add_argument("--jobs", type=int, default=800, help="jobs per run (default: 800)")
+    g.add_argument(
+        "--cluster-nodes", type=int, default=120, help="nodes sampled from the node list"
+    )
+    g.add_argument("--policy", default="binpack", help="node scorer for both modes")
+    g.set_defaults(func=_guard(cmd_gangstudy))

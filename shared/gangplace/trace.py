@@ -1,0 +1,156 @@
+"""Reading the Alibaba GPU cluster trace (v2023, the FGD paper's "openb") from CSV.
+
+Node lists: ``sn, cpu_milli, memory_mib, gpu, model``. Pod lists: ``name, cpu_milli,
+memory_mib, num_gpu, gpu_milli[, gpu_spec, ...]``. Units as the trace's README gives
+them; memory becomes bytes. Pods are read as the paper's converter reads them: a pod
+with ``num_gpu`` 0 is CPU-only, ``gpu_milli`` is clamped to 0..1000, ``gpu_spec`` lists
+allowed models joined by ``|``. Errors name the file and line.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from .engine import NodeRecord, PodShape
+from .engine.arrivals import TracePod
+
+__all__ = [
+    "DEFAULT_TRACE_DIR",
+    "GPU_NODE_FILE",
+    "TraceError",
+    "find_trace_dir",
+    "load_nodes",
+    "load_pods",
+    "pod_list_path",
+    "trace_names",
+]
+
+GPU_NODE_FILE = "openb_node_list_gpu_node.csv"
+POD_PREFIX = "openb_pod_list_"
+MIB = 1 << 20
+PODS_PER_NODE = 1001  # the paper's node limit; it never binds
+DEFAULT_TRACE_DIR = Path("shared/data/alibaba-gpu-v2023")
+
+
+class TraceError(ValueError):
+    """A trace file that cannot be read; the message names the file (and line)."""
+
+
+def find_trace_dir(start: Path | None = None) -> Path | None:
+    """``$CORRAL_TRACE_DIR``, else ``shared/data/alibaba-gpu-v2023`` in the current
+    directory or any parent (the project's checkout sits beside ``shared/``)."""
+    env = os.environ.get("CORRAL_TRACE_DIR")
+    if env:
+        return Path(env)
+    here = (start or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        for cand in (d / DEFAULT_TRACE_DIR, d.parent / DEFAULT_TRACE_DIR):
+            if (cand / GPU_NODE_FILE).is_file():
+                return cand
+    return None
+
+
+def trace_names(trace_dir: Path) -> list[str]:
+    """The pod lists in ``trace_dir`` by short name (``default``, ``cpu050``, ...)."""
+    return sorted(
+        p.name[len(POD_PREFIX) : -len(".csv")] for p in trace_dir.glob(f"{POD_PREFIX}*.csv")
+    )
+
+
+def pod_list_path(name_or_path: str, trace_dir: Path | None) -> Path:
+    """A pod list given as a path, or by short name inside ``trace_dir``."""
+    p = Path(name_or_path)
+    if p.suffix == ".csv" or p.exists():
+        return p
+    if trace_dir is None:
+        raise TraceError(f"pod list {name_or_path!r}: no trace folder to look in (use a path)")
+    return trace_dir / f"{POD_PREFIX}{name_or_path}.csv"
+
+
+def _rows(path: Path, needed: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
+    try:
+        f = path.open(newline="")
+    except OSError as e:
+        raise TraceError(f"{path}: {e.strerror or e}") from None
+    with f:
+        reader = csv.DictReader(f)
+        missing = [c for c in needed if c not in (reader.fieldnames or ())]
+        if missing:
+            raise TraceError(f"{path}: missing column(s) {', '.join(missing)}")
+        for row in reader:
+            yield reader.line_num, row
+
+
+def _int(path: Path, line: int, row: dict[str, str], col: str) -> int:
+    raw = (row.get(col) or "").strip()
+    try:
+        return int(raw)
+    except ValueError:
+        try:
+            f = float(raw)
+        except ValueError:
+            raise TraceError(f"{path}:{line}: {col}={raw!r} is not a number") from None
+        if f != int(f):
+            raise TraceError(f"{path}:{line}: {col}={raw!r} is not a whole number") from None
+        return int(f)
+
+
+def load_nodes(path: str | Path) -> list[NodeRecord]:
+    """Nodes of a node list; GPU nodes expose ``nvidia.com/gpu`` with their model."""
+    path = Path(path)
+    out: list[NodeRecord] = []
+    seen: set[str] = set()
+    for line, row in _rows(path, ("sn", "cpu_milli", "memory_mib", "gpu")):
+        name = (row.get("sn") or "").strip()
+        if not name:
+            raise TraceError(f"{path}:{line}: empty node name (sn)")
+        if name in seen:
+            raise TraceError(f"{path}:{line}: node {name} listed twice")
+        seen.add(name)
+        cpu, mem, gpus = (_int(path, line, row, c) for c in ("cpu_milli", "memory_mib", "gpu"))
+        if cpu < 0 or mem < 0 or gpus < 0:
+            raise TraceError(f"{path}:{line}: negative capacity on node {name}")
+        model = (row.get("model") or "").strip()
+        out.append(
+            NodeRecord(
+                name=name,
+                allocatable={"cpu": cpu, "memory": mem * MIB, "pods": PODS_PER_NODE},
+                labels={"corral.dev/gpu-model": model} if model else {},
+                gpu_resource="nvidia.com/gpu" if gpus else None,
+                gpu_count=gpus,
+                gpu_model=model if gpus else "",
+            )
+        )
+    if not out:
+        raise TraceError(f"{path}: no nodes")
+    return out
+
+
+def load_pods(path: str | Path) -> list[TracePod]:
+    """Pods of a pod list, equal shapes shared (interned)."""
+    path = Path(path)
+    shapes: dict[PodShape, PodShape] = {}
+    out: list[TracePod] = []
+    for line, row in _rows(path, ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")):
+        name = (row.get("name") or "").strip()
+        if not name:
+            raise TraceError(f"{path}:{line}: empty pod name")
+        cpu, mem, k = (_int(path, line, row, c) for c in ("cpu_milli", "memory_mib", "num_gpu"))
+        if cpu < 0 or mem < 0 or k < 0:
+            raise TraceError(f"{path}:{line}: negative request in pod {name}")
+        d = min(max(_int(path, line, row, "gpu_milli"), 0), 1000) if k else 0
+        if d == 0:
+            k = 0
+        if k > 1 and d < 1000:
+            raise TraceError(f"{path}:{line}: pod {name} shares a GPU ({d}m) but asks for {k}")
+        models = tuple(m for m in (row.get("gpu_spec") or "").strip().split("|") if m) if k else ()
+        shape = PodShape.of(
+            {"cpu": cpu, "memory": mem * MIB}, gpus=k, gpu_milli=d or None, gpu_models=models
+        )
+        out.append(TracePod(name, shapes.setdefault(shape, shape)))
+    if not out:
+        raise TraceError(f"{path}: no pods")
+    return out
