@@ -12,9 +12,9 @@ from typing import Any
 from gangplace.engine import EngineConfig, Queue
 from gangplace.engine.gangs import ANNOTATION_GANG_TIMEOUT, VOLCANO_SLA_WAITING_TIME
 from gangplace.engine.resources import ResourceError, parse_resource_list
+from gangplace.engine.selectors import LabelSelector, SelectorError
 
 from ..timeparse import TimeFormatError, parse_duration, parse_time
-from .selectors import LabelSelector, SelectorError
 
 __all__ = [
     "ANNOTATION_LAST_MOVED",
