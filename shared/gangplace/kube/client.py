@@ -11,7 +11,7 @@ resourceVersion, bookmarks and 410 handling instead of having them hidden from i
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -211,7 +211,7 @@ class KubeClient:
         field_selector: str | None = None,
         timeout_seconds: int = 300,
         bookmarks: bool = True,
-    ) -> AsyncIterator[Json]:
+    ) -> AsyncGenerator[Json, None]:
         """The watch events after ``resource_version``, as parsed JSON, until the server
         ends the stream. An ERROR event is yielded like any other: the caller decides
         (a 410 means relist)."""
@@ -282,6 +282,23 @@ class KubeClient:
         the object changed since)."""
         check_call("update", resource)
         return await self.request("PUT", resource.path(namespace, name), (), dict(body))
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        body: Any,
+        *,
+        namespace: str | None = None,
+        content_type: str = "application/json-patch+json",
+    ) -> Json:
+        """PATCH: an RFC 6902 JSON patch (a list of operations; a failed ``test`` is a
+        422 and changes nothing) or, with ``content_type="application/merge-patch+json"``,
+        a merge patch."""
+        check_call("patch", resource)
+        return await self.request(
+            "PATCH", resource.path(namespace, name), (), body, content_type=content_type
+        )
 
     async def evict(
         self, namespace: str, name: str, *, uid: str = "", dry_run: bool = False
