@@ -121,8 +121,13 @@ def test_bad_config_and_now_exit_2(capsys: pytest.CaptureFixture[str], tmp_path:
 
 
 def test_run_surface(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, _, err = run(capsys, "run", "--once", "--dry-run")
-    assert code == 2 and "requires the Kubernetes layer" in err
+    missing = str(tmp_path / "no-such-kubeconfig")
+    code, _, err = run(capsys, "run", "--once", "--dry-run", "--kubeconfig", missing)
+    assert code == 2 and "--kubeconfig" in err and "no such file" in err
+    code, _, err = run(capsys, "run")
+    assert code == 2 and "--once" in err and "--interval" in err
+    code, _, err = run(capsys, "run", "--interval", "1m", "--renew-deadline", "20")
+    assert code == 2 and "--renew-deadline" in err
     code, _, err = run(capsys, "run", "--interval", "soon")
     assert code == 2 and "--interval" in err
     cfg = tmp_path / "c.yaml"
