@@ -113,6 +113,8 @@ def _kube_runner(args: argparse.Namespace, config: DeschedulerConfig) -> int:
         sync_timeout=args.sync_timeout,
         output=args.output,
     )
+    if opts.lease_duration < 1:
+        raise ConfigError(f"--lease-duration: at least 1 second, got {opts.lease_duration:g}")
     if not 0 < opts.retry_period < opts.renew_deadline < opts.lease_duration:
         raise ConfigError(
             "need 0 < --retry-period < --renew-deadline < --lease-duration, got "

@@ -39,6 +39,7 @@ from gangplace.engine.gangs import membership
 from gangplace.engine.snapshot import PodRecord
 from gangplace.kube import (
     REQUEST_ERRORS,
+    TRANSIENT_ERRORS,
     ApiError,
     Budget,
     ClusterCache,
@@ -159,13 +160,17 @@ class ClusterView:
         return lambda o: o
 
     async def _installed(self, resource: Resource) -> bool:
-        """Whether an optional API (a CRD) is served: a one-item list, 404 when not."""
+        """Whether an optional API (a CRD) is served: a one-item list, 404 when not. Any
+        other failure counts as served: its informer retries, and says why if it never
+        syncs."""
         try:
             await self.client.list(resource, limit=1)
         except ApiError as e:
             if e.status == 404:
                 return False
-            raise
+            log.warning("probing %s: %s", resource, e)
+        except TRANSIENT_ERRORS as e:
+            log.warning("probing %s: %s: %s", resource, type(e).__name__, e)
         return True
 
     async def start(self) -> None:

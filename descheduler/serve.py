@@ -28,14 +28,14 @@ import socket
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
 import orjson
 from aiohttp import web
-from gangplace.kube import KubeClient, LeaderElector, new_client
+from gangplace.kube import REQUEST_ERRORS, KubeClient, LeaderElector, new_client
 from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
@@ -273,19 +273,14 @@ class _Process:
             nonlocal result
             result = await run_once(self.kio.io(), self.config, dry_run=self.dry_run)
 
-        if self.elector is None:
-            await work()
-        else:
-            wait = 2 * self.opts.lease_duration
-            try:
-                async with asyncio.timeout(wait):
-                    await self.elector.run(work, once=True)
-            except TimeoutError:
-                log.info(
-                    "another replica holds the Lease; nothing done",
-                    extra={"fields": {"leader": self.elector.leader, "waited_seconds": wait}},
-                )
+        try:
+            if self.elector is None:
+                await work()
+            elif not await self._lead_once(work):
                 return EXIT_OK
+        except REQUEST_ERRORS as e:
+            log.error("run failed: the API server", extra={"fields": {"error": str(e)}})
+            return EXIT_FAILED
         assert result is not None
         self.on_result(result)
         if self.opts.output == "json":
@@ -295,6 +290,30 @@ class _Process:
             self.out.write(render_run(result, "the cluster") + "\n")
         self.out.flush()
         return result.exit_code
+
+    async def _lead_once(self, work: Callable[[], Awaitable[None]]) -> bool:
+        """Run ``work`` once under the Lease; False (nothing done) when another replica
+        holds it for longer than two lease durations. Only the campaign is timed: a run
+        that has begun is never cut short."""
+        assert self.elector is not None
+        elector = self.elector
+        task = asyncio.create_task(elector.run(work, once=True))
+        wait = 2 * self.opts.lease_duration
+        loop = asyncio.get_running_loop()
+        end = loop.time() + wait
+        while elector.terms == 0 and not task.done() and loop.time() < end:
+            await asyncio.sleep(min(self.opts.retry_period / 2, 0.1))
+        if elector.terms == 0 and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            log.info(
+                "another replica holds the Lease; nothing done",
+                extra={"fields": {"leader": elector.leader, "waited_seconds": wait}},
+            )
+            return False
+        await task
+        return True
 
     async def _work(self) -> None:
         log.info("leading: runs start", extra={"fields": {"identity": self.identity}})
