@@ -39,7 +39,7 @@ SAMPLES = {
     "trace": "sample-trace.json",
     "small": "sample-fragmented.json",
 }
-SAMPLE = SAMPLES["small"]
+SAMPLE = SAMPLES["trace"]
 # A dump may say when it was taken; plans on it are then reproducible without --now.
 SNAPSHOT_TIME = "corral.dev/snapshot-time"
 
