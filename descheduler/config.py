@@ -200,11 +200,12 @@ class RunnerConfig(_Section):
 
     interval: Duration = Field(default=600.0, gt=0, description="time between runs (--interval)")
     dry_run: bool = Field(default=False, description="plan and report, evict nothing")
-    require_pending_pods: bool = Field(
+    only_schedulable_gangs: bool = Field(
         default=True,
-        description="evict for a waiting gang only while its pods exist and are pending, so "
-        "the scheduler sees the gang and the room at once (a gang known only by its "
-        "PodGroup is planned for, not acted on)",
+        description="evict for a waiting gang only when the scheduler can place it now: its "
+        "pods exist and are pending, and a Volcano PodGroup is Inqueue (Volcano places only "
+        "enqueued gangs); otherwise the room would go to other pods. A gang known only by "
+        "its PodGroup is planned for, not acted on",
     )
 
 

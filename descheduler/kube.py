@@ -11,9 +11,10 @@ objects are the same plan. A PodGroup or Queue API that is not installed is left
 
 :class:`KubeIO` is the runner's :class:`~descheduler.runner.RunnerIO` over the API:
 
-- ``precheck(group)``: the waiting gang a group makes room for must still wait, with
-  pending pods the scheduler can see (``runner.require_pending_pods``), and the live
-  disruption budgets must allow evicting every member of the group;
+- ``precheck(group)``: the waiting gang a group makes room for must still wait, and be
+  one the scheduler can place now (``runner.only_schedulable_gangs``): pending pods it
+  can see and, with Volcano, a PodGroup that is Inqueue. The live disruption budgets
+  must allow evicting every member of the group;
 - ``mark_moved``: ``corral.dev/last-moved`` merge-patched on the gang's PodGroup before
   its pods go; a unit with no PodGroup is written to the move ledger (a ConfigMap in the
   descheduler's namespace) under its cool-down key: its gang, or a pod's controller,
@@ -383,6 +384,7 @@ class KubeIO:
         """Why the waiting gang ``ns/name`` should not get room now, or None."""
         assert self.state is not None
         ns, _, name = gang.partition("/")
+        strict = self.config.runner.only_schedulable_gangs
         pg = self.state.podgroups.get(gang)
         if pg is not None:
             live = self.view.podgroup(pg.api_group, gang)
@@ -391,7 +393,13 @@ class KubeIO:
             phase = str((live.get("status") or {}).get("phase") or "")
             if not podgroup_from_json(live, self.config.engine).waiting:
                 return f"gang {gang} no longer waits (PodGroup phase {phase})"
-        if not self.config.runner.require_pending_pods:
+            if strict and pg.api_group == VOLCANO_PODGROUPS.group and phase != "Inqueue":
+                return (
+                    f"waiting gang {gang} is not enqueued by Volcano yet (PodGroup phase "
+                    f"{phase or 'unset'}): Volcano would not place it, and the room would go "
+                    "to other pods (runner.only_schedulable_gangs)"
+                )
+        if not strict:
             return None
         pending = 0
         for p in self.view.cache.pods.values():
@@ -403,7 +411,7 @@ class KubeIO:
         if pending == 0:
             return (
                 f"waiting gang {gang} has no pending pod yet: the scheduler could not give "
-                "it the room, which would go to other pods (runner.require_pending_pods)"
+                "it the room, which would go to other pods (runner.only_schedulable_gangs)"
             )
         return None
 

@@ -44,7 +44,7 @@ def cluster() -> list[Any]:
     items += [pod("s0c", "n0", 1), pod("big-1", "n1", 4, owner_kind="")]
     items += [pod("s1a", "n1", 1), pod("s1b", "n1", 1), pod("big-2", "n2", 4, owner_kind="")]
     items += [pod("s2a", "n2", 1), pod("s2b", "n2", 1), pod("s2c", "n2", 1)]
-    items += gang("llm", [], 4, pending=1)
+    items += gang("llm", [], 4, pending=1, phase="Inqueue")
     return items
 
 
