@@ -193,13 +193,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--lease-name",
-        help="the Lease of leader election (default with --interval: corral-descheduler; "
-        "with --once: none, no election)",
+        help="the Lease of leader election (default with --interval: corral-descheduler, "
+        "'' for none; with --once: none, no election)",
     )
     r.add_argument(
         "--lease-namespace",
         help="namespace of the Lease and of the move ledger ConfigMap (default: "
-        "$POD_NAMESPACE, else corral-system)",
+        "$POD_NAMESPACE, else the service account's namespace, else corral-system)",
     )
     r.add_argument("--lease-duration", type=float, default=15.0, metavar="SECONDS")
     r.add_argument("--renew-deadline", type=float, default=10.0, metavar="SECONDS")

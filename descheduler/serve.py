@@ -31,11 +31,13 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TextIO
 
 import orjson
 from aiohttp import web
 from gangplace.kube import REQUEST_ERRORS, KubeClient, LeaderElector, new_client
+from gangplace.kube.config import SERVICE_ACCOUNT_DIR
 from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
@@ -54,9 +56,17 @@ DEFAULT_LEASE = "corral-descheduler"
 DEFAULT_NAMESPACE = "corral-system"
 
 
-def default_namespace() -> str:
-    """The pod's namespace (``POD_NAMESPACE`` from the downward API), else corral-system."""
-    return os.environ.get("POD_NAMESPACE") or DEFAULT_NAMESPACE
+def default_namespace(service_account_dir: Path = SERVICE_ACCOUNT_DIR) -> str:
+    """The pod's namespace: ``POD_NAMESPACE`` (the downward API), else the namespace of
+    its service account, else corral-system."""
+    env = os.environ.get("POD_NAMESPACE")
+    if env:
+        return env
+    try:
+        ns = (service_account_dir / "namespace").read_text().strip()
+    except OSError:
+        ns = ""
+    return ns or DEFAULT_NAMESPACE
 
 
 @dataclass(slots=True)

@@ -180,3 +180,14 @@ def test_run_surface(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
 def test_config_prints_the_reference(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "config")
     assert code == 0 and "max_evictions_per_run: 50" in out and "cooldown: 1h" in out
+
+
+def test_the_default_namespace(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from descheduler.serve import default_namespace
+
+    monkeypatch.delenv("POD_NAMESPACE", raising=False)
+    assert default_namespace(tmp_path) == "corral-system"
+    (tmp_path / "namespace").write_text("batch-infra\n")
+    assert default_namespace(tmp_path) == "batch-infra"
+    monkeypatch.setenv("POD_NAMESPACE", "from-downward-api")
+    assert default_namespace(tmp_path) == "from-downward-api"
