@@ -253,8 +253,8 @@ def rules(
         names = tuple(sorted(g.resource_names)) if verb in _NAMED_VERBS else ()
         per_resource.setdefault((group, resource, names), set()).add(verb)
     merged: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[str]] = {}
-    for (group, resource, names), verbs in per_resource.items():
-        merged.setdefault((group, names, tuple(sorted(verbs))), []).append(resource)
+    for (group, resource, names), granted in per_resource.items():
+        merged.setdefault((group, names, tuple(sorted(granted))), []).append(resource)
     out: list[dict[str, Any]] = []
     for (group, names, verbs), resources in sorted(merged.items()):
         rule: dict[str, Any] = {"apiGroups": [group], "resources": sorted(resources)}
