@@ -89,8 +89,14 @@ def combination_id(choices: dict[str, str]) -> str:
 
 
 @functools.cache
+def _scratch() -> tempfile.TemporaryDirectory[str]:
+    """One folder for the generated kustomizations, removed when the tests end."""
+    return tempfile.TemporaryDirectory(prefix="corral-kustomize-")
+
+
+@functools.cache
 def _combination_dir(key: tuple[tuple[str, str], ...], extra: tuple[str, ...]) -> str:
-    folder = Path(tempfile.mkdtemp(prefix="corral-kustomize-"))
+    folder = Path(tempfile.mkdtemp(dir=_scratch().name))
     # kustomize takes only relative paths.
     rel = os.path.relpath(MANIFESTS, folder)
     components = [f"{rel}/components/{c}-{v}" for c, v in key]
