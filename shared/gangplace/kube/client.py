@@ -11,7 +11,7 @@ resourceVersion, bookmarks and 410 handling instead of having them hidden from i
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -211,7 +211,7 @@ class KubeClient:
         field_selector: str | None = None,
         timeout_seconds: int = 300,
         bookmarks: bool = True,
-    ) -> AsyncIterator[Json]:
+    ) -> AsyncGenerator[Json, None]:
         """The watch events after ``resource_version``, as parsed JSON, until the server
         ends the stream. An ERROR event is yielded like any other: the caller decides
         (a 410 means relist)."""
