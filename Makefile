@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck bench bench-trace clean
+.PHONY: run test lint typecheck bench bench-trace manifests clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,11 +17,17 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
+# Strict typing everywhere; the engine alone as well, as CI has always checked it.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy --strict shared/gangplace/engine
-	MYPYPATH=shared $(BIN)/mypy --strict descheduler
-	MYPYPATH=shared $(BIN)/mypy --strict webhook
+	MYPYPATH=shared $(BIN)/mypy --strict -p gangplace -p descheduler -p webhook -p kubectl_corral
+	$(BIN)/python scripts/gen_manifests.py --check
+
+# The generated RBAC (from gangplace.kube.rbac), the installed descheduler config and
+# the kubectl-corral viewer role in docs/.
+manifests: $(STAMP)
+	$(BIN)/python scripts/gen_manifests.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/engine.py

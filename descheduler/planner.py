@@ -27,7 +27,7 @@ from .state import ClusterState
 from .strategies import defragment, make_room, release_stale_gangs
 from .units import Demand, demand_of
 
-__all__ = ["apply_moves", "plan"]
+__all__ = ["apply_moves", "fragmentation_now", "plan"]
 
 
 def plan(state: ClusterState, config: DeschedulerConfig | None = None) -> Plan:
@@ -63,6 +63,15 @@ def plan(state: ClusterState, config: DeschedulerConfig | None = None) -> Plan:
     out.unserved = [u for u in ctx.unserved if u.gang in out.waiting_after]
     out.notes = ctx.notes
     return out
+
+
+def fragmentation_now(
+    state: ClusterState, config: DeschedulerConfig | None = None
+) -> FragmentationReport:
+    """The fragmentation report a plan starts from (its ``report_before``), without
+    planning: the same typical workload and probe shapes. ``kubectl corral frag``."""
+    ctx = PlanContext.build(state, config or DeschedulerConfig())
+    return fragmentation_report(ctx.snap, ctx.workload, _probes(ctx))
 
 
 def _blocked_after_release(ctx: PlanContext, released: set[str], started: set[str]) -> list[Demand]:

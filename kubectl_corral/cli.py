@@ -1,0 +1,211 @@
+"""``kubectl corral``: gangs, fragmentation and one pod explained, read-only.
+
+    kubectl corral gangs [-n NS | -A] [-o json]
+    kubectl corral frag [--plan] [-o json]
+    kubectl corral explain POD [-n NS] [-o json]
+
+It finds the cluster as kubectl does (``--kubeconfig``, ``$KUBECONFIG``, in-cluster,
+``~/.kube/config``; ``--context``), and the namespace as kubectl does (``-n``, else the
+context's, else ``default``). Exit codes: 0 done, 1 the cluster could not be read or
+the pod was not found, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from gangplace.engine.report import render_report
+from gangplace.engine.snapshot import SnapshotError, pod_from_json
+from gangplace.kube import KubeClient, KubeConfigError, client_for, load_configuration
+from gangplace.kube.resources import PODS
+
+from descheduler.config import ConfigError, DeschedulerConfig, load_config
+from descheduler.planner import fragmentation_now, plan
+from descheduler.render import render_plan
+
+from .explain import explain_pod, render_explanation
+from .gangs import gang_rows, render_gangs
+from .kubeconfig import context_namespace
+from .reader import PluginError, Reader, state_of
+
+__all__ = ["build_parser", "main", "run"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--kubeconfig", help="kubeconfig file (default: as kubectl finds it)")
+    common.add_argument("--context", help="kubeconfig context (default: the current one)")
+    common.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    common.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the descheduler's config (engine and scheduling settings; default: built-in)",
+    )
+    common.add_argument(
+        "--request-timeout", type=float, default=30.0, metavar="SECONDS", help="per request"
+    )
+    p = argparse.ArgumentParser(
+        prog="kubectl corral",
+        description="corral's gangs, read-only: who waits and why, fragmentation, one pod.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("gangs", parents=[common], help="list gangs and why waiting ones wait")
+    where = g.add_mutually_exclusive_group()
+    where.add_argument("-n", "--namespace", help="namespace (default: the context's)")
+    where.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
+    g.set_defaults(func=cmd_gangs)
+
+    f = sub.add_parser(
+        "frag", parents=[common], help="fragmentation report of the cluster (the descheduler's)"
+    )
+    f.add_argument(
+        "--plan", action="store_true", help="also show what the descheduler would move now"
+    )
+    f.set_defaults(func=cmd_frag)
+
+    e = sub.add_parser(
+        "explain", parents=[common], help="a pod's gang, what the webhook wrote, what it waits for"
+    )
+    e.add_argument("pod", metavar="POD")
+    e.add_argument("-n", "--namespace", help="namespace (default: the context's)")
+    e.set_defaults(func=cmd_explain)
+    return p
+
+
+class Session:
+    """What one command needs: the client, the namespace, the descheduler config."""
+
+    def __init__(
+        self, args: argparse.Namespace, client: KubeClient, server: str, environ: Mapping[str, str]
+    ) -> None:
+        self.args = args
+        self.reader = Reader(client)
+        self.server = server
+        self.namespace: str = getattr(args, "namespace", None) or context_namespace(
+            args.kubeconfig, args.context, environ
+        )
+        try:
+            self.config = load_config(args.config) if args.config else DeschedulerConfig()
+        except ConfigError as e:
+            raise PluginError(str(e)) from None
+
+
+def _json(out: TextIO, doc: Any) -> None:
+    out.write(json.dumps(doc, indent=2) + "\n")
+
+
+def _notes(err: TextIO, notes: Sequence[str]) -> None:
+    for n in notes:
+        err.write(f"note: {n}\n")
+
+
+async def cmd_gangs(s: Session, out: TextIO, err: TextIO) -> int:
+    ns = None if s.args.all_namespaces else s.namespace
+    reading = await s.reader.cluster(namespace=ns)
+    state = state_of(reading, s.config.engine, datetime.now(UTC))
+    rows = gang_rows(
+        state, namespace=ns, scheduling=s.config.scheduling, default_queue=s.config.queue_default
+    )
+    if s.args.output == "json":
+        _json(out, {"namespace": ns, "gangs": [r.to_dict() for r in rows], "notes": reading.notes})
+    else:
+        _notes(err, reading.notes)
+        if not rows:
+            where = "any namespace" if ns is None else f"namespace {ns}"
+            out.write(f"No gangs found in {where}.\n")
+        else:
+            out.write(render_gangs(rows, all_namespaces=ns is None) + "\n")
+    return EXIT_OK
+
+
+async def cmd_frag(s: Session, out: TextIO, err: TextIO) -> int:
+    reading = await s.reader.cluster(planner=True)
+    state = state_of(reading, s.config.engine, datetime.now(UTC))
+    report = fragmentation_now(state, s.config)
+    result = plan(state, s.config) if s.args.plan else None
+    if s.args.output == "json":
+        doc: dict[str, Any] = {"fragmentation": report.to_dict(), "notes": reading.notes}
+        if result is not None:
+            doc["plan"] = result.to_dict()
+        _json(out, doc)
+        return EXIT_OK
+    _notes(err, reading.notes)
+    if result is None:
+        out.write(render_report(report, f"GPU fragmentation of {s.server}") + "\n")
+    else:
+        out.write(render_plan(result, s.server) + "\n")
+    return EXIT_OK
+
+
+async def cmd_explain(s: Session, out: TextIO, err: TextIO) -> int:
+    pod = await s.reader.one(PODS, s.args.pod, s.namespace)
+    if pod is None:
+        raise PluginError(f'pod "{s.args.pod}" not found in namespace {s.namespace}')
+    try:
+        record = pod_from_json(pod, s.config.engine)
+    except SnapshotError as e:
+        raise PluginError(str(e)) from None
+    reading = await s.reader.cluster(namespace=s.namespace)
+    state = state_of(reading, s.config.engine, datetime.now(UTC))
+    rows = gang_rows(
+        state,
+        namespace=s.namespace,
+        scheduling=s.config.scheduling,
+        default_queue=s.config.queue_default,
+    )
+    labels, why = await s.reader.namespace_labels(s.namespace)
+    ex = explain_pod(pod, record, labels, why, rows)
+    if s.args.output == "json":
+        _json(out, {**ex.to_dict(), "notes": reading.notes})
+    else:
+        _notes(err, reading.notes)
+        out.write(render_explanation(ex) + "\n")
+    return EXIT_OK
+
+
+async def run(
+    argv: Sequence[str] | None = None,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+    environ: Mapping[str, str] | None = None,
+) -> int:
+    """The plugin, in the caller's event loop (``main`` runs it in a new one)."""
+    import os
+
+    env = os.environ if environ is None else environ
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    try:
+        cfg = await load_configuration(args.kubeconfig, context=args.context, environ=env)
+    except KubeConfigError as e:
+        err.write(f"kubectl corral: {e}\n")
+        return EXIT_FAILED
+    client = client_for(cfg, request_timeout=args.request_timeout)
+    try:
+        session = Session(args, client, str(cfg.host), env)
+        code: int = await args.func(session, out, err)
+        return code
+    except PluginError as e:
+        err.write(f"kubectl corral: {e}\n")
+        return EXIT_FAILED
+    finally:
+        await client.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return asyncio.run(run(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""gangplace.kube.rbac: every declared call is attributed to a component, the rendered
+rules are least-privilege and allow what the components do on the wire, and requests
+are read as the API server's authorizer reads them."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from gangplace.kube import (
+    API_CALLS,
+    ApiCall,
+    ClusterCache,
+    EvictionTarget,
+    Evictor,
+    KubeClient,
+    LeaderElector,
+    rbac,
+)
+from gangplace.kube.rbac import Grant
+from gangplace.kube.resources import NODES, PODS
+
+from tests.kubeapi import ApiServer, RequestRecord
+from tests.kubeapi import objects as o
+from tests.kubeapi.app import _resolve
+
+NS = rbac.NAMESPACE
+
+
+def test_every_declared_call_is_attributed_and_nothing_else() -> None:
+    assert rbac.attribution_problems() == []
+    declared = {rbac.calls_of(c) for c in API_CALLS}
+    assert set(rbac.ATTRIBUTION) == declared
+
+
+def test_an_unattributed_call_is_reported() -> None:
+    extra = ApiCall("create", "scheduling.volcano.sh", "podgroups", why="webhook: PodGroups")
+    problems = rbac.attribution_problems((*API_CALLS, extra))
+    assert len(problems) == 1
+    assert "create podgroups.scheduling.volcano.sh" in problems[0]
+    assert "attributed to no component" in problems[0] and "make manifests" in problems[0]
+
+
+def test_stale_and_wrong_attributions_are_reported() -> None:
+    bad = {
+        **rbac.ATTRIBUTION,
+        ("get", "", "secrets", ""): (Grant(rbac.WEBHOOK),),
+        ("create", "", "events", ""): (Grant(rbac.KUBECTL),),
+        ("list", "", "nodes", ""): (Grant("scheduler"), Grant(rbac.WEBHOOK, when=("backend", "x"))),
+    }
+    text = "\n".join(rbac.attribution_problems(API_CALLS, bad))
+    assert "get secrets is attributed in gangplace.kube.rbac but not declared" in text
+    assert "kubectl-corral is read-only" in text
+    assert "unknown component 'scheduler'" in text
+    assert "unknown choice backend=x" in text
+
+
+def test_rules_are_merged_sorted_and_named_only_where_rbac_can() -> None:
+    role = rbac.rules(rbac.DESCHEDULER, own_namespace=True)
+    assert role == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": [rbac.DESCHEDULER_LEASE],
+            "verbs": ["get", "update"],
+        },
+    ]
+    cluster = rbac.rules(rbac.DESCHEDULER)
+    assert cluster[0] == {
+        "apiGroups": [""],
+        "resources": ["events", "pods/eviction"],
+        "verbs": ["create"],
+    }
+    assert cluster == sorted(
+        cluster, key=lambda r: (r["apiGroups"], r.get("resourceNames", []), r["verbs"])
+    )
+    for r in cluster:
+        assert r["resources"] == sorted(r["resources"])
+    # the webhook neither evicts nor writes anything in this build
+    verbs = {v for r in rbac.rules(rbac.WEBHOOK) for v in r["verbs"]}
+    assert verbs == {"list", "watch"}
+    assert rbac.rules(rbac.WEBHOOK, own_namespace=True) == []
+
+
+def test_objects_bind_each_role_to_the_components_service_account() -> None:
+    objs = rbac.rbac_objects(rbac.DESCHEDULER)
+    assert [x["kind"] for x in objs] == ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"]
+    for x in objs:
+        assert x["metadata"]["name"] == "corral-descheduler"
+    binding = objs[3]
+    assert binding["metadata"]["namespace"] == NS
+    assert binding["roleRef"] == {
+        "apiGroup": rbac.RBAC_API,
+        "kind": "Role",
+        "name": "corral-descheduler",
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "corral-descheduler", "namespace": NS}
+    ]
+    assert rbac.rbac_objects(rbac.WEBHOOK, ("certs", "cert-manager")) == []
+    assert rbac.role_name(rbac.WEBHOOK, ("certs", "self-signed")) == "corral-webhook-self-signed"
+    with pytest.raises(ValueError, match="runs as the user"):
+        rbac.rbac_objects(rbac.KUBECTL)
+
+
+def test_viewer_role_is_read_only() -> None:
+    role = rbac.viewer_role()
+    assert role["kind"] == "ClusterRole"
+    assert {v for r in role["rules"] for v in r["verbs"]} <= {"get", "list"}
+    readable = {(g, res) for r in role["rules"] for g in r["apiGroups"] for res in r["resources"]}
+    assert {("", "nodes"), ("", "pods"), ("scheduling.volcano.sh", "podgroups")} <= readable
+    assert rbac.allowed(rbac.KUBECTL, "list", NODES)
+    assert not rbac.allowed(rbac.KUBECTL, "watch", NODES)
+    assert not rbac.allowed(rbac.WEBHOOK, "create", PODS, "eviction")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "query", "want"),
+    [
+        ("GET", "/api/v1/nodes", "", (("list", "", "nodes", ""), None, "")),
+        (
+            "GET",
+            "/api/v1/pods",
+            "watch=true&resourceVersion=1",
+            (("watch", "", "pods", ""), None, ""),
+        ),
+        ("GET", "/api/v1/namespaces/ml/pods", "", (("list", "", "pods", ""), "ml", "")),
+        ("GET", "/api/v1/namespaces/ml", "", (("get", "", "namespaces", ""), None, "ml")),
+        (
+            "POST",
+            "/api/v1/namespaces/ml/pods/p-0/eviction",
+            "",
+            (("create", "", "pods", "eviction"), "ml", "p-0"),
+        ),
+        (
+            "PUT",
+            "/apis/coordination.k8s.io/v1/namespaces/corral-system/leases/l",
+            "",
+            (("update", "coordination.k8s.io", "leases", ""), "corral-system", "l"),
+        ),
+        (
+            "PATCH",
+            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/corral-webhook",
+            "",
+            (
+                ("patch", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", ""),
+                None,
+                "corral-webhook",
+            ),
+        ),
+        (
+            "DELETE",
+            "/api/v1/namespaces/ml/pods",
+            "",
+            (("deletecollection", "", "pods", ""), "ml", ""),
+        ),
+    ],
+)
+def test_requests_are_read_as_the_authorizer_reads_them(
+    method: str, path: str, query: str, want: tuple[rbac.CallKey, str | None, str]
+) -> None:
+    assert rbac.parse_request(method, path, query) == want
+
+
+def test_paths_that_are_not_resources_are_refused() -> None:
+    for path in ("/healthz", "/api/v1", "/api/v1/namespaces/ml/pods//x"):
+        with pytest.raises(ValueError, match="not a resource path"):
+            rbac.request_call("GET", path)
+
+
+def test_permits_follows_rbac() -> None:
+    roles = [
+        {"kind": "ClusterRole", "metadata": {"name": "c"}, "rules": rbac.rules(rbac.DESCHEDULER)},
+        {
+            "kind": "Role",
+            "metadata": {"name": "r", "namespace": NS},
+            "rules": rbac.rules(rbac.DESCHEDULER, own_namespace=True),
+        },
+    ]
+    lease = ("update", "coordination.k8s.io", "leases", "")
+    assert rbac.permits(roles, lease, NS, rbac.DESCHEDULER_LEASE)
+    assert not rbac.permits(roles, lease, NS, "someone-elses")
+    assert not rbac.permits(roles, lease, "default", rbac.DESCHEDULER_LEASE)
+    assert rbac.permits(roles, ("create", "coordination.k8s.io", "leases", ""), NS)
+    assert rbac.permits(roles, ("create", "", "pods", "eviction"), "ml", "p")
+    assert not rbac.permits(roles, ("delete", "", "pods", ""), "ml", "p")
+    assert not rbac.permits(roles, ("create", "", "pods", ""), "ml")
+
+
+def _roles_of(component: str) -> list[dict[str, object]]:
+    objs = rbac.rbac_objects(component)
+    for choice, values in rbac.CHOICES.items():
+        objs += rbac.rbac_objects(component, (choice, values[0]))
+    return [x for x in objs if x["kind"] in ("Role", "ClusterRole")]
+
+
+def _check_wire(api: ApiServer, records: list[RequestRecord], component: str) -> int:
+    roles = _roles_of(component)
+    for r in records:
+        call, ns, name = rbac.parse_request(r.method, r.path, r.query)
+        t = _resolve(api.store, r.path)  # the fake server's own reading of the path
+        assert (call[1], call[2], call[3]) == (t.rt.group, t.rt.plural, t.subresource)
+        assert rbac.permits(roles, call, ns, name), f"{component} may not {call} {ns}/{name}"
+    return len(records)
+
+
+async def test_the_descheduler_rules_allow_what_it_does_on_the_wire(
+    api: ApiServer, kube: KubeClient
+) -> None:
+    api.store.load(
+        [
+            o.namespace(NS),
+            o.node("n1"),
+            o.pod("p", "ns1", node="n1", labels={"app": "p"}),
+            o.pdb("p", "ns1", match_labels={"app": "p"}, max_unavailable=1),
+        ]
+    )
+    async with ClusterCache(
+        kube, pdbs=True, priority_classes=True, volcano=True, coscheduling=True
+    ) as cache:
+        await cache.wait_synced(5)
+        elector = LeaderElector(
+            kube,
+            name=rbac.DESCHEDULER_LEASE,
+            namespace=NS,
+            identity="me",
+            lease_duration=1,
+            renew_deadline=0.5,
+            retry_period=0.1,
+        )
+
+        async def lead() -> None:
+            ev = Evictor(kube, plan="p", guard=lambda: elector.is_leader)
+            rec = cache.pods.get("ns1/p")
+            assert rec is not None
+            results = await ev.evict_gang([EvictionTarget.from_record(rec)])
+            assert results[0].outcome.value == "evicted"
+            await asyncio.sleep(0.25)
+
+        await asyncio.wait_for(elector.run(lead), 5)
+    assert _check_wire(api, api.log, rbac.DESCHEDULER) > 10
+
+
+async def test_the_webhook_rules_allow_its_informers_and_nothing_more(
+    api: ApiServer, kube: KubeClient
+) -> None:
+    api.store.load([o.namespace("ml"), o.node("n1"), o.pod("p", "ml", node="n1")])
+    async with ClusterCache(kube, namespaces=True) as cache:
+        await cache.wait_synced(5)
+    assert _check_wire(api, api.log, rbac.WEBHOOK) >= 3
+    # and the check refuses what the webhook is not given
+    eviction = RequestRecord("POST", "/api/v1/namespaces/ml/pods/p/eviction", {}, "", "", "")
+    with pytest.raises(AssertionError, match="webhook may not"):
+        _check_wire(api, [eviction], rbac.WEBHOOK)
