@@ -241,8 +241,7 @@ class _Process:
     async def run(self) -> int:
         http: web.AppRunner | None = None
         try:
-            await self.view.start()
-            if not self.opts.once:
+            if not self.opts.once:  # first, so that probes are answered while it syncs
                 http = web.AppRunner(_http_app(self.metrics, self.status), access_log=None)
                 await http.setup()
                 site = web.TCPSite(http, self.opts.metrics_host, self.opts.metrics_port)
@@ -251,6 +250,7 @@ class _Process:
                 log.info(
                     "serving /healthz and /metrics", extra={"fields": {"address": f"{host}:{port}"}}
                 )
+            await self.view.start()
             try:
                 if not await self._until_stop(self.view.wait_synced(self.opts.sync_timeout)):
                     log.info("stopped before the informers synced")
