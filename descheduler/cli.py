@@ -1,10 +1,14 @@
 """``corral-descheduler``: plan offline on a cluster dump, or run against a cluster.
 
-    corral-descheduler plan [--snapshot FILE] [--config FILE] [--output text|json] [--now T]
-    corral-descheduler run (--once | --interval 10m) [--dry-run] [--config FILE] [--kubeconfig F]
+    corral-descheduler plan [--snapshot FILE|sample:trace|sample:small] [--config FILE]
+                            [--output text|json] [--now T]
+    corral-descheduler run (--once | --interval [10m]) [--dry-run] [--config FILE]
+                           [--kubeconfig F] [--lease-name N] [--lease-namespace NS]
+                           [--metrics-host H] [--metrics-port P] [--output text|json]
     corral-descheduler config        every config key, its default and what it means
 
-Exit codes: 0 done, 1 some evictions failed, 2 bad config or input.
+Exit codes: 0 done, 1 some evictions failed (or the cluster could not be read), 2 bad
+config or input.
 """
 
 from __future__ import annotations
@@ -26,22 +30,31 @@ from .render import render_plan
 from .state import StateError, state_from_list
 from .timeparse import TimeFormatError, parse_duration, parse_time
 
-__all__ = ["SAMPLE", "SNAPSHOT_TIME", "KubeLayerMissing", "main"]
+__all__ = ["SAMPLE", "SAMPLES", "SNAPSHOT_TIME", "main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-SAMPLE = "sample-fragmented.json"
+# The bundled sample clusters, by the name `--snapshot sample:NAME` gives them; the
+# first is the default of `plan`.
+SAMPLES = {
+    "trace": "sample-trace.json",
+    "small": "sample-fragmented.json",
+}
+SAMPLE = SAMPLES["trace"]
 # A dump may say when it was taken; plans on it are then reproducible without --now.
 SNAPSHOT_TIME = "corral.dev/snapshot-time"
 
 
-class KubeLayerMissing(RuntimeError):
-    """``run`` needs the Kubernetes layer (informers, evictor, Lease), not in this build."""
-
-
 def _load(path: str | None) -> tuple[dict[str, Any], str]:
-    if path is None:
-        text = resources.files("descheduler.data").joinpath(SAMPLE).read_text()
-        return json.loads(text), f"the bundled sample cluster ({SAMPLE})"
+    name = path.removeprefix("sample:") if path and path.startswith("sample:") else None
+    if path is None or name is not None:
+        file = SAMPLE if name is None else SAMPLES.get(name)
+        if file is None:
+            raise ConfigError(
+                f"--snapshot {path}: no such sample; choose from "
+                + ", ".join(f"sample:{n}" for n in SAMPLES)
+            )
+        text = resources.files("descheduler.data").joinpath(file).read_text()
+        return json.loads(text), f"the bundled sample cluster ({file})"
     return load_list(path), path
 
 
@@ -73,24 +86,61 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def _kube_runner(args: argparse.Namespace, config: DeschedulerConfig) -> int:
-    """Where the Kubernetes layer plugs in: build a RunnerIO from informers, the
-    Evictor and a Lease, then ``run_once`` or ``run_loop``."""
-    raise KubeLayerMissing(
-        "run requires the Kubernetes layer (gangplace.kube: informers, evictor, Lease), "
-        "which this build does not include yet; plan offline with "
-        "`corral-descheduler plan --snapshot FILE`"
+    """Against the cluster: informers, the Evictor and (in a loop) a Lease; see
+    :mod:`descheduler.serve`. Imported here so that ``plan`` never loads the client."""
+    import asyncio
+
+    from gangplace.kube import KubeConfigError
+    from gangplace.logs import setup_logging
+
+    from .serve import DEFAULT_LEASE, RunOptions, default_namespace, run_command
+
+    setup_logging(args.log_level)
+    once = bool(args.once)
+    lease = args.lease_name if args.lease_name is not None else (None if once else DEFAULT_LEASE)
+    opts = RunOptions(
+        once=once,
+        interval=args.interval_seconds or config.runner.interval,
+        dry_run=args.dry_run,
+        kubeconfig=args.kubeconfig,
+        lease_name=lease or None,
+        lease_namespace=args.lease_namespace or default_namespace(),
+        lease_duration=args.lease_duration,
+        renew_deadline=args.renew_deadline,
+        retry_period=args.retry_period,
+        metrics_host=args.metrics_host,
+        metrics_port=args.metrics_port,
+        sync_timeout=args.sync_timeout,
+        output=args.output,
     )
+    if opts.lease_duration < 1:
+        raise ConfigError(f"--lease-duration: at least 1 second, got {opts.lease_duration:g}")
+    if not 0 < opts.retry_period < opts.renew_deadline < opts.lease_duration:
+        raise ConfigError(
+            "need 0 < --retry-period < --renew-deadline < --lease-duration, got "
+            f"{opts.retry_period:g}, {opts.renew_deadline:g}, {opts.lease_duration:g}"
+        )
+    if not 0 <= opts.metrics_port <= 65535:
+        raise ConfigError(f"--metrics-port: {opts.metrics_port} is not a port")
+    try:
+        return asyncio.run(run_command(opts, config))
+    except KubeConfigError as e:
+        raise ConfigError(str(e)) from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    if args.interval is not None:
+    args.interval_seconds = None
+    if not args.once and args.interval is None:
+        raise ConfigError("run: give --once (a CronJob) or --interval [DURATION] (a Deployment)")
+    if args.interval:
         try:
             seconds = parse_duration(args.interval)
         except TimeFormatError as e:
             raise ConfigError(f"--interval: {e}") from None
         if seconds <= 0:
             raise ConfigError("--interval: must be more than zero")
+        args.interval_seconds = seconds
     return _kube_runner(args, config)
 
 
@@ -105,8 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument(
         "--snapshot",
         help="output of `kubectl get nodes,pods,pdb,podgroups.scheduling.volcano.sh,"
-        "queues.scheduling.volcano.sh,priorityclasses -A -o json` "
-        "(default: the bundled sample cluster)",
+        "queues.scheduling.volcano.sh,priorityclasses -A -o json`, or a bundled sample: "
+        "sample:trace (the default: a fragmented cluster of Alibaba trace nodes) or "
+        "sample:small (a hand-built one)",
     )
     pl.add_argument("--config", help="descheduler config, YAML (default: built-in defaults)")
     pl.add_argument("--output", choices=("text", "json"), default="text")
@@ -119,11 +170,60 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="plan and evict against the cluster")
     when = r.add_mutually_exclusive_group()
-    when.add_argument("--once", action="store_true", help="one run, then exit (a CronJob)")
-    when.add_argument("--interval", help="run every DURATION, e.g. 10m (a Deployment)")
-    r.add_argument("--dry-run", action="store_true", help="plan and report, evict nothing")
+    when.add_argument(
+        "--once",
+        action="store_true",
+        help="one run, then exit (a CronJob); no leader election unless --lease-name",
+    )
+    when.add_argument(
+        "--interval",
+        nargs="?",
+        const="",
+        metavar="DURATION",
+        help="run every DURATION, e.g. 10m (a Deployment; default: runner.interval of the "
+        "config), under leader election, serving /healthz and /metrics",
+    )
+    r.add_argument(
+        "--dry-run", action="store_true", help="plan and report, evict nothing (or runner.dry_run)"
+    )
     r.add_argument("--config", help="descheduler config, YAML")
-    r.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube)")
+    r.add_argument(
+        "--kubeconfig",
+        help="kubeconfig file (default: $KUBECONFIG, in-cluster, then ~/.kube/config)",
+    )
+    r.add_argument(
+        "--lease-name",
+        help="the Lease of leader election (default with --interval: corral-descheduler, "
+        "'' for none; with --once: none, no election)",
+    )
+    r.add_argument(
+        "--lease-namespace",
+        help="namespace of the Lease and of the move ledger ConfigMap (default: "
+        "$POD_NAMESPACE, else the service account's namespace, else corral-system)",
+    )
+    r.add_argument("--lease-duration", type=float, default=15.0, metavar="SECONDS")
+    r.add_argument("--renew-deadline", type=float, default=10.0, metavar="SECONDS")
+    r.add_argument("--retry-period", type=float, default=2.0, metavar="SECONDS")
+    r.add_argument(
+        "--metrics-host", default="0.0.0.0", help="address of /healthz and /metrics (--interval)"
+    )
+    r.add_argument(
+        "--metrics-port", type=int, default=8080, help="port of /healthz and /metrics (8080)"
+    )
+    r.add_argument(
+        "--sync-timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="how long to wait for the informers' first list (--once exits 1 after it)",
+    )
+    r.add_argument(
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="--once: the report on stdout (logs are JSON lines on stderr)",
+    )
+    r.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     r.set_defaults(func=cmd_run)
 
     c = sub.add_parser("config", help="print every config key with its default and meaning")
@@ -135,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         code: int = args.func(args)
-    except (ConfigError, StateError, SnapshotError, TimeFormatError, KubeLayerMissing) as e:
+    except (ConfigError, StateError, SnapshotError, TimeFormatError) as e:
         print(f"corral-descheduler: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     return code

@@ -200,6 +200,13 @@ class RunnerConfig(_Section):
 
     interval: Duration = Field(default=600.0, gt=0, description="time between runs (--interval)")
     dry_run: bool = Field(default=False, description="plan and report, evict nothing")
+    only_schedulable_gangs: bool = Field(
+        default=True,
+        description="evict for a waiting gang only when the scheduler can place it now: its "
+        "pods exist and are pending, and a Volcano PodGroup is Inqueue (Volcano places only "
+        "enqueued gangs); otherwise the room would go to other pods. A gang known only by "
+        "its PodGroup is planned for, not acted on",
+    )
 
 
 class DeschedulerConfig(_Section):

@@ -1,12 +1,15 @@
 """Prometheus metrics of the runner: evictions by result, GPUs freed, fragmentation
-before and after each plan, plan time. The HTTP endpoint that serves the registry
-belongs to the Kubernetes layer."""
+before and after each plan, plan time, and the state of the loop (leader, last run).
+``run --interval`` serves them on ``/metrics``."""
 
 from __future__ import annotations
+
+import time
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from .runner import RunResult
+from .strategies.make_room import ROOM_TAKEN
 
 __all__ = ["Metrics"]
 
@@ -51,6 +54,26 @@ class Metrics:
         self.runs = Counter(
             "corral_descheduler_runs", "Runs, by exit code", ["exit_code"], registry=r
         )
+        self.run_errors = Counter(
+            "corral_descheduler_run_errors",
+            "Runs that raised before finishing (the API server away, a bad object)",
+            registry=r,
+        )
+        self.last_run = Gauge(
+            "corral_descheduler_last_run_timestamp_seconds",
+            "When the last run finished (Unix time)",
+            registry=r,
+        )
+        self.leader = Gauge(
+            "corral_descheduler_leader",
+            "1 while this replica holds the Lease (always 1 without leader election)",
+            registry=r,
+        )
+        self.room_taken = Gauge(
+            "corral_descheduler_room_taken_gangs",
+            "Waiting gangs whose room, made within the cool-down, went to other pods",
+            registry=r,
+        )
 
     def observe(self, result: RunResult) -> None:
         p = result.plan
@@ -65,3 +88,10 @@ class Metrics:
                 self.evictions.labels(r.outcome.value).inc()
         self.gpus_freed.inc(result.gpus_freed)
         self.runs.labels(str(result.exit_code)).inc()
+        self.room_taken.set(sum(1 for u in p.unserved if u.reason.startswith(ROOM_TAKEN)))
+        self.last_run.set(time.time())
+
+    def error(self) -> None:
+        self.run_errors.inc()
+        self.runs.labels("1").inc()
+        self.last_run.set(time.time())

@@ -6,9 +6,10 @@ from __future__ import annotations
 from gangplace.engine.report import render_comparison, render_report
 
 from .plan import Move, Plan
+from .runner import RunResult
 from .timeparse import format_time
 
-__all__ = ["render_plan"]
+__all__ = ["render_plan", "render_run"]
 
 _KIND = {
     "make-room": "make room",
@@ -82,4 +83,24 @@ def render_plan(plan: Plan, source: str = "") -> str:
 
     lines.append(f"Waiting gangs that cannot start now:   {names(plan.waiting_before)}")
     lines.append(f"Waiting gangs that cannot start after: {names(plan.waiting_after)}")
+    return "\n".join(lines)
+
+
+def render_run(result: RunResult, source: str = "") -> str:
+    """The plan, then what the run did with it, gang by gang."""
+    lines = [render_plan(result.plan, source), ""]
+    counts = {s: result.count(s) for s in ("evicted", "skipped", "failed", "broken")}
+    head = (
+        f"Run: {result.pods_evicted} pod(s) evicted, {_gpus(result.gpus_freed)} freed; "
+        + ", ".join(f"{n} gang(s) {s}" for s, n in counts.items() if n)
+    )
+    lines.append(head.rstrip("; "))
+    for o in result.outcomes:
+        line = f"  {o.status:<13} {o.move.unit}"
+        if o.message:
+            line += f": {o.message}"
+        lines.append(line)
+    if result.stopped:
+        lines.append(f"Stopped early: {result.stopped}")
+    lines.append(f"Exit code {result.exit_code}")
     return "\n".join(lines)

@@ -7,7 +7,12 @@ tests and against the Kubernetes layer in a cluster. Its rules:
 - Moves that make room for one waiting gang form a group. Before a group, an optional
   live check (the disruption budgets as they are now) may skip it whole.
 - Before a gang is evicted its move is recorded (``corral.dev/last-moved`` on the
-  PodGroup), so a stateless CronJob honours the cool-down next time.
+  PodGroup), so a stateless CronJob honours the cool-down next time. Once the first
+  gang of a group is evicted, the waiting gang it makes room for is marked too
+  (``corral.dev/room-made``): if it still waits on a later run, the room went to other
+  pods, and the planner moves no more gangs for it until the cool-down ends.
+- Every gang evicted gets an Event that names the plan and the gang it makes room for;
+  so does every gang skipped or broken.
 - A gang is evicted whole or not at all. If nothing of it was evicted (budgets refused,
   a limit), the gang and the rest of its group are skipped and the run goes on. If the
   first eviction failed outright, the run goes on and exits 1. If it broke part way --
@@ -26,6 +31,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 from .config import DeschedulerConfig
 from .plan import Move, Plan
@@ -89,14 +95,19 @@ EvictGang = Callable[[Move, str], Awaitable[Sequence[PodResult]]]
 EmitEvent = Callable[[GangEvent], Awaitable[None]]
 MarkMoved = Callable[[Move, datetime], Awaitable[None]]
 Precheck = Callable[[Sequence[Move]], Awaitable[str | None]]
+Begin = Callable[[Plan], Awaitable[None]]
 
 
 @dataclass(slots=True)
 class RunnerIO:
     """The runner's side effects, injected. ``evict_gang(move, message)`` evicts the
     move's pods in order and stops at the first that does not go; ``precheck(group)``
-    says why a group must be skipped (live disruption budgets), or None; ``is_leader``
-    is asked before each gang (a lost Lease stops the run)."""
+    says why a group must be skipped (live disruption budgets, a gang that no longer
+    waits), or None; ``is_leader`` is asked before each gang (a lost Lease stops the
+    run), and so is ``interrupted``, which names why the run must stop (SIGTERM) or
+    returns None. ``begin(plan)`` is called once a plan is made, before any eviction
+    (not in dry-run); ``mark_room(move, now)`` records that room is being made for
+    ``move.for_gang``."""
 
     fetch_state: FetchState
     evict_gang: EvictGang
@@ -104,6 +115,9 @@ class RunnerIO:
     mark_moved: MarkMoved | None = None
     precheck: Precheck | None = None
     is_leader: Callable[[], bool] | None = None
+    begin: Begin | None = None
+    mark_room: MarkMoved | None = None
+    interrupted: Callable[[], str | None] | None = None
 
 
 @dataclass(slots=True)
@@ -133,6 +147,37 @@ class RunResult:
             for r in o.results
             if r.outcome in (Outcome.EVICTED, Outcome.GONE)
         )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan (``Plan.to_dict``) with what the run did: ``run.outcomes`` gang by
+        gang, each pod's result, the exit code and why the run stopped early, if it did."""
+        out = self.plan.to_dict()
+        out["run"] = {
+            "exit_code": self.exit_code,
+            "stopped": self.stopped,
+            "plan_seconds": round(self.plan_seconds, 3),
+            "pods_evicted": self.pods_evicted,
+            "gpus_freed": self.gpus_freed,
+            "outcomes": [
+                {
+                    "unit": o.move.unit,
+                    "for_gang": o.move.for_gang,
+                    "status": o.status,
+                    "message": o.message,
+                    "pods": [
+                        {
+                            "namespace": r.namespace,
+                            "name": r.name,
+                            "outcome": r.outcome.value,
+                            "message": r.message,
+                        }
+                        for r in o.results
+                    ],
+                }
+                for o in self.outcomes
+            ],
+        }
+        return out
 
     @property
     def gpus_freed(self) -> float:
@@ -165,11 +210,16 @@ def _groups(moves: Sequence[Move]) -> list[list[Move]]:
     return out
 
 
-def _event(move: Move, type_: str, reason: str, message: str) -> GangEvent:
+def _event(plan: Plan, move: Move, type_: str, reason: str, message: str) -> GangEvent:
+    """An Event on the move's gang; its text names the plan, and the gang it makes room
+    for when there is one."""
+    text = f"corral {plan.plan_id}: {message}"
+    if move.for_gang and move.for_gang not in message:
+        text += f" (room for waiting gang {move.for_gang})"
     return GangEvent(
         type_,
         reason,
-        message,
+        text,
         move.namespace,
         move.podgroup,
         move.podgroup_api,
@@ -197,6 +247,8 @@ async def run_once(
         note = "dry run: nothing evicted"
         result.outcomes = [GangOutcome(m, "dry-run", note) for m in plan.moves]
         return result
+    if io.begin is not None and plan.moves:
+        await io.begin(plan)
     for group in _groups(plan.moves):
         if result.stopped is not None:
             result.outcomes.extend(GangOutcome(m, "not-attempted", result.stopped) for m in group)
@@ -211,14 +263,15 @@ async def _run_group(io: RunnerIO, plan: Plan, group: list[Move], result: RunRes
         if why:
             for m in group:
                 result.outcomes.append(GangOutcome(m, "skipped", why))
-                await io.emit_event(_event(m, "Normal", "GangMoveSkipped", why))
+                await io.emit_event(_event(plan, m, "Normal", "GangMoveSkipped", why))
             return
+    room_marked = False
     for i, move in enumerate(group):
         rest = group[i + 1 :]
-        if io.is_leader is not None and not io.is_leader():
-            why = "leadership lost: the run stops evicting"
-            result.stopped = why
-            result.outcomes.extend(GangOutcome(m, "not-attempted", why) for m in group[i:])
+        stop = _stop_reason(io)
+        if stop is not None:
+            result.stopped = stop
+            result.outcomes.extend(GangOutcome(m, "not-attempted", stop) for m in group[i:])
             return
         if io.mark_moved is not None:
             try:
@@ -230,8 +283,15 @@ async def _run_group(io: RunnerIO, plan: Plan, group: list[Move], result: RunRes
                 return
         results = list(await io.evict_gang(move, eviction_message(plan, move)))
         done = [r for r in results if r.outcome in _DONE]
+        if done and not room_marked and move.for_gang and io.mark_room is not None:
+            room_marked = True
+            try:
+                await io.mark_room(move, plan.now)
+            except Exception as e:  # the evictions stand; the next run may try again
+                log.warning("%s: could not record the room made: %s", move.for_gang, e)
         if len(done) == len(move.pods):
             result.outcomes.append(GangOutcome(move, "evicted", "", results))
+            await io.emit_event(_event(plan, move, "Normal", "GangMoved", move.reason))
             continue
         bad = next((r for r in results if r.outcome not in _DONE), None)
         detail = ""
@@ -242,7 +302,7 @@ async def _run_group(io: RunnerIO, plan: Plan, group: list[Move], result: RunRes
             result.outcomes.append(GangOutcome(move, "skipped", msg, results))
             why = f"an earlier move for its gang was skipped ({detail})"
             result.outcomes.extend(GangOutcome(m, "not-attempted", why) for m in rest)
-            await io.emit_event(_event(move, "Normal", "GangMoveSkipped", msg))
+            await io.emit_event(_event(plan, move, "Normal", "GangMoveSkipped", msg))
             return
         result.exit_code = EXIT_FAILED
         if not done:
@@ -252,18 +312,28 @@ async def _run_group(io: RunnerIO, plan: Plan, group: list[Move], result: RunRes
                 GangOutcome(m, "not-attempted", f"an earlier move for its gang failed ({detail})")
                 for m in rest
             )
-            await io.emit_event(_event(move, "Warning", "GangEvictionFailed", msg))
+            await io.emit_event(_event(plan, move, "Warning", "GangEvictionFailed", msg))
             return
         msg = (
             f"gang evicted only in part: {len(done)} of {len(move.pods)} pods ({detail}); "
-            f"corral {plan.plan_id} stops evicting"
+            "the run stops evicting"
         )
         result.outcomes.append(GangOutcome(move, "broken", msg, results))
         result.stopped = msg
         result.outcomes.extend(GangOutcome(m, "not-attempted", msg) for m in rest)
         log.error("%s: %s", move.unit, msg)
-        await io.emit_event(_event(move, "Warning", "GangEvictionIncomplete", msg))
+        await io.emit_event(_event(plan, move, "Warning", "GangEvictionIncomplete", msg))
         return
+
+
+def _stop_reason(io: RunnerIO) -> str | None:
+    if io.is_leader is not None and not io.is_leader():
+        return "leadership lost: the run stops evicting"
+    if io.interrupted is not None:
+        why = io.interrupted()
+        if why:
+            return f"{why}: the run stops evicting"
+    return None
 
 
 async def run_loop(

@@ -22,10 +22,25 @@ from gangplace.engine.gangs import (
     group_pods,
 )
 
-from .state import ANNOTATION_LAST_MOVED, GPU, ClusterState, PodGroupInfo
+from .state import (
+    ANNOTATION_LAST_MOVED,
+    ANNOTATION_ROOM_MADE,
+    GPU,
+    ClusterState,
+    MoveLedger,
+    PodGroupInfo,
+)
 from .timeparse import TimeFormatError, parse_duration, parse_time
 
-__all__ = ["Demand", "GangView", "build_views", "demand_of", "gang_of_pods", "request_of"]
+__all__ = [
+    "Demand",
+    "GangView",
+    "build_views",
+    "cooldown_key",
+    "demand_of",
+    "gang_of_pods",
+    "request_of",
+]
 
 
 def _time(text: str) -> datetime | None:
@@ -53,6 +68,7 @@ class GangView:
     timeout: float | None = None
     last_moved: datetime | None = None
     annotations: Mapping[str, str] = field(default_factory=dict)
+    room_made: datetime | None = None  # when a run last started making room for it
 
     @property
     def gang_name(self) -> str | None:
@@ -98,19 +114,49 @@ def _timeout(pg: PodGroupInfo | None, pods: Sequence[PodRecord]) -> float | None
     return None
 
 
-def _last_moved(pg: PodGroupInfo | None, pods: Sequence[PodRecord]) -> datetime | None:
+def cooldown_key(namespace: str, gang: str | None, pod: PodRecord | None = None) -> str:
+    """What the move ledger remembers a unit by: ``ns/gang`` for a gang; for a pod
+    without one, its controller (``ns/owner:Kind/name``), which outlives the pod and
+    makes its replacement; the pod itself (``ns/pod:name``) when it has none."""
+    if gang is not None:
+        return f"{namespace}/{gang}"
+    assert pod is not None
+    if pod.owner_kind and pod.owner_name:
+        return f"{namespace}/owner:{pod.owner_kind}/{pod.owner_name}"
+    return f"{namespace}/pod:{pod.name}"
+
+
+def _latest(stamps: Sequence[str], also: datetime | None = None) -> datetime | None:
+    times = [t for t in (_time(s) for s in stamps) if t is not None]
+    if also is not None:
+        times.append(also)
+    return max(times) if times else None
+
+
+def _last_moved(
+    pg: PodGroupInfo | None, pods: Sequence[PodRecord], ledger: datetime | None = None
+) -> datetime | None:
     key = ANNOTATION_LAST_MOVED
     stamps = [p.annotations[key] for p in pods if key in p.annotations]
     if pg is not None and key in pg.annotations:
         stamps.append(pg.annotations[key])
-    times = [t for t in (_time(s) for s in stamps) if t is not None]
-    return max(times) if times else None
+    return _latest(stamps, ledger)
+
+
+def _room_made(pg: PodGroupInfo | None, ledger: MoveLedger, key: str) -> datetime | None:
+    stamps = (
+        [pg.annotations[ANNOTATION_ROOM_MADE]]
+        if pg and ANNOTATION_ROOM_MADE in pg.annotations
+        else []
+    )
+    return _latest(stamps, ledger.room_made.get(key))
 
 
 def build_views(state: ClusterState, default_queue: str) -> dict[str, GangView]:
     """Every unit of the cluster, by key: ``ns/gang`` for gangs (PodGroups without pods
     too), ``ns/pod:name`` for a pod without gang keys (``:`` cannot occur in names)."""
     snap = state.snapshot
+    ledger = state.ledger
     views: dict[str, GangView] = {}
     grouped = group_pods(snap.pods)
     in_gang: set[int] = set()
@@ -141,8 +187,9 @@ def build_views(state: ClusterState, default_queue: str) -> dict[str, GangView]:
             or (min(created) if created else None),
             podgroup=pg,
             timeout=_timeout(pg, pods),
-            last_moved=_last_moved(pg, pods),
+            last_moved=_last_moved(pg, pods, ledger.last_moved.get(key)),
             annotations=dict(pg.annotations) if pg is not None else {},
+            room_made=_room_made(pg, ledger, key),
         )
     for key, pg in state.podgroups.items():
         if key not in views:
@@ -158,8 +205,9 @@ def build_views(state: ClusterState, default_queue: str) -> dict[str, GangView]:
                 created=pg.created,
                 podgroup=pg,
                 timeout=pg.timeout,
-                last_moved=_last_moved(pg, ()),
+                last_moved=_last_moved(pg, (), ledger.last_moved.get(key)),
                 annotations=dict(pg.annotations),
+                room_made=_room_made(pg, ledger, key),
             )
     for p in snap.pods:
         if id(p) in in_gang:
@@ -175,7 +223,9 @@ def build_views(state: ClusterState, default_queue: str) -> dict[str, GangView]:
             queue=_pod_queue(p) or default_queue,
             priority=p.priority,
             created=_time(p.created),
-            last_moved=_last_moved(None, (p,)) if ANNOTATION_LAST_MOVED in p.annotations else None,
+            last_moved=_last_moved(
+                None, (p,), ledger.last_moved.get(cooldown_key(p.namespace, None, p))
+            ),
         )
     return views
 

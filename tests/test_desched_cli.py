@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cluster_builder import as_list, gang, gpu_node, pod
+from gangplace.trace import find_trace_dir
 
 from descheduler.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACE = find_trace_dir(ROOT)
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -18,8 +23,8 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_plan_on_the_bundled_sample_text(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "plan")
+def test_plan_on_the_small_sample_text(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "--snapshot", "sample:small")
     assert code == 0
     for expected in (
         "GPU fragmentation now",
@@ -38,8 +43,8 @@ def test_plan_on_the_bundled_sample_text(capsys: pytest.CaptureFixture[str]) -> 
         assert f"/{never}" not in out.split("Plan:")[1].split("Before and after")[0], never
 
 
-def test_plan_on_the_bundled_sample_json(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "plan", "--output", "json")
+def test_plan_on_the_small_sample_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "--snapshot", "sample:small", "--output", "json")
     assert code == 0
     doc = json.loads(out)
     for key in (
@@ -62,6 +67,40 @@ def test_plan_on_the_bundled_sample_json(capsys: pytest.CaptureFixture[str]) -> 
     }
     assert doc["waiting_gangs_after"] == ["speech/mpi-stale"]
     assert doc["now"] == "2026-12-01T12:00:00Z"  # from the dump's snapshot-time annotation
+
+
+def test_plan_by_default_on_the_trace_built_sample(capsys: pytest.CaptureFixture[str]) -> None:
+    """The default: 48 nodes of the Alibaba trace filled from its pod list; the plan
+    lets waiting gangs start and lowers the fragmentation."""
+    code, out, _ = run(capsys, "plan", "--output", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["now"] == "2026-12-01T12:00:00Z"
+    before, after = doc["waiting_gangs_before"], doc["waiting_gangs_after"]
+    assert len(before) == 3 and len(after) < len(before) and set(after) <= set(before)
+    assert doc["evictions"] and doc["fragmentation_after"] < doc["fragmentation_before"]
+    served = {m["for_gang"] for m in doc["moves"]}
+    assert served and served.isdisjoint(after)
+    code, text, _ = run(capsys, "plan")
+    assert code == 0 and "(sample-trace.json)" in text and "openb-node-" in text
+    assert "Waiting gangs that cannot start after:" in text
+    code, _, err = run(capsys, "plan", "--snapshot", "sample:nope")
+    assert code == 2 and "sample:trace, sample:small" in err
+
+
+@pytest.mark.skipif(TRACE is None, reason="trace data folder not found")
+def test_the_trace_sample_is_what_its_script_writes(tmp_path: Path) -> None:
+    """Deterministic: the script writes the bundled file again, byte for byte (after an
+    engine change that moves pods, run `python scripts/make_trace_sample.py`)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import make_trace_sample
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    assert TRACE is not None
+    out = tmp_path / "sample.json"
+    make_trace_sample.write(make_trace_sample.build(TRACE), out)
+    assert out.read_bytes() == (ROOT / "descheduler/data/sample-trace.json").read_bytes()
 
 
 def write(tmp_path: Path, doc: dict[str, Any]) -> str:
@@ -121,8 +160,13 @@ def test_bad_config_and_now_exit_2(capsys: pytest.CaptureFixture[str], tmp_path:
 
 
 def test_run_surface(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, _, err = run(capsys, "run", "--once", "--dry-run")
-    assert code == 2 and "requires the Kubernetes layer" in err
+    missing = str(tmp_path / "no-such-kubeconfig")
+    code, _, err = run(capsys, "run", "--once", "--dry-run", "--kubeconfig", missing)
+    assert code == 2 and "--kubeconfig" in err and "no such file" in err
+    code, _, err = run(capsys, "run")
+    assert code == 2 and "--once" in err and "--interval" in err
+    code, _, err = run(capsys, "run", "--interval", "1m", "--renew-deadline", "20")
+    assert code == 2 and "--renew-deadline" in err
     code, _, err = run(capsys, "run", "--interval", "soon")
     assert code == 2 and "--interval" in err
     cfg = tmp_path / "c.yaml"
@@ -136,3 +180,14 @@ def test_run_surface(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
 def test_config_prints_the_reference(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "config")
     assert code == 0 and "max_evictions_per_run: 50" in out and "cooldown: 1h" in out
+
+
+def test_the_default_namespace(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from descheduler.serve import default_namespace
+
+    monkeypatch.delenv("POD_NAMESPACE", raising=False)
+    assert default_namespace(tmp_path) == "corral-system"
+    (tmp_path / "namespace").write_text("batch-infra\n")
+    assert default_namespace(tmp_path) == "batch-infra"
+    monkeypatch.setenv("POD_NAMESPACE", "from-downward-api")
+    assert default_namespace(tmp_path) == "from-downward-api"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -18,7 +19,7 @@ from descheduler import (
     state_from_list,
 )
 from descheduler.context import PlanContext
-from descheduler.state import ClusterState
+from descheduler.state import ClusterState, StateError
 
 
 def state(*groups: Any, now: Any = NOW) -> ClusterState:
@@ -399,3 +400,53 @@ def test_apply_moves_makes_the_plan_on_a_snapshot() -> None:
         where = {x.name: snap.node_names[x.node] for x in snap.pods if x.name in ("s1a", "s1b")}
         assert where == {pm.name: pm.target for m in p.moves for pm in m.pods}
         assert place_gang(snap, llm.gang).ok
+
+
+def ledger(last_moved: dict[str, str], room_made: dict[str, str] | None = None) -> Any:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "corral-descheduler-moves", "namespace": "corral-system"},
+        "data": {"last-moved": json.dumps(last_moved), "room-made": json.dumps(room_made or {})},
+    }
+
+
+def test_the_move_ledger_cools_down_pods_by_their_controller() -> None:
+    """Pods without a PodGroup: their controller makes the replacement, so the ledger
+    remembers the controller; s1a's Job moved 10 minutes ago, so s1b moves with s2a."""
+    ten_min_ago = (NOW - timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    st = state(issue_3948(), ledger({"default/owner:Job/s1a": ten_min_ago}))
+    assert st.ledger.last_moved == {"default/owner:Job/s1a": NOW - timedelta(minutes=10)}
+    p = plan(st)
+    assert "s1a" not in moved(p) and p.waiting_after == []
+    hours_ago = (NOW - timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert moved(plan(state(issue_3948(), ledger({"default/owner:Job/s1a": hours_ago})))) == [
+        "s1a",
+        "s1b",
+    ]
+
+
+def test_a_gang_whose_room_was_taken_waits_out_the_cool_down() -> None:
+    stamp = (NOW - timedelta(minutes=20)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    items = [x for x in issue_3948() if x["metadata"]["name"] != "llm"]
+    items += gang("llm", [], 4, pending=1, pg_annotations={"corral.dev/room-made": stamp})
+    p = plan(state(items))
+    assert p.moves == [] and p.waiting_after == ["default/llm"]
+    (u,) = p.unserved
+    assert u.reason.startswith("room was made for it 20m ago") and "cool-down (1h)" in u.reason
+    later = plan(state(items, now=NOW + timedelta(hours=1)))
+    assert moved(later) == ["s1a", "s1b"]
+    # the same through the ledger, for a gang without a PodGroup
+    items = [x for x in issue_3948() if x["kind"] != "PodGroup"]
+    p = plan(state(items, ledger({}, {"default/llm": stamp})))
+    assert p.moves == [] and p.unserved[0].reason.startswith("room was made for it")
+
+
+def test_a_bad_ledger_is_named() -> None:
+    bad = ledger({})
+    bad["data"]["last-moved"] = "[1, 2"
+    with pytest.raises(StateError, match=r"corral-descheduler-moves: data\.last-moved"):
+        state(issue_3948(), bad)
+    bad["data"]["last-moved"] = json.dumps({"default/x": "yesterday"})
+    with pytest.raises(StateError, match=r"data\.last-moved\[default/x\]"):
+        state(issue_3948(), bad)

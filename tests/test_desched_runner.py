@@ -249,3 +249,37 @@ async def test_metrics_count_what_happened() -> None:
         "corral_descheduler_fragmentation_gpus", {"when": "before"}
     ) == pytest.approx(result.plan.fragmentation_before)
     assert reg.get_sample_value("corral_descheduler_runs_total", {"exit_code": "0"}) == 1
+
+
+async def test_room_marks_events_and_begin() -> None:
+    fake = FakeCluster(two_gang_cluster())
+    begun: list[str] = []
+    rooms: list[str] = []
+
+    async def begin(plan: Any) -> None:
+        begun.append(plan.plan_id)
+
+    async def mark_room(move: Move, now: datetime) -> None:
+        assert fake.evicted  # only once something of the group is gone
+        rooms.append(move.for_gang or "")
+
+    io = fake.io()
+    io.begin, io.mark_room = begin, mark_room
+    result = await run_once(io, DeschedulerConfig())
+    assert begun == [result.plan.plan_id]
+    assert sorted(rooms) == ["default/llm", "default/pretrain"]  # once per group
+    moved = [e for e in fake.events if e.reason == "GangMoved"]
+    assert [e.podgroup for e in moved] == [m.gang for m in result.plan.moves]
+    for e, m in zip(moved, result.plan.moves, strict=True):
+        assert e.message.startswith(f"corral {result.plan.plan_id}: ")
+        assert m.for_gang is not None and m.for_gang in e.message
+
+
+async def test_an_interruption_stops_between_gangs() -> None:
+    fake = FakeCluster(two_gang_cluster())
+    io = fake.io()
+    io.interrupted = lambda: "SIGTERM received" if fake.calls else None
+    result = await run_once(io, DeschedulerConfig())
+    assert len(fake.calls) == 1 and result.exit_code == EXIT_OK
+    assert result.stopped == "SIGTERM received: the run stops evicting"
+    assert {o.status for o in result.outcomes[1:]} == {"not-attempted"}

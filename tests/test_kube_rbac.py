@@ -58,6 +58,13 @@ def test_stale_and_wrong_attributions_are_reported() -> None:
 def test_rules_are_merged_sorted_and_named_only_where_rbac_can() -> None:
     role = rbac.rules(rbac.DESCHEDULER, own_namespace=True)
     assert role == [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]},
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "resourceNames": [rbac.DESCHEDULER_LEDGER],
+            "verbs": ["get", "update"],
+        },
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
         {
             "apiGroups": ["coordination.k8s.io"],
@@ -77,6 +84,9 @@ def test_rules_are_merged_sorted_and_named_only_where_rbac_can() -> None:
     )
     for r in cluster:
         assert r["resources"] == sorted(r["resources"])
+    # the descheduler patches PodGroups (its marks), and nothing else it reads
+    patched = {res for r in cluster if "patch" in r["verbs"] for res in r["resources"]}
+    assert patched == {"podgroups"}
     # the webhook neither evicts nor writes anything in this build
     verbs = {v for r in rbac.rules(rbac.WEBHOOK) for v in r["verbs"]}
     assert verbs == {"list", "watch"}
@@ -253,3 +263,9 @@ async def test_the_webhook_rules_allow_its_informers_and_nothing_more(
     eviction = RequestRecord("POST", "/api/v1/namespaces/ml/pods/p/eviction", {}, "", "", "")
     with pytest.raises(AssertionError, match="webhook may not"):
         _check_wire(api, [eviction], rbac.WEBHOOK)
+
+
+def test_the_ledger_is_the_one_the_descheduler_writes() -> None:
+    from descheduler.state import MOVE_LEDGER
+
+    assert rbac.DESCHEDULER_LEDGER == MOVE_LEDGER

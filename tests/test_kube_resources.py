@@ -1,10 +1,11 @@
 """API_CALLS is exactly what the layer does: every request seen on the wire while the
-informers, the evictor and the leader elector run is declared, and every declared call
-is made."""
+informers, the evictor, the leader elector and the descheduler's marks run is declared,
+and every declared call is made."""
 
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
 import pytest
 from gangplace.kube import (
@@ -16,8 +17,16 @@ from gangplace.kube import (
     LeaderElector,
     UndeclaredApiCall,
 )
-from gangplace.kube.resources import NODES, PODS, VOLCANO_QUEUES, pods_on_node
+from gangplace.kube.resources import (
+    COSCHED_PODGROUPS,
+    NODES,
+    PODS,
+    VOLCANO_PODGROUPS,
+    VOLCANO_QUEUES,
+    pods_on_node,
+)
 
+from descheduler.kube import LedgerStore
 from tests.kubeapi import ApiServer
 from tests.kubeapi import objects as o
 from tests.kubeapi.app import _resolve
@@ -70,6 +79,17 @@ async def test_api_calls_match_the_wire(api: ApiServer, kube: KubeClient) -> Non
             await asyncio.sleep(0.25)  # a renewal or two
 
         await asyncio.wait_for(elector.run(lead), 5)
+    # The descheduler's marks: last-moved on PodGroups of both APIs, and its move ledger
+    # (created, then read and updated).
+    merge = "application/merge-patch+json"
+    note = {"metadata": {"annotations": {"corral.dev/last-moved": "2026-12-02T12:00:00Z"}}}
+    for pg in (o.volcano_podgroup("g", "ns1"), o.cosched_podgroup("g", "ns1")):
+        api.store.load([pg])
+    await kube.patch(VOLCANO_PODGROUPS, "g", note, namespace="ns1", content_type=merge)
+    await kube.patch(COSCHED_PODGROUPS, "g", note, namespace="ns1", content_type=merge)
+    ledger = LedgerStore(kube, "corral")
+    for unit in ("ns1/a", "ns1/b"):
+        await ledger.record("last_moved", unit, datetime(2026, 12, 2, tzinfo=UTC), 3600)
     declared = {(c.verb, c.group, c.resource, c.subresource) for c in API_CALLS}
     seen = wire_calls(api)
     assert seen - declared == set(), "calls made but not declared in API_CALLS"

@@ -213,15 +213,6 @@ PENDING_FLAGS: dict[tuple[str, str, str], str] = {
     ("corral-webhook", "serve", "--webhook-config-name"): (
         "webhook phase 2: the MutatingWebhookConfiguration whose caBundle --self-signed patches"
     ),
-    ("corral-descheduler", "run", "--lease-name"): (
-        "descheduler phase 2: the Lease that elects the replica that runs"
-    ),
-    ("corral-descheduler", "run", "--lease-namespace"): (
-        "descheduler phase 2: the namespace of that Lease"
-    ),
-    ("corral-descheduler", "run", "--metrics-port"): (
-        "descheduler phase 2: the port of the /healthz and /metrics server of `run --interval`"
-    ),
 }
 
 

@@ -1,18 +1,33 @@
 """The planner's input, built from a Kubernetes List or from informers."""
 
+from gangplace.engine.selectors import LabelSelector, SelectorError
+
 from .build import ClusterState, state_from_list, state_from_objects
-from .objects import ANNOTATION_LAST_MOVED, GPU, PdbInfo, PodGroupInfo, StateError
-from .selectors import LabelSelector, SelectorError
+from .objects import (
+    ANNOTATION_LAST_MOVED,
+    ANNOTATION_ROOM_MADE,
+    GPU,
+    MOVE_LEDGER,
+    MoveLedger,
+    PdbInfo,
+    PodGroupInfo,
+    StateError,
+    ledger_from_json,
+)
 
 __all__ = [
     "ANNOTATION_LAST_MOVED",
+    "ANNOTATION_ROOM_MADE",
     "GPU",
+    "MOVE_LEDGER",
     "ClusterState",
     "LabelSelector",
+    "MoveLedger",
     "PdbInfo",
     "PodGroupInfo",
     "SelectorError",
     "StateError",
+    "ledger_from_json",
     "state_from_list",
     "state_from_objects",
 ]

@@ -12,9 +12,12 @@ from typing import Any
 from gangplace.engine import EngineConfig, Queue, Snapshot, SnapshotError
 
 from .objects import (
+    MOVE_LEDGER,
+    MoveLedger,
     PdbInfo,
     PodGroupInfo,
     StateError,
+    ledger_from_json,
     pdb_from_json,
     podgroup_from_json,
     priority_class_from_json,
@@ -35,6 +38,7 @@ class ClusterState:
     pdbs: list[PdbInfo] = field(default_factory=list)
     queues: dict[str, Queue] = field(default_factory=dict)
     priority_classes: dict[str, int] = field(default_factory=dict)
+    ledger: MoveLedger = field(default_factory=MoveLedger)
 
 
 def _resolve_priorities(snap: Snapshot, classes: Mapping[str, int]) -> None:
@@ -50,7 +54,8 @@ def state_from_objects(
     objects: Iterable[Mapping[str, Any]] = (),
 ) -> ClusterState:
     """A state from a snapshot and the other objects (PodGroups, Queues, PDBs,
-    PriorityClasses; anything else is ignored)."""
+    PriorityClasses, and the descheduler's move ledger ConfigMap; anything else is
+    ignored)."""
     if now.tzinfo is None:
         raise StateError("now must be an aware datetime (UTC)")
     cfg = snapshot.config
@@ -68,6 +73,8 @@ def state_from_objects(
         elif kind == "PriorityClass":
             name, value = priority_class_from_json(obj)
             state.priority_classes[name] = value
+        elif kind == "ConfigMap" and (obj.get("metadata") or {}).get("name") == MOVE_LEDGER:
+            state.ledger = ledger_from_json(obj)
     _resolve_priorities(snapshot, state.priority_classes)
     return state
 

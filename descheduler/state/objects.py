@@ -4,6 +4,7 @@ parsed from the JSON the API server returns into a small frozen record."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -12,16 +13,20 @@ from typing import Any
 from gangplace.engine import EngineConfig, Queue
 from gangplace.engine.gangs import ANNOTATION_GANG_TIMEOUT, VOLCANO_SLA_WAITING_TIME
 from gangplace.engine.resources import ResourceError, parse_resource_list
+from gangplace.engine.selectors import LabelSelector, SelectorError
 
-from ..timeparse import TimeFormatError, parse_duration, parse_time
-from .selectors import LabelSelector, SelectorError
+from ..timeparse import TimeFormatError, format_time, parse_duration, parse_time
 
 __all__ = [
     "ANNOTATION_LAST_MOVED",
+    "ANNOTATION_ROOM_MADE",
     "GPU",
+    "MOVE_LEDGER",
+    "MoveLedger",
     "PdbInfo",
     "PodGroupInfo",
     "StateError",
+    "ledger_from_json",
     "pdb_from_json",
     "podgroup_from_json",
     "priority_class_from_json",
@@ -32,6 +37,14 @@ __all__ = [
 # Written on a gang's PodGroup by the runner when it moves the gang (RFC 3339), so that
 # a stateless CronJob still knows the gang is cooling down.
 ANNOTATION_LAST_MOVED = "corral.dev/last-moved"
+# Written on a waiting gang's PodGroup when a run starts evicting to make room for it: a
+# gang that still waits within the cool-down lost its room to other pods, and no more
+# gangs are moved for it until the cool-down ends.
+ANNOTATION_ROOM_MADE = "corral.dev/room-made"
+# The ConfigMap (in the descheduler's namespace) that remembers the same two facts for
+# units that have no PodGroup to carry them: gangs known only by their pods' keys, and
+# single pods (by their controller, which outlives the pod).
+MOVE_LEDGER = "corral-descheduler-moves"
 # Queue and share figures count GPUs under one name, in thousandths of a GPU.
 GPU = "gpu"
 
@@ -242,3 +255,48 @@ def priority_class_from_json(obj: Mapping[str, Any]) -> tuple[str, int]:
         return name, int(obj.get("value") or 0)
     except (TypeError, ValueError):
         raise StateError(f"PriorityClass {name}: value must be an integer") from None
+
+
+@dataclass(slots=True)
+class MoveLedger:
+    """``last_moved`` and ``room_made`` by cool-down key (see ``units.cooldown_key``).
+    The ConfigMap holds each map as JSON under the data key of the same name, written
+    with dashes (``last-moved``, ``room-made``)."""
+
+    last_moved: dict[str, datetime] = field(default_factory=dict)
+    room_made: dict[str, datetime] = field(default_factory=dict)
+
+    def to_data(self) -> dict[str, str]:
+        def dump(m: Mapping[str, datetime]) -> str:
+            return json.dumps({k: format_time(v) for k, v in sorted(m.items())}, indent=0)
+
+        return {"last-moved": dump(self.last_moved), "room-made": dump(self.room_made)}
+
+    def prune(self, now: datetime, keep_seconds: float) -> None:
+        """Forget entries older than ``keep_seconds`` (the cool-down)."""
+        for m in (self.last_moved, self.room_made):
+            for k in [k for k, t in m.items() if (now - t).total_seconds() >= keep_seconds]:
+                del m[k]
+
+
+def ledger_from_json(obj: Mapping[str, Any]) -> MoveLedger:
+    """The move ledger ConfigMap; StateError names a key that cannot be read."""
+    ns, name, _ = _meta(obj, "ConfigMap")
+    data = obj.get("data") or {}
+    out = MoveLedger()
+    for key, target in (("last-moved", out.last_moved), ("room-made", out.room_made)):
+        raw = data.get(key)
+        if not raw:
+            continue
+        what = f"ConfigMap {ns}/{name}: data.{key}"
+        try:
+            doc = json.loads(raw)
+        except (TypeError, ValueError):
+            raise StateError(f"{what}: not a JSON object") from None
+        if not isinstance(doc, dict):
+            raise StateError(f"{what}: not a JSON object")
+        for unit, stamp in doc.items():
+            t = _time(stamp, f"{what}[{unit}]")
+            if t is not None:
+                target[str(unit)] = t
+    return out

@@ -33,14 +33,17 @@ from gangplace.engine.feasibility import member_capacity
 from ..context import TIER_PENALTY, PlanContext, Victim
 from ..plan import Move, PodMove, Unserved
 from ..simulate import Trial, freed, remove_pods, try_move
+from ..timeparse import format_duration, format_time
 from ..units import Demand, GangView
 
-__all__ = ["Candidates", "make_room"]
+__all__ = ["ROOM_TAKEN", "Candidates", "make_room"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
 _MAX_TRIALS = 24
+# How the reason of a waiting gang whose room went to other pods begins.
+ROOM_TAKEN = "room was made for it"
 # Added to the estimated cost of a pod that has no room elsewhere (shortlist only).
 STUCK_PENALTY = 1e6
 
@@ -566,6 +569,25 @@ def _batches(n: int, first: int = 8) -> list[tuple[int, int]]:
     return out
 
 
+def _room_taken(ctx: PlanContext, d: Demand) -> str | None:
+    """Room was made for ``d`` within the cool-down and it still cannot start: the
+    scheduler gave the room to other pods (the victims' replacements, or others). Moving
+    more gangs for it would likely go the same way, so it waits out the cool-down."""
+    made = d.view.room_made
+    cooldown = ctx.config.eviction.cooldown
+    if made is None or cooldown <= 0:
+        return None
+    since = (ctx.now - made).total_seconds()
+    if since >= cooldown:
+        return None
+    return (
+        f"{ROOM_TAKEN} {format_duration(max(since, 0))} ago "
+        f"({format_time(made)}) and it still cannot start: the scheduler gave the room to "
+        f"other pods; no more gangs are moved for it until the cool-down "
+        f"({format_duration(cooldown)}) ends"
+    )
+
+
 def make_room(ctx: PlanContext, demands: Sequence[Demand]) -> list[Move]:
     """Moves that let ``demands`` (in DRF order) start; the snapshot is left with the
     moves made and the gangs that start placed. Unserved gangs go to ``ctx.unserved``."""
@@ -586,6 +608,10 @@ def make_room(ctx: PlanContext, demands: Sequence[Demand]) -> list[Move]:
             continue
         if ctx.budget.exhausted():
             ctx.unserved.append(Unserved(d.key, "the eviction limit of this run is reached"))
+            continue
+        taken = _room_taken(ctx, d)
+        if taken is not None:
+            ctx.unserved.append(Unserved(d.key, taken))
             continue
         found = _room_for(ctx, cand, d)
         if isinstance(found, str):

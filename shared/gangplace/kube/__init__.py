@@ -17,6 +17,7 @@ from .config import (
     load_configuration,
     new_client,
 )
+from .events import event_body, post_event
 from .evictor import (
     Budget,
     DisruptionCheck,
@@ -77,8 +78,10 @@ __all__ = [
     "build_snapshot",
     "check_disruption",
     "client_for",
+    "event_body",
     "in_cluster_configuration",
     "load_configuration",
     "new_client",
     "object_key",
+    "post_event",
 ]

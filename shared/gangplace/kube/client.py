@@ -283,6 +283,23 @@ class KubeClient:
         check_call("update", resource)
         return await self.request("PUT", resource.path(namespace, name), (), dict(body))
 
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        body: Any,
+        *,
+        namespace: str | None = None,
+        content_type: str = "application/json-patch+json",
+    ) -> Json:
+        """PATCH: an RFC 6902 JSON patch (a list of operations; a failed ``test`` is a
+        422 and changes nothing) or, with ``content_type="application/merge-patch+json"``,
+        a merge patch."""
+        check_call("patch", resource)
+        return await self.request(
+            "PATCH", resource.path(namespace, name), (), body, content_type=content_type
+        )
+
     async def evict(
         self, namespace: str, name: str, *, uid: str = "", dry_run: bool = False
     ) -> Json:

@@ -14,18 +14,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from enum import StrEnum
 
 from ..engine import PodRecord
 from .backoff import Backoff
 from .client import REQUEST_ERRORS, TRANSIENT_ERRORS, ApiError, KubeClient
+from .events import event_body, post_event
 from .records import PdbRecord, pdb_from_json
-from .resources import EVENTS, PDBS
+from .resources import PDBS
 
 __all__ = [
     "Budget",
@@ -42,7 +41,6 @@ log = logging.getLogger(__name__)
 
 # Pods in these phases are evicted without consulting their budgets, as the API server does.
 _PDB_EXEMPT_PHASES = frozenset({"Pending", "Succeeded", "Failed"})
-_MAX_EVENT_MESSAGE = 1024
 
 
 class Outcome(StrEnum):
@@ -247,10 +245,6 @@ def _describe(e: ApiError) -> str:
     return f"{text} ({causes})" if causes else text
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 class Evictor:
     """Evicts pods for one descheduling run (one ``plan``); keeps every result.
 
@@ -374,36 +368,24 @@ class Evictor:
         message = f"Evicted by {self.component} for plan {self.plan}"
         if reason:
             message += f": {reason}"
-        now = _now()
-        suffix = f".{time.time_ns():x}"
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": t.name[: 253 - len(suffix)] + suffix, "namespace": t.namespace},
-            "involvedObject": {
+        body = event_body(
+            {
                 "apiVersion": "v1",
                 "kind": "Pod",
                 "namespace": t.namespace,
                 "name": t.name,
-                **({"uid": t.uid} if t.uid else {}),
+                "uid": t.uid,
             },
-            "reason": self.event_reason,
-            "message": message[:_MAX_EVENT_MESSAGE],
-            "type": "Normal",
-            "action": "Evict",
-            "count": 1,
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "source": {"component": self.component, "host": self.instance},
-            "reportingComponent": self.component,
-            "reportingInstance": self.instance,
-        }
-        try:
-            await self.client.create(EVENTS, body, namespace=t.namespace)
-        except REQUEST_ERRORS as e:
-            log.warning("event for evicted pod %s not written: %s", t.key, e)
-            return f"{type(e).__name__}: {e}"
-        return ""
+            reason=self.event_reason,
+            message=message,
+            action="Evict",
+            component=self.component,
+            instance=self.instance,
+        )
+        error = await post_event(self.client, body)
+        if error:
+            log.warning("event for evicted pod %s not written: %s", t.key, error)
+        return error
 
     # --- a gang -----------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from urllib.parse import parse_qs
 
 from .resources import (
     API_CALLS,
+    CONFIGMAPS,
     COSCHED_PODGROUPS,
     EVENTS,
     LEASES,
@@ -47,6 +48,7 @@ __all__ = [
     "COMPONENTS",
     "DESCHEDULER",
     "DESCHEDULER_LEASE",
+    "DESCHEDULER_LEDGER",
     "KUBECTL",
     "NAMESPACE",
     "RBAC_API",
@@ -80,6 +82,8 @@ SERVICE_ACCOUNTS: Final = {WEBHOOK: "corral-webhook", DESCHEDULER: "corral-desch
 WEBHOOK_CONFIGURATION: Final = "corral-webhook"
 WEBHOOK_TLS_SECRET: Final = "corral-webhook-tls"
 DESCHEDULER_LEASE: Final = "corral-descheduler"
+# The descheduler's move ledger: cool-downs of units that have no PodGroup.
+DESCHEDULER_LEDGER: Final = "corral-descheduler-moves"
 
 # The install choices a grant may depend on, each with its values; the first is the
 # default install (``kubectl apply -k manifests/``).
@@ -142,9 +146,19 @@ _ROWS: tuple[tuple[tuple[str, ...], Resource, str, tuple[Grant, ...]], ...] = (
     (("list",), VOLCANO_PODGROUPS, "", (_K,)),
     (("list",), VOLCANO_QUEUES, "", (_K,)),
     (("list",), COSCHED_PODGROUPS, "", (_K,)),
-    # Evicting whole gangs, and saying so on each pod.
+    # Evicting whole gangs, and saying so on each pod and each gang.
     (("create",), PODS, "eviction", (_D,)),
     (("create",), EVENTS, "", (_D,)),
+    # Remembering moves across runs: corral.dev/last-moved and corral.dev/room-made on
+    # PodGroups, and the ledger ConfigMap for units that have none.
+    (("patch",), VOLCANO_PODGROUPS, "", (_D,)),
+    (("patch",), COSCHED_PODGROUPS, "", (_D,)),
+    (
+        ("get", "create", "update"),
+        CONFIGMAPS,
+        "",
+        (Grant(DESCHEDULER, own_namespace=True, resource_names=(DESCHEDULER_LEDGER,)),),
+    ),
     # Leader election: one Lease in corral's own namespace.
     (
         ("get", "create", "update"),

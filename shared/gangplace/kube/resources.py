@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 __all__ = [
     "API_CALLS",
+    "CONFIGMAPS",
     "COSCHED_PODGROUPS",
     "EVENTS",
     "LEASES",
@@ -78,6 +79,7 @@ NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
 PODS = Resource("", "v1", "pods", "Pod", namespaced=True)
 NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
 EVENTS = Resource("", "v1", "events", "Event", namespaced=True)
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", namespaced=True)
 PDBS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", namespaced=True)
 PRIORITY_CLASSES = Resource(
     "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", namespaced=False
@@ -102,6 +104,7 @@ RESOURCES: tuple[Resource, ...] = (
     VOLCANO_PODGROUPS,
     VOLCANO_QUEUES,
     COSCHED_PODGROUPS,
+    CONFIGMAPS,
 )
 
 # Pods that hold resources: the descheduler and the webhook never need finished pods.
@@ -147,10 +150,36 @@ API_CALLS: tuple[ApiCall, ...] = (
     *_watched(VOLCANO_QUEUES, "informer: Volcano queues"),
     *_watched(COSCHED_PODGROUPS, "informer: scheduler-plugins gangs"),
     ApiCall("create", "", "pods", "eviction", why="evictor: policy/v1 Eviction"),
-    ApiCall("create", "", "events", why="evictor: an Event on each evicted pod"),
+    ApiCall(
+        "create",
+        "",
+        "events",
+        why="evictor: an Event on each evicted pod; descheduler: an Event on each moved "
+        "gang (its PodGroup, else its first pod)",
+    ),
     ApiCall("get", LEASES.group, LEASES.plural, why="leader election"),
     ApiCall("create", LEASES.group, LEASES.plural, why="leader election"),
     ApiCall("update", LEASES.group, LEASES.plural, why="leader election"),
+    *(
+        ApiCall(
+            "patch",
+            r.group,
+            r.plural,
+            why="descheduler: corral.dev/last-moved (cool-down) on a moved gang's PodGroup "
+            "and corral.dev/room-made on the waiting gang's, before evicting",
+        )
+        for r in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS)
+    ),
+    *(
+        ApiCall(
+            verb,
+            CONFIGMAPS.group,
+            CONFIGMAPS.plural,
+            why="descheduler: its move ledger (one ConfigMap in its own namespace): "
+            "cool-downs of gangs and pods that have no PodGroup to carry them",
+        )
+        for verb in ("get", "create", "update")
+    ),
 )
 
 _DECLARED = frozenset((c.verb, c.group, c.resource, c.subresource) for c in API_CALLS)

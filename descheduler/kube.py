@@ -1,0 +1,520 @@
+"""The descheduler on a live cluster: informers feed the planner, the Evictor carries
+the plan out, and Events, annotations and the move ledger tell the cluster (and the
+next run) what was done.
+
+:class:`ClusterView` keeps informers of what the planner reads: nodes and pods as the
+engine's compact records (:class:`~gangplace.kube.ClusterCache`), and PodGroups of both
+APIs, Volcano Queues, PodDisruptionBudgets and PriorityClasses as their JSON, trimmed.
+A run hands that JSON to :func:`~descheduler.state.state_from_objects`, the parser
+``plan --snapshot`` uses on a dump, so a live plan and an offline plan of the same
+objects are the same plan. A PodGroup or Queue API that is not installed is left out.
+
+:class:`KubeIO` is the runner's :class:`~descheduler.runner.RunnerIO` over the API:
+
+- ``precheck(group)``: the waiting gang a group makes room for must still wait, and be
+  one the scheduler can place now (``runner.only_schedulable_gangs``): pending pods it
+  can see and, with Volcano, a PodGroup that is Inqueue. The live disruption budgets
+  must allow evicting every member of the group;
+- ``mark_moved``: ``corral.dev/last-moved`` merge-patched on the gang's PodGroup before
+  its pods go; a unit with no PodGroup is written to the move ledger (a ConfigMap in the
+  descheduler's namespace) under its cool-down key: its gang, or a pod's controller,
+  which outlives the pod and makes its replacement. Annotating the pods themselves would
+  be pointless (they are about to be deleted), and annotating a controller would need
+  write access to every workload kind;
+- ``mark_room``: ``corral.dev/room-made`` on the waiting gang's PodGroup (or in the
+  ledger) once the first gang of its group is evicted;
+- ``evict_gang``: :meth:`Evictor.evict_gang` with the live budgets, the limits of the
+  config as a second guard, and the Lease as the guard of every request;
+- ``emit_event``: a core/v1 Event on the gang's PodGroup, or on its first pod.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from gangplace.engine.gangs import membership
+from gangplace.engine.snapshot import PodRecord
+from gangplace.kube import (
+    REQUEST_ERRORS,
+    TRANSIENT_ERRORS,
+    ApiError,
+    Budget,
+    ClusterCache,
+    EvictionResult,
+    EvictionTarget,
+    Evictor,
+    Informer,
+    KubeClient,
+    event_body,
+    post_event,
+)
+from gangplace.kube import Outcome as KubeOutcome
+from gangplace.kube.resources import (
+    CONFIGMAPS,
+    COSCHED_PODGROUPS,
+    PDBS,
+    PRIORITY_CLASSES,
+    VOLCANO_PODGROUPS,
+    VOLCANO_QUEUES,
+    Resource,
+)
+
+from .config import DeschedulerConfig
+from .config import Limits as LimitsConfig
+from .plan import Move, Plan
+from .runner import GangEvent, Outcome, PodResult, RunnerIO
+from .state import (
+    ANNOTATION_LAST_MOVED,
+    ANNOTATION_ROOM_MADE,
+    MOVE_LEDGER,
+    ClusterState,
+    MoveLedger,
+    StateError,
+    ledger_from_json,
+    state_from_objects,
+)
+from .state.objects import pdb_from_json, podgroup_from_json, queue_from_json
+from .timeparse import format_time
+from .units import cooldown_key
+
+__all__ = ["OUTCOMES", "ClusterView", "KubeIO", "LedgerStore", "evictor_limits"]
+
+log = logging.getLogger(__name__)
+
+Json = dict[str, Any]
+
+# The evictor's outcomes as the runner counts them.
+OUTCOMES: Mapping[KubeOutcome, Outcome] = {
+    KubeOutcome.EVICTED: Outcome.EVICTED,
+    KubeOutcome.GONE: Outcome.GONE,
+    KubeOutcome.DRY_RUN: Outcome.DRY_RUN,
+    KubeOutcome.REFUSED_BY_PDB: Outcome.REFUSED,
+    KubeOutcome.SKIPPED_BY_LIMIT: Outcome.SKIPPED,
+    KubeOutcome.FAILED: Outcome.FAILED,
+    KubeOutcome.ABORTED: Outcome.ABORTED,
+}
+
+PODGROUP_APIS: Mapping[str, Resource] = {
+    VOLCANO_PODGROUPS.group: VOLCANO_PODGROUPS,
+    COSCHED_PODGROUPS.group: COSCHED_PODGROUPS,
+}
+_OPTIONAL = (VOLCANO_PODGROUPS, VOLCANO_QUEUES, COSCHED_PODGROUPS)
+_MERGE_PATCH = "application/merge-patch+json"
+
+
+def _trimmed(resource: Resource, check: Callable[[Json], object]) -> Callable[[Json], Json]:
+    """The object as a dump would list it (list items may omit kind and apiVersion),
+    without managedFields; ``check`` raises ValueError for one the planner cannot read,
+    which the informer then leaves out (and reports) rather than failing every run."""
+
+    def convert(obj: Json) -> Json:
+        out = dict(obj)
+        out["kind"], out["apiVersion"] = resource.kind, resource.api_version
+        meta = dict(out.get("metadata") or {})
+        meta.pop("managedFields", None)
+        ann = meta.get("annotations")
+        if isinstance(ann, dict) and "kubectl.kubernetes.io/last-applied-configuration" in ann:
+            ann = dict(ann)
+            del ann["kubectl.kubernetes.io/last-applied-configuration"]
+            meta["annotations"] = ann
+        out["metadata"] = meta
+        check(out)
+        return out
+
+    return convert
+
+
+class ClusterView:
+    """Informers for the planner's input; :meth:`state` builds one run's state."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        config: DeschedulerConfig,
+        *,
+        ledger_namespace: str,
+        page_size: int = 500,
+        watch_timeout: int = 300,
+    ) -> None:
+        self.client = client
+        self.config = config
+        self.ledger_namespace = ledger_namespace
+        self.cache = ClusterCache(
+            client, config.engine, page_size=page_size, watch_timeout=watch_timeout
+        )
+        self._kw: dict[str, Any] = {"page_size": page_size, "watch_timeout": watch_timeout}
+        self.objects: dict[Resource, Informer[Json]] = {}
+        self.missing: list[str] = []  # optional APIs not installed
+
+    def _checker(self, resource: Resource) -> Callable[[Json], object]:
+        cfg = self.config.engine
+        if resource in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS):
+            return lambda o: podgroup_from_json(o, cfg)
+        if resource == VOLCANO_QUEUES:
+            return lambda o: queue_from_json(o, cfg)
+        if resource == PDBS:
+            return pdb_from_json
+        return lambda o: o
+
+    async def _installed(self, resource: Resource) -> bool:
+        """Whether an optional API (a CRD) is served: a one-item list, 404 when not. Any
+        other failure counts as served: its informer retries, and says why if it never
+        syncs."""
+        try:
+            await self.client.list(resource, limit=1)
+        except ApiError as e:
+            if e.status == 404:
+                return False
+            log.warning("probing %s: %s", resource, e)
+        except TRANSIENT_ERRORS as e:
+            log.warning("probing %s: %s: %s", resource, type(e).__name__, e)
+        return True
+
+    async def start(self) -> None:
+        resources = [PDBS, PRIORITY_CLASSES]
+        for r in _OPTIONAL:
+            if await self._installed(r):
+                resources.append(r)
+            else:
+                self.missing.append(str(r))
+                log.info("API not installed; left out", extra={"fields": {"resource": str(r)}})
+        for r in resources:
+            self.objects[r] = Informer(
+                self.client, r, _trimmed(r, self._checker(r)), name=str(r), **self._kw
+            )
+        await self.cache.start()
+        for inf in self.objects.values():
+            inf.start()
+
+    async def stop(self) -> None:
+        await self.cache.stop()
+        await asyncio.gather(*(inf.stop() for inf in self.objects.values()))
+
+    @property
+    def synced(self) -> bool:
+        return self.cache.synced and all(i.synced.is_set() for i in self.objects.values())
+
+    async def wait_synced(self, timeout: float | None = None) -> None:
+        await self.cache.wait_synced(timeout)
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.gather(*(i.synced.wait() for i in self.objects.values()))
+        except TimeoutError:
+            late = [str(r) for r, i in self.objects.items() if not i.synced.is_set()]
+            raise TimeoutError(f"informers not synced after {timeout}s: {late}") from None
+
+    def podgroup(self, group: str, key: str) -> Json | None:
+        inf = self.objects.get(PODGROUP_APIS[group]) if group in PODGROUP_APIS else None
+        return inf.get(key) if inf is not None else None
+
+    def invalid(self) -> dict[str, str]:
+        """Objects left out because they cannot be read, by ``resource key``."""
+        return {
+            f"{r} {k}": why for r, inf in self.objects.items() for k, why in inf.invalid.items()
+        }
+
+    async def state(self, now: datetime, ledger: Json | None = None) -> ClusterState:
+        snap = await self.cache.snapshot_async()
+        objects: list[Json] = [o for inf in self.objects.values() for o in inf.values()]
+        if ledger is not None:
+            objects.append(ledger)
+        return state_from_objects(snap, now, objects)
+
+
+class LedgerStore:
+    """The move ledger ConfigMap: read each run, updated with the resourceVersion it was
+    read at (a conflict is read again and retried)."""
+
+    def __init__(self, client: KubeClient, namespace: str, name: str = MOVE_LEDGER) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.name = name
+
+    async def read(self) -> Json | None:
+        try:
+            return await self.client.get(CONFIGMAPS, self.name, self.namespace)
+        except ApiError as e:
+            if e.status == 404:
+                return None
+            raise
+
+    async def record(
+        self, field: str, key: str, when: datetime, keep_seconds: float, attempts: int = 4
+    ) -> None:
+        """Set ``field`` (``last_moved`` or ``room_made``) of ``key`` to ``when``,
+        forgetting entries older than ``keep_seconds``."""
+        for attempt in range(attempts):
+            obj = await self.read()
+            ledger = ledger_from_json(obj) if obj is not None else MoveLedger()
+            getattr(ledger, field)[key] = when
+            ledger.prune(when, max(keep_seconds, 1.0))
+            body: Json = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": self.name,
+                    "namespace": self.namespace,
+                    "labels": {"app.kubernetes.io/part-of": "corral"},
+                },
+                "data": ledger.to_data(),
+            }
+            try:
+                if obj is None:
+                    await self.client.create(CONFIGMAPS, body, namespace=self.namespace)
+                else:
+                    body["metadata"]["resourceVersion"] = obj["metadata"]["resourceVersion"]
+                    await self.client.replace(CONFIGMAPS, self.name, body, namespace=self.namespace)
+                return
+            except ApiError as e:
+                if e.status != 409 or attempt == attempts - 1:
+                    raise
+
+
+def evictor_limits(cfg: LimitsConfig) -> list[Budget]:
+    """The config's limits as the Evictor's budgets: the planner keeps to them already;
+    the Evictor holds them again, whatever happens to the plan."""
+    out: list[Budget] = []
+    if cfg.max_evictions_per_run is not None:
+        out.append(Budget.per_run(cfg.max_evictions_per_run))
+    if cfg.max_evictions_per_node is not None:
+        out.append(Budget.per_node(cfg.max_evictions_per_node))
+    if cfg.max_evictions_per_namespace is not None:
+        out.append(Budget.per_namespace(cfg.max_evictions_per_namespace))
+    if cfg.max_evictions_per_queue is not None:
+        out.append(Budget.per_queue(cfg.max_evictions_per_queue))
+    if cfg.max_gpus_disrupted_per_run is not None:
+        out.append(Budget.gpus_per_run(round(cfg.max_gpus_disrupted_per_run * 1000)))
+    return out
+
+
+def _pod_result(r: EvictionResult) -> PodResult:
+    return PodResult(r.target.namespace, r.target.name, OUTCOMES[r.outcome], r.message)
+
+
+class KubeIO:
+    """One descheduler's side effects on the cluster; :meth:`io` is the runner's view."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        view: ClusterView,
+        config: DeschedulerConfig,
+        *,
+        clock: Callable[[], datetime],
+        is_leader: Callable[[], bool] = lambda: True,
+        interrupted: Callable[[], str | None] = lambda: None,
+        ledger_namespace: str = "corral-system",
+        component: str = "corral-descheduler",
+        backoff_initial: float = 1.0,
+    ) -> None:
+        self.client = client
+        self.view = view
+        self.config = config
+        self.clock = clock
+        self.is_leader = is_leader
+        self.interrupted = interrupted
+        self.ledger = LedgerStore(client, ledger_namespace)
+        self.component = component
+        self.backoff_initial = backoff_initial
+        self.state: ClusterState | None = None
+        self.evictor: Evictor | None = None
+        self._pods: dict[str, PodRecord] = {}
+
+    def io(self) -> RunnerIO:
+        return RunnerIO(
+            fetch_state=self.fetch_state,
+            evict_gang=self.evict_gang,
+            emit_event=self.emit_event,
+            mark_moved=self.mark_moved,
+            precheck=self.precheck,
+            is_leader=self.is_leader,
+            begin=self.begin,
+            mark_room=self.mark_room,
+            interrupted=self.interrupted,
+        )
+
+    # --- state --------------------------------------------------------------------------
+
+    async def fetch_state(self) -> ClusterState:
+        ledger = await self.ledger.read()
+        try:
+            state = await self.view.state(self.clock(), ledger)
+        except StateError as e:
+            raise StateError(f"the cluster's objects: {e}") from None
+        self.state = state
+        self.evictor = None
+        self._pods = {p.key: p for p in state.snapshot.pods}
+        for what, why in self.view.invalid().items():
+            log.warning("object left out: %s", why, extra={"fields": {"object": what}})
+        return state
+
+    async def begin(self, plan: Plan) -> None:
+        self.evictor = Evictor(
+            self.client,
+            plan=plan.plan_id,
+            limits=evictor_limits(self.config.limits),
+            guard=self.is_leader,
+            component=self.component,
+            backoff_initial=self.backoff_initial,
+        )
+
+    def _evictor(self) -> Evictor:
+        if self.evictor is None:
+            raise RuntimeError("no plan begun: begin(plan) comes before any eviction")
+        return self.evictor
+
+    def _targets(self, move: Move) -> list[EvictionTarget]:
+        out = []
+        for pm in move.pods:
+            rec = self._pods.get(pm.key)
+            if rec is not None:
+                t = EvictionTarget.from_record(rec, gang=move.unit, queue=move.queue)
+            else:  # not in the state it was planned on: evict it by name and uid
+                t = EvictionTarget(pm.namespace, pm.name, pm.uid, pm.node, move.unit, move.queue)
+            out.append(t)
+        return out
+
+    # --- before evicting ----------------------------------------------------------------
+
+    def _still_waits(self, gang: str) -> str | None:
+        """Why the waiting gang ``ns/name`` should not get room now, or None."""
+        assert self.state is not None
+        ns, _, name = gang.partition("/")
+        strict = self.config.runner.only_schedulable_gangs
+        pg = self.state.podgroups.get(gang)
+        if pg is not None:
+            live = self.view.podgroup(pg.api_group, gang)
+            if live is None:
+                return f"the PodGroup of waiting gang {gang} is gone"
+            phase = str((live.get("status") or {}).get("phase") or "")
+            if not podgroup_from_json(live, self.config.engine).waiting:
+                return f"gang {gang} no longer waits (PodGroup phase {phase})"
+            if strict and pg.api_group == VOLCANO_PODGROUPS.group and phase != "Inqueue":
+                return (
+                    f"waiting gang {gang} is not enqueued by Volcano yet (PodGroup phase "
+                    f"{phase or 'unset'}): Volcano would not place it, and the room would go "
+                    "to other pods (runner.only_schedulable_gangs)"
+                )
+        if not strict:
+            return None
+        pending = 0
+        for p in self.view.cache.pods.values():
+            if p.namespace != ns or p.node_name:
+                continue
+            m = membership(p)
+            if m is not None and m.gang == name:
+                pending += 1
+        if pending == 0:
+            return (
+                f"waiting gang {gang} has no pending pod yet: the scheduler could not give "
+                "it the room, which would go to other pods (runner.only_schedulable_gangs)"
+            )
+        return None
+
+    async def precheck(self, group: Sequence[Move]) -> str | None:
+        gang = group[0].for_gang
+        if gang is not None:
+            why = self._still_waits(gang)
+            if why is not None:
+                return why
+        members = [t for m in group for t in self._targets(m)]
+        try:
+            check = await self._evictor().check_gang_pdbs(members)
+        except REQUEST_ERRORS as e:
+            return f"the disruption budgets could not be read: {e}"
+        if not check.allowed:
+            return "the disruption budgets do not allow it now: " + "; ".join(check.reasons)
+        return None
+
+    async def _patch_podgroup(
+        self, group: str, namespace: str, name: str, key: str, when: datetime
+    ) -> None:
+        body = {"metadata": {"annotations": {key: format_time(when)}}}
+        await self.client.patch(
+            PODGROUP_APIS[group], name, body, namespace=namespace, content_type=_MERGE_PATCH
+        )
+
+    async def mark_moved(self, move: Move, now: datetime) -> None:
+        api = move.podgroup_api or ""
+        if move.podgroup and api in PODGROUP_APIS:
+            await self._patch_podgroup(
+                api, move.namespace, move.podgroup, ANNOTATION_LAST_MOVED, now
+            )
+            return
+        rec = self._pods.get(move.pods[0].key) if move.pods else None
+        key = cooldown_key(move.namespace, move.gang, rec)
+        await self.ledger.record("last_moved", key, now, self.config.eviction.cooldown)
+
+    async def mark_room(self, move: Move, now: datetime) -> None:
+        gang = move.for_gang
+        if gang is None or self.state is None:
+            return
+        pg = self.state.podgroups.get(gang)
+        if pg is not None and pg.api_group in PODGROUP_APIS:
+            await self._patch_podgroup(
+                pg.api_group, pg.namespace, pg.name, ANNOTATION_ROOM_MADE, now
+            )
+            return
+        await self.ledger.record("room_made", gang, now, self.config.eviction.cooldown)
+
+    # --- evicting -----------------------------------------------------------------------
+
+    async def evict_gang(self, move: Move, message: str) -> Sequence[PodResult]:
+        results = await self._evictor().evict_gang(self._targets(move), move.reason)
+        return [_pod_result(r) for r in results]
+
+    def _involved(self, event: GangEvent) -> Json:
+        api = event.podgroup_api or ""
+        if event.podgroup and api in PODGROUP_APIS:
+            r = PODGROUP_APIS[api]
+            pg = (
+                self.state.podgroups.get(f"{event.namespace}/{event.podgroup}")
+                if self.state
+                else None
+            )
+            return {
+                "apiVersion": r.api_version,
+                "kind": r.kind,
+                "namespace": event.namespace,
+                "name": event.podgroup,
+                "uid": pg.uid if pg is not None else "",
+            }
+        name = event.pods[0] if event.pods else ""
+        rec = self._pods.get(f"{event.namespace}/{name}")
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "namespace": event.namespace,
+            "name": name,
+            "uid": rec.uid if rec is not None else "",
+        }
+
+    async def emit_event(self, event: GangEvent) -> None:
+        involved = self._involved(event)
+        if not involved["name"]:
+            return
+        body = event_body(
+            involved,
+            reason=event.reason,
+            message=event.message,
+            type_=event.type,
+            action="Deschedule",
+            component=self.component,
+        )
+        error = await post_event(self.client, body)
+        level = logging.WARNING if event.type == "Warning" else logging.INFO
+        log.log(
+            level,
+            event.message,
+            extra={
+                "fields": {
+                    "event": event.reason,
+                    "object": f"{involved['kind']} {event.namespace}/{involved['name']}",
+                    **({"event_error": error} if error else {}),
+                }
+            },
+        )

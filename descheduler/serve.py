@@ -1,0 +1,405 @@
+"""``corral-descheduler run``: the process around the runner.
+
+- ``--once`` (a CronJob): sync the informers, make one plan, carry it out, print the
+  report (text or ``--output json``), exit 0, or 1 when evictions failed. It runs
+  without leader election: the CronJob's ``concurrencyPolicy: Forbid`` already keeps
+  runs apart, and a Lease would only make a run wait for a crashed run's Lease to
+  expire. With ``--lease-name`` it takes the Lease first, and when another replica
+  holds it, it does nothing and exits 0.
+- ``--interval D`` (a Deployment): every replica keeps its informers synced (a standby
+  takes over at once); only the holder of the Lease ``--lease-namespace/--lease-name``
+  plans and evicts, and every request of the evictor checks that it still holds it.
+  ``/healthz`` (alive, with the loop's state as JSON), ``/readyz`` (informers synced)
+  and ``/metrics`` are served on ``--metrics-host:--metrics-port``.
+
+SIGTERM or SIGINT: the gang being evicted is finished (a gang is never left half
+evicted by a shutdown), no other is started, the Lease is released so a standby takes
+over at once, and the process exits 0. Logs are JSON lines on stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+import orjson
+from aiohttp import web
+from gangplace.kube import REQUEST_ERRORS, KubeClient, LeaderElector, new_client
+from gangplace.kube.config import SERVICE_ACCOUNT_DIR
+from prometheus_client import generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from .config import DeschedulerConfig
+from .kube import ClusterView, KubeIO
+from .metrics import Metrics
+from .render import render_run
+from .runner import EXIT_FAILED, EXIT_OK, RunResult, run_loop, run_once
+from .timeparse import format_time
+
+__all__ = ["DEFAULT_LEASE", "RunOptions", "default_namespace", "run_command"]
+
+log = logging.getLogger("descheduler")
+
+DEFAULT_LEASE = "corral-descheduler"
+DEFAULT_NAMESPACE = "corral-system"
+
+
+def default_namespace(service_account_dir: Path = SERVICE_ACCOUNT_DIR) -> str:
+    """The pod's namespace: ``POD_NAMESPACE`` (the downward API), else the namespace of
+    its service account, else corral-system."""
+    env = os.environ.get("POD_NAMESPACE")
+    if env:
+        return env
+    try:
+        ns = (service_account_dir / "namespace").read_text().strip()
+    except OSError:
+        ns = ""
+    return ns or DEFAULT_NAMESPACE
+
+
+@dataclass(slots=True)
+class RunOptions:
+    once: bool = True
+    interval: float = 600.0
+    dry_run: bool = False
+    kubeconfig: str | None = None
+    lease_name: str | None = None
+    lease_namespace: str = field(default_factory=default_namespace)
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    metrics_host: str = "0.0.0.0"
+    metrics_port: int = 8080
+    sync_timeout: float = 120.0
+    shutdown_grace: float = 25.0
+    output: str = "text"
+    identity: str = ""
+    backoff_initial: float = 1.0  # the evictor's first retry delay (tests make it short)
+
+
+@dataclass(slots=True)
+class _Status:
+    identity: str
+    started: float = field(default_factory=time.time)
+    leader: Callable[[], bool] = lambda: True
+    synced: Callable[[], bool] = lambda: False
+    runs: int = 0
+    last_run: str = ""
+    last_exit_code: int | None = None
+    last_error: str = ""
+    stopping: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": "stopping" if self.stopping else "ok",
+            "identity": self.identity,
+            "leader": self.leader(),
+            "synced": self.synced(),
+            "runs": self.runs,
+            "last_run": self.last_run or None,
+            "last_exit_code": self.last_exit_code,
+            "last_error": self.last_error or None,
+        }
+
+
+def _http_app(metrics: Metrics, status: _Status) -> web.Application:
+    async def healthz(request: web.Request) -> web.Response:
+        return web.json_response(status.to_dict(), dumps=lambda o: orjson.dumps(o).decode())
+
+    async def readyz(request: web.Request) -> web.Response:
+        if not status.synced():
+            return web.Response(status=503, text="informers not synced")
+        return web.Response(text="ok")
+
+    async def metrics_handler(request: web.Request) -> web.Response:
+        metrics.leader.set(1 if status.leader() else 0)
+        resp = web.Response(body=generate_latest(metrics.registry))
+        resp.headers["Content-Type"] = CONTENT_TYPE_LATEST
+        return resp
+
+    app = web.Application()
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics_handler)
+    return app
+
+
+def _summary(result: RunResult) -> dict[str, Any]:
+    p = result.plan
+    return {
+        "plan": p.plan_id,
+        "moves": len(p.moves),
+        "pods_evicted": result.pods_evicted,
+        "gpus_freed": result.gpus_freed,
+        "statuses": {s: result.count(s) for s in {o.status for o in result.outcomes}},
+        "waiting_before": len(p.waiting_before),
+        "waiting_after": len(p.waiting_after),
+        "fragmentation_before": round(p.fragmentation_before, 3),
+        "fragmentation_after": round(p.fragmentation_after, 3),
+        "plan_seconds": round(result.plan_seconds, 3),
+        "exit_code": result.exit_code,
+        "stopped": result.stopped,
+    }
+
+
+class _Process:
+    def __init__(
+        self,
+        opts: RunOptions,
+        config: DeschedulerConfig,
+        client: KubeClient,
+        *,
+        clock: Callable[[], datetime],
+        stop: asyncio.Event,
+        out: TextIO,
+    ) -> None:
+        self.opts = opts
+        self.config = config
+        self.client = client
+        self.stop = stop
+        self.out = out
+        self.signal = ""
+        self.dry_run = opts.dry_run or config.runner.dry_run
+        self.identity = opts.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+        self.metrics = Metrics()
+        self.view = ClusterView(client, config, ledger_namespace=opts.lease_namespace)
+        self.elector: LeaderElector | None = None
+        if opts.lease_name:
+            self.elector = LeaderElector(
+                client,
+                name=opts.lease_name,
+                namespace=opts.lease_namespace,
+                identity=self.identity,
+                lease_duration=opts.lease_duration,
+                renew_deadline=opts.renew_deadline,
+                retry_period=opts.retry_period,
+            )
+        self.status = _Status(self.identity, leader=self.leading, synced=lambda: self.view.synced)
+        self.kio = KubeIO(
+            client,
+            self.view,
+            config,
+            clock=clock,
+            is_leader=self.leading,
+            interrupted=self.interrupted,
+            ledger_namespace=opts.lease_namespace,
+            backoff_initial=opts.backoff_initial,
+        )
+
+    def leading(self) -> bool:
+        return self.elector is None or self.elector.is_leader
+
+    def interrupted(self) -> str | None:
+        return f"{self.signal or 'stop'} received" if self.stop.is_set() else None
+
+    def on_result(self, result: RunResult) -> None:
+        self.metrics.observe(result)
+        self.status.runs += 1
+        self.status.last_run = format_time(datetime.now(UTC))
+        self.status.last_exit_code = result.exit_code
+        self.status.last_error = ""
+        level = logging.INFO if result.exit_code == EXIT_OK else logging.ERROR
+        log.log(level, "run finished", extra={"fields": _summary(result)})
+        for u in result.plan.unserved:
+            log.info("waiting gang not served", extra={"fields": {"gang": u.gang, "why": u.reason}})
+
+    def on_error(self, e: BaseException) -> None:
+        self.metrics.error()
+        self.status.runs += 1
+        self.status.last_run = format_time(datetime.now(UTC))
+        self.status.last_exit_code = EXIT_FAILED
+        self.status.last_error = f"{type(e).__name__}: {e}"
+
+    async def _until_stop(self, aw: Any) -> bool:
+        """Await ``aw`` unless a stop comes first; False when stopped."""
+        task = asyncio.ensure_future(aw)
+        stopper = asyncio.ensure_future(self.stop.wait())
+        try:
+            done, _ = await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+        if task in done:
+            task.result()
+            return True
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return False
+
+    async def run(self) -> int:
+        http: web.AppRunner | None = None
+        try:
+            if not self.opts.once:  # first, so that probes are answered while it syncs
+                http = web.AppRunner(_http_app(self.metrics, self.status), access_log=None)
+                await http.setup()
+                site = web.TCPSite(http, self.opts.metrics_host, self.opts.metrics_port)
+                await site.start()
+                host, port = http.addresses[0][:2]
+                log.info(
+                    "serving /healthz and /metrics", extra={"fields": {"address": f"{host}:{port}"}}
+                )
+            await self.view.start()
+            try:
+                if not await self._until_stop(self.view.wait_synced(self.opts.sync_timeout)):
+                    log.info("stopped before the informers synced")
+                    return EXIT_OK
+            except TimeoutError as e:
+                log.error("cannot see the cluster", extra={"fields": {"error": str(e)}})
+                return EXIT_FAILED
+            log.info(
+                "informers synced",
+                extra={
+                    "fields": {
+                        "nodes": len(self.view.cache.nodes),
+                        "pods": len(self.view.cache.pods),
+                        "apis_missing": self.view.missing,
+                        "dry_run": self.dry_run,
+                    }
+                },
+            )
+            return await (self._once() if self.opts.once else self._loop())
+        finally:
+            self.status.stopping = True
+            if http is not None:
+                await http.cleanup()
+            await self.view.stop()
+
+    async def _once(self) -> int:
+        result: RunResult | None = None
+
+        async def work() -> None:
+            nonlocal result
+            result = await run_once(self.kio.io(), self.config, dry_run=self.dry_run)
+
+        try:
+            if self.elector is None:
+                await work()
+            elif not await self._lead_once(work):
+                return EXIT_OK
+        except REQUEST_ERRORS as e:
+            log.error("run failed: the API server", extra={"fields": {"error": str(e)}})
+            return EXIT_FAILED
+        assert result is not None
+        self.on_result(result)
+        if self.opts.output == "json":
+            self.out.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode())
+            self.out.write("\n")
+        else:
+            self.out.write(render_run(result, "the cluster") + "\n")
+        self.out.flush()
+        return result.exit_code
+
+    async def _lead_once(self, work: Callable[[], Awaitable[None]]) -> bool:
+        """Run ``work`` once under the Lease; False (nothing done) when another replica
+        holds it for longer than two lease durations. Only the campaign is timed: a run
+        that has begun is never cut short."""
+        assert self.elector is not None
+        elector = self.elector
+        task = asyncio.create_task(elector.run(work, once=True))
+        wait = 2 * self.opts.lease_duration
+        loop = asyncio.get_running_loop()
+        end = loop.time() + wait
+        while elector.terms == 0 and not task.done() and loop.time() < end:
+            await asyncio.sleep(min(self.opts.retry_period / 2, 0.1))
+        if elector.terms == 0 and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            log.info(
+                "another replica holds the Lease; nothing done",
+                extra={"fields": {"leader": elector.leader, "waited_seconds": wait}},
+            )
+            return False
+        await task
+        return True
+
+    async def _work(self) -> None:
+        log.info("leading: runs start", extra={"fields": {"identity": self.identity}})
+        await run_loop(
+            self.kio.io(),
+            self.config,
+            interval=self.opts.interval,
+            stop=self.stop,
+            dry_run=self.dry_run,
+            on_result=self.on_result,
+            on_error=self.on_error,
+        )
+
+    async def _loop(self) -> int:
+        if self.elector is None:
+            await self._work()
+            return EXIT_OK
+        task = asyncio.create_task(self.elector.run(self._work), name="descheduler leader")
+        stopper = asyncio.create_task(self.stop.wait())
+        done, _ = await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        if task in done:
+            stopper.cancel()
+            task.result()  # the loop only ends on a stop; anything else is an error
+            return EXIT_OK
+        # Stopping. A leader finishes the gang it is evicting (the runner stops between
+        # gangs), its loop returns and the elector releases the Lease. A candidate
+        # has nothing to finish.
+        if not self.elector.is_leader:
+            task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=self.opts.shutdown_grace)
+        if not done:
+            log.warning("the run did not stop in time; cancelling it")
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return EXIT_OK
+
+
+async def run_command(
+    opts: RunOptions,
+    config: DeschedulerConfig,
+    *,
+    client: KubeClient | None = None,
+    clock: Callable[[], datetime] | None = None,
+    stop: asyncio.Event | None = None,
+    out: TextIO | None = None,
+    install_signals: bool = True,
+) -> int:
+    """Run as the options say; the exit code. ``client`` (else one from the kubeconfig
+    lookup), ``clock``, ``stop`` and ``out`` are for tests and embedding."""
+    stop = stop or asyncio.Event()
+    own = client is None
+    if client is None:
+        client = await new_client(opts.kubeconfig)
+    proc = _Process(
+        opts,
+        config,
+        client,
+        clock=clock or (lambda: datetime.now(UTC)),
+        stop=stop,
+        out=out or sys.stdout,
+    )
+    loop = asyncio.get_running_loop()
+    signals = (signal.SIGTERM, signal.SIGINT) if install_signals else ()
+
+    def on_signal(sig: signal.Signals) -> None:
+        proc.signal = sig.name
+        log.info("signal received; stopping", extra={"fields": {"signal": sig.name}})
+        stop.set()
+
+    for sig in signals:
+        loop.add_signal_handler(sig, on_signal, sig)
+    try:
+        return await proc.run()
+    finally:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+        if own:
+            await client.close()

@@ -1,0 +1,440 @@
+"""Writes descheduler/data/sample-trace.json: the default cluster of `corral-descheduler
+plan`, built from the Alibaba GPU trace (v2023, the FGD paper's; the CSVs live in
+../shared/data/alibaba-gpu-v2023/), as `kubectl get nodes,pods,pdb,podgroups,queues,
+priorityclasses -A -o json` would list it. Deterministic: run it again and the file
+does not change.
+
+- Nodes: 48 real nodes of the trace's GPU node list (their names, CPU, memory, GPU
+  count and model), drawn with a fixed seed.
+- Running pods: the trace's default pod list replayed onto them with the engine (the
+  paper's arrival sequence for one seed, up to 86% of the GPUs asked for, placed by the
+  paper's Random policy: a scheduler that does not think about fragmentation), so the
+  idle GPUs end up scattered. Each pod keeps its trace shape (CPU, memory, whole or
+  shared GPU, model constraint) and its devices.
+- Gangs: the whole-GPU training pods are grouped into data-parallel gangs of 2 to 4
+  workers of one shape, each with a Volcano PodGroup (some elastic: minMember below
+  their size). Shared-GPU pods are notebooks (queue research) and inference services
+  (queue inference, `reclaimable: false`, under a PodDisruptionBudget); CPU-only pods
+  are data-prep jobs.
+- Waiting: gangs shaped like the trace's multi-GPU pods (PodGroups Inqueue, pods
+  Pending) that do not fit as the cluster stands. A training gang sits under a budget
+  that allows no disruption. (Stale partial gangs are shown by the small hand-built
+  sample, ``--snapshot sample:small``.)
+
+    .venv/bin/python scripts/make_trace_sample.py [--trace-dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from gangplace.engine import PodRecord, PodShape, Snapshot
+from gangplace.engine.arrivals import paper_arrivals
+from gangplace.engine.fragmentation import TargetWorkload
+from gangplace.engine.model import GPU_SHARE_COUNT, GPU_SHARE_INDEX, GPU_SHARE_MILLI
+from gangplace.engine.policies import PolicyContext, make_policy
+from gangplace.engine.replay import replay
+from gangplace.trace import GPU_NODE_FILE, find_trace_dir, load_nodes, load_pods, pod_list_path
+
+OUT = Path(__file__).resolve().parents[1] / "descheduler/data/sample-trace.json"
+TAKEN = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+MODEL_LABEL = "alibabacloud.com/gpu-card-model"
+SEED = 1
+NODES = 48
+FILL = 0.86  # GPU asked for, as a share of capacity
+GANG_SHARE = 0.85  # of the whole-GPU pods, the share grouped into gangs
+
+# Waiting gangs: (namespace, name, queue, pods, GPUs per pod, CPU milli, memory MiB).
+WAITING = [
+    ("training", "llm-pretrain", "training", 2, 8, 64000, 262144),
+    ("research", "vision-finetune", "research", 2, 4, 32000, 131072),
+    ("training", "rl-rollout", "training", 4, 2, 16000, 65536),
+]
+
+
+def ts(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def node_json(rec: Any) -> dict[str, Any]:
+    alloc = {
+        "cpu": f"{rec.allocatable['cpu']}m",
+        "memory": f"{rec.allocatable['memory'] // (1 << 20)}Mi",
+        "pods": "110",
+        "nvidia.com/gpu": str(rec.gpu_count),
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": rec.name,
+            "labels": {"kubernetes.io/hostname": rec.name, MODEL_LABEL: rec.gpu_model},
+        },
+        "spec": {},
+        "status": {
+            "allocatable": alloc,
+            "capacity": dict(alloc),
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def pod_json(
+    ns: str,
+    name: str,
+    shape: PodShape,
+    *,
+    node: str = "",
+    gpus: tuple[int, ...] = (),
+    owner: tuple[str, str],
+    created: datetime,
+    gang: str | None = None,
+    queue: str | None = None,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    priority_class: str = "",
+    priority: int = 0,
+) -> dict[str, Any]:
+    req = {
+        "cpu": f"{shape.request('cpu')}m",
+        "memory": f"{shape.request('memory') // (1 << 20)}Mi",
+    }
+    ann = dict(annotations or {})
+    if shape.is_gpu and shape.gpu_milli >= 1000:
+        req["nvidia.com/gpu"] = str(shape.gpu_count)
+    elif shape.is_gpu:
+        ann[GPU_SHARE_MILLI] = str(shape.gpu_milli)
+        ann[GPU_SHARE_COUNT] = "1"
+    if shape.gpu_models:
+        ann[MODEL_LABEL] = "|".join(shape.gpu_models)
+    if gpus:
+        ann[GPU_SHARE_INDEX] = ",".join(map(str, gpus))
+    if gang:
+        ann["scheduling.k8s.io/group-name"] = gang
+    if queue:
+        ann["scheduling.volcano.sh/queue-name"] = queue
+    kind, owner_name = owner
+    api = {"Job": "batch/v1", "ReplicaSet": "apps/v1"}[kind]
+    spec: dict[str, Any] = {
+        "schedulerName": "volcano",
+        "priority": priority,
+        "containers": [{"name": "main", "resources": {"requests": req}}],
+    }
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if node:
+        spec["nodeName"] = node
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "uid": f"uid-{ns}-{name}",
+            "labels": dict(labels or {}),
+            "annotations": ann,
+            "creationTimestamp": ts(created),
+            "ownerReferences": [
+                {
+                    "apiVersion": api,
+                    "kind": kind,
+                    "name": owner_name,
+                    "uid": f"uid-{kind.lower()}-{ns}-{owner_name}",
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": spec,
+        "status": {"phase": "Running" if node else "Pending"},
+    }
+
+
+def podgroup_json(
+    ns: str,
+    name: str,
+    min_member: int,
+    queue: str,
+    phase: str,
+    created: datetime,
+    *,
+    annotations: dict[str, str] | None = None,
+    min_resources: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"minMember": min_member, "queue": queue}
+    if min_resources:
+        spec["minResources"] = min_resources
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "uid": f"uid-pg-{ns}-{name}",
+            "annotations": dict(annotations or {}),
+            "creationTimestamp": ts(created),
+        },
+        "spec": spec,
+        "status": {"phase": phase},
+    }
+
+
+def queue_json(name: str, weight: int, reclaimable: bool) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"weight": weight, "reclaimable": reclaimable},
+        "status": {"state": "Open"},
+    }
+
+
+def pdb_json(ns: str, name: str, app: str, matching: int, **bound: int) -> dict[str, Any]:
+    """A budget over ``matching`` healthy pods, with the status the disruption
+    controller computes for it."""
+    if "max_unavailable" in bound:
+        desired = matching - bound["max_unavailable"]
+        spec_bound: dict[str, int] = {"maxUnavailable": bound["max_unavailable"]}
+    else:
+        desired = bound["min_available"]
+        spec_bound = {"minAvailable": bound["min_available"]}
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": ns, "generation": 1},
+        "spec": {"selector": {"matchLabels": {"app": app}}, **spec_bound},
+        "status": {
+            "observedGeneration": 1,
+            "disruptionsAllowed": max(0, matching - desired),
+            "currentHealthy": matching,
+            "desiredHealthy": desired,
+            "expectedPods": matching,
+        },
+    }
+
+
+def build(trace_dir: Path) -> dict[str, Any]:
+    rnd = random.Random(SEED)
+    every = load_nodes(trace_dir / GPU_NODE_FILE)
+    picked = sorted(rnd.sample(range(len(every)), NODES))
+    nodes = [every[i] for i in picked]
+    trace_pods = load_pods(pod_list_path("default", trace_dir))
+    snap = Snapshot(nodes)
+    capacity = int(snap.gpu_total.sum()) * 1000
+    arrivals = paper_arrivals(trace_pods, snap.n_nodes, capacity, SEED, inflate=FILL)
+    snap.node_rank = arrivals.node_rank
+    workload = TargetWorkload.from_shapes([p.shape for p in trace_pods])
+    policy = make_policy("random", PolicyContext(workload, arrivals.rng))
+    replay(snap, arrivals.pods, policy, workload)
+    placed = [p for p in snap.pods if p.node >= 0]
+
+    items: list[dict[str, Any]] = [node_json(n) for n in nodes]
+    names = snap.node_names
+
+    def age(hours_min: int, hours_max: int) -> datetime:
+        return TAKEN - timedelta(minutes=rnd.randrange(hours_min * 60, hours_max * 60))
+
+    # Whole-GPU pods: data-parallel gangs of one shape, 2 to 4 workers.
+    whole: dict[PodShape, list[PodRecord]] = {}
+    for p in placed:
+        if p.shape.is_gpu and p.shape.gpu_milli >= 1000:
+            whole.setdefault(p.shape, []).append(p)
+    gangs: list[list[PodRecord]] = []
+    singles: list[PodRecord] = []
+    for shape in sorted(whole, key=lambda s: (s.gpu_count, s.request("cpu"), s.request("memory"))):
+        pods = whole[shape]
+        rnd.shuffle(pods)
+        cut = int(len(pods) * GANG_SHARE)
+        rest = pods[:cut]
+        singles += pods[cut:]
+        while len(rest) >= 2:
+            k = min(rnd.choice((2, 2, 3, 4)), len(rest))
+            gangs.append(rest[:k])
+            rest = rest[k:]
+        singles += rest
+
+    protected_gang, protected_size = "", 0
+    for n_gang, members in enumerate(gangs, 1):
+        ns, queue = ("training", "training") if n_gang % 3 else ("research", "research")
+        name = f"ddp-{n_gang:03d}"
+        created = age(1, 72)
+        elastic = len(members) >= 3 and rnd.random() < 0.4
+        items.append(
+            podgroup_json(
+                ns, name, len(members) - 1 if elastic else len(members), queue, "Running", created
+            )
+        )
+        if not protected_gang and len(members) >= 3 and ns == "training":
+            protected_gang, protected_size = name, len(members)
+        for i, p in enumerate(members):
+            items.append(
+                pod_json(
+                    ns,
+                    f"{name}-worker-{i}",
+                    p.shape,
+                    node=names[p.node],
+                    gpus=p.gpus,
+                    owner=("Job", name),
+                    created=created,
+                    gang=name,
+                    queue=queue,
+                    labels={"app": name},
+                )
+            )
+
+    # Shared-GPU pods: inference services (not reclaimable) and notebooks.
+    n_job = n_svc = n_nb = 0
+    services = ["search-ranker", "ad-ctr", "speech-tts", "ocr"]
+    per_service: Counter[str] = Counter()
+    for p in placed:
+        if p.shape.is_gpu and p.shape.gpu_milli >= 1000:
+            continue
+        if p.shape.is_gpu:
+            if rnd.random() < 0.45:
+                svc = services[n_svc % len(services)]
+                n_svc += 1
+                per_service[svc] += 1
+                items.append(
+                    pod_json(
+                        "inference",
+                        f"{svc}-{per_service[svc]:03d}",
+                        p.shape,
+                        node=names[p.node],
+                        gpus=p.gpus,
+                        owner=("ReplicaSet", f"{svc}-7d9f"),
+                        created=age(24, 240),
+                        queue="inference",
+                        labels={"app": svc},
+                        priority_class="serving",
+                        priority=10000,
+                    )
+                )
+            else:
+                n_nb += 1
+                items.append(
+                    pod_json(
+                        "research",
+                        f"notebook-{n_nb:03d}",
+                        p.shape,
+                        node=names[p.node],
+                        gpus=p.gpus,
+                        owner=("Job", f"notebook-{n_nb:03d}"),
+                        created=age(1, 48),
+                        queue="research",
+                        labels={"app": "notebook"},
+                    )
+                )
+        else:
+            n_job += 1
+            items.append(
+                pod_json(
+                    "data",
+                    f"etl-{n_job:03d}",
+                    p.shape,
+                    node=names[p.node],
+                    owner=("Job", f"etl-{n_job:03d}"),
+                    created=age(1, 24),
+                    queue="default",
+                    labels={"app": "etl"},
+                )
+            )
+    for p in singles:
+        n_job += 1
+        items.append(
+            pod_json(
+                "training",
+                f"train-{n_job:03d}",
+                p.shape,
+                node=names[p.node],
+                gpus=p.gpus,
+                owner=("Job", f"train-{n_job:03d}"),
+                created=age(1, 72),
+                queue="training",
+                labels={"app": f"train-{n_job:03d}"},
+            )
+        )
+
+    # Waiting gangs, shaped like the trace's multi-GPU pods; G2 nodes (the trace's
+    # most common 8-GPU model) are what they ask for.
+    for ns, name, queue, size, gpus, cpu, mem in WAITING:
+        created = TAKEN - timedelta(minutes=rnd.randrange(5, 90))
+        items.append(podgroup_json(ns, name, size, queue, "Inqueue", created))
+        shape = PodShape.of({"cpu": cpu, "memory": mem << 20}, gpus=gpus, gpu_models=("G2",))
+        for i in range(size):
+            items.append(
+                pod_json(
+                    ns,
+                    f"{name}-worker-{i}",
+                    shape,
+                    owner=("Job", name),
+                    created=created,
+                    gang=name,
+                    queue=queue,
+                    labels={"app": name},
+                )
+            )
+
+    items += [
+        queue_json("default", 1, True),
+        queue_json("training", 4, True),
+        queue_json("research", 2, True),
+        queue_json("inference", 2, False),
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "serving"},
+            "value": 10000,
+        },
+        pdb_json(
+            "inference",
+            "search-ranker",
+            "search-ranker",
+            per_service["search-ranker"],
+            max_unavailable=1,
+        ),
+    ]
+    if protected_gang:
+        items.append(
+            pdb_json(
+                "training",
+                protected_gang,
+                protected_gang,
+                protected_size,
+                min_available=protected_size,
+            )
+        )
+    return {
+        "apiVersion": "v1",
+        "kind": "List",
+        "metadata": {"annotations": {"corral.dev/snapshot-time": ts(TAKEN)}},
+        "items": items,
+    }
+
+
+def write(doc: dict[str, Any], path: Path) -> None:
+    """One object per line: small, and a change to one object is a one-line diff."""
+    lines = [json.dumps(x, separators=(",", ":"), sort_keys=True) for x in doc["items"]]
+    head = {k: v for k, v in doc.items() if k != "items"}
+    text = json.dumps(head, separators=(",", ":"), sort_keys=True)[:-1]
+    path.write_text(text + ',"items":[\n' + ",\n".join(lines) + "\n]}\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trace-dir", help="the trace's folder (default: found upward from here)")
+    ap.add_argument("--out", default=str(OUT))
+    args = ap.parse_args()
+    trace_dir = Path(args.trace_dir) if args.trace_dir else find_trace_dir(Path(__file__))
+    if trace_dir is None:
+        raise SystemExit("trace folder not found: give --trace-dir")
+    write(build(trace_dir), Path(args.out))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
