@@ -119,9 +119,9 @@ async def test_failover_when_the_leader_stops(
         assert b.elector.leader == "a"
         await a.stop()  # stops its work, then releases the Lease
         took = await until(lambda: b.leading, 2)
-        assert took < 0.5  # released: no need to wait for the lease to expire
+        assert took < 0.8  # released: waiting the lease out would take at least 0.9 s
         assert a.terms[0][1] <= b.terms[0][0]
-    assert ref.samples > 100 and ref.overlaps == []
+    assert ref.samples > 50 and ref.overlaps == []
     no_overlap(a, b)
     lease = api.store.get(
         api.store.resource("leases", "coordination.k8s.io"), "corral", "corral-descheduler"
