@@ -17,7 +17,7 @@ from webhook.podgroups import (
     RetryPolicy,
 )
 
-FAST = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.004, owner_wait=0.3)
+FAST = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.004, owner_wait=0.3, hint_wait=0)
 API = "scheduling.volcano.sh/v1beta1"
 
 
