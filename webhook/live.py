@@ -293,9 +293,10 @@ class InformerSource:
     def _on_pod(self, kind: str, key: str, old: HeldPod | None, new: HeldPod | None) -> None:
         if self._replay is not None:
             self._replay.add(key)
-        live = self._live
-        if live is None or old == new:
+        live, state = self._live, self._state
+        if live is None or state is None or old == new:
             return
         live.drop(key, old)
         live.add(key, new)
+        state.version += 1
         self.stats.events += 1

@@ -452,6 +452,8 @@ class PodGroupReconciler:
                         raise
                     except Exception as err:  # read like a failed create
                         e, status, found = err, status_of(err), None
+                        if status == 409:
+                            status = None  # it kept changing under us: try again
                     if found is Existing.GONE:
                         continue
                     if found is Existing.STALE:
@@ -491,6 +493,9 @@ class PodGroupReconciler:
             log.info("PodGroup created", extra={"fields": {"podgroup": _name(intent.key)}})
             self._report(intent, "created")
             return
+        # Only a PodGroup that kept vanishing between the 409 and the look gets here.
+        log.error("PodGroup create failed", extra={"fields": {"podgroup": _name(intent.key)}})
+        self._report(intent, "failed")
 
     async def _inspect(self, intent: PodGroupIntent, owner: OwnerRef | None) -> Existing:
         if self._existing is None:

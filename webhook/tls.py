@@ -520,7 +520,7 @@ def trusted_cas(
 
 class CertStore(Protocol):
     """Where a self-signed bundle lives and how its CA reaches the API server.
-    Phase 2 implements it on a Secret and the MutatingWebhookConfiguration."""
+    :class:`webhook.kube.SecretCertStore` keeps it in a Secret and the webhook configuration."""
 
     async def load(self) -> TlsBundle | None: ...
 
