@@ -136,8 +136,8 @@ async def _serve_with(
             store = SecretCertStore(
                 kube,
                 namespace,
-                secret=args.tls_secret,
-                webhook_config=args.webhook_config,
+                secret=args.tls_secret_name,
+                webhook_config=args.webhook_config_name,
                 service=args.service_name,
             )
         else:
@@ -267,14 +267,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--namespace", help="the webhook's namespace (default: ownNamespace of the config)"
     )
     s.add_argument(
-        "--tls-secret",
+        "--tls-secret-name",
         default=DEFAULT_TLS_SECRET,
         metavar="NAME",
         help="--self-signed with a cluster: the Secret, in the webhook's namespace, that "
         f"keeps the CA and certificate for every replica (default {DEFAULT_TLS_SECRET})",
     )
     s.add_argument(
-        "--webhook-config",
+        "--webhook-config-name",
         default=DEFAULT_WEBHOOK_CONFIG,
         metavar="NAME",
         help="--self-signed with a cluster: the MutatingWebhookConfiguration whose "

@@ -255,7 +255,7 @@ class SecretCertStore:
                     raise CertPublishError(
                         f"MutatingWebhookConfiguration {self.webhook_config} does not exist "
                         "(yet): the API server cannot call this webhook until it does "
-                        "(--webhook-config names it)"
+                        "(--webhook-config-name names it)"
                     ) from None
                 raise
             have = webhook_ca_bundles(mwc, self.service, self.namespace)
