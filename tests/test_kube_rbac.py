@@ -34,22 +34,22 @@ def test_every_declared_call_is_attributed_and_nothing_else() -> None:
 
 
 def test_an_unattributed_call_is_reported() -> None:
-    extra = ApiCall("create", "scheduling.volcano.sh", "podgroups", why="webhook: PodGroups")
+    extra = ApiCall("delete", "scheduling.volcano.sh", "podgroups", why="webhook: PodGroups")
     problems = rbac.attribution_problems((*API_CALLS, extra))
     assert len(problems) == 1
-    assert "create podgroups.scheduling.volcano.sh" in problems[0]
+    assert "delete podgroups.scheduling.volcano.sh" in problems[0]
     assert "attributed to no component" in problems[0] and "make manifests" in problems[0]
 
 
 def test_stale_and_wrong_attributions_are_reported() -> None:
     bad = {
         **rbac.ATTRIBUTION,
-        ("get", "", "secrets", ""): (Grant(rbac.WEBHOOK),),
+        ("delete", "", "secrets", ""): (Grant(rbac.WEBHOOK),),
         ("create", "", "events", ""): (Grant(rbac.KUBECTL),),
         ("list", "", "nodes", ""): (Grant("scheduler"), Grant(rbac.WEBHOOK, when=("backend", "x"))),
     }
     text = "\n".join(rbac.attribution_problems(API_CALLS, bad))
-    assert "get secrets is attributed in gangplace.kube.rbac but not declared" in text
+    assert "delete secrets is attributed in gangplace.kube.rbac but not declared" in text
     assert "kubectl-corral is read-only" in text
     assert "unknown component 'scheduler'" in text
     assert "unknown choice backend=x" in text
@@ -87,10 +87,23 @@ def test_rules_are_merged_sorted_and_named_only_where_rbac_can() -> None:
     # the descheduler patches PodGroups (its marks), and nothing else it reads
     patched = {res for r in cluster if "patch" in r["verbs"] for res in r["resources"]}
     assert patched == {"podgroups"}
-    # the webhook neither evicts nor writes anything in this build
+    # the webhook writes nothing in every install: its PodGroups come with the backend,
+    # its Secret and caBundle with self-signed certificates
     verbs = {v for r in rbac.rules(rbac.WEBHOOK) for v in r["verbs"]}
     assert verbs == {"list", "watch"}
     assert rbac.rules(rbac.WEBHOOK, own_namespace=True) == []
+    for backend in ("yunikorn", "kueue"):
+        assert rbac.rbac_objects(rbac.WEBHOOK, ("backend", backend)) == []
+    tls = rbac.rules(rbac.WEBHOOK, own_namespace=True, when=("certs", "self-signed"))
+    assert tls == [
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+        {
+            "apiGroups": [""],
+            "resources": ["secrets"],
+            "resourceNames": [rbac.WEBHOOK_TLS_SECRET],
+            "verbs": ["get", "update"],
+        },
+    ]
 
 
 def test_objects_bind_each_role_to_the_components_service_account() -> None:
@@ -252,17 +265,81 @@ async def test_the_descheduler_rules_allow_what_it_does_on_the_wire(
     assert _check_wire(api, api.log, rbac.DESCHEDULER) > 10
 
 
-async def test_the_webhook_rules_allow_its_informers_and_nothing_more(
-    api: ApiServer, kube: KubeClient
+def _choice_roles(component: str, choices: dict[str, str]) -> list[dict[str, object]]:
+    objs = rbac.rbac_objects(component)
+    for choice, values in rbac.CHOICES.items():
+        objs += rbac.rbac_objects(component, (choice, choices.get(choice, values[0])))
+    return [x for x in objs if x["kind"] in ("Role", "ClusterRole")]
+
+
+@pytest.mark.parametrize("backend", ["volcano", "coscheduling"])
+async def test_the_webhook_rules_allow_what_it_does_on_the_wire(
+    api: ApiServer, kube: KubeClient, backend: str
 ) -> None:
-    api.store.load([o.namespace("ml"), o.node("n1"), o.pod("p", "ml", node="n1")])
-    async with ClusterCache(kube, namespaces=True) as cache:
-        await cache.wait_synced(5)
-    assert _check_wire(api, api.log, rbac.WEBHOOK) >= 3
+    """The webhook's informers, PodGroups (made, found made, joined by a bare pod, owners
+    read) and self-signed certificate (Secret, caBundle), against the rules of an
+    install with that backend."""
+    from gangplace.kube.resources import COSCHED_PODGROUPS, VOLCANO_PODGROUPS
+
+    from webhook.kube import PodGroupApi, SecretCertStore
+    from webhook.live import InformerSource
+    from webhook.podgroups import Existing, OwnerRef, PodGroupIntent
+    from webhook.tls import SelfSignedManager, server_context
+
+    mwc = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": rbac.WEBHOOK_CONFIGURATION},
+        "webhooks": [
+            {
+                "name": "pods.corral.dev",
+                "clientConfig": {"service": {"name": "corral-webhook", "namespace": NS}},
+            }
+        ],
+    }
+    api.store.load(
+        [o.namespace(NS), o.node("n1"), o.pod("a", "ml", node="n1"), o.pod("b", "ml"), mwc]
+    )
+    source = InformerSource(kube)
+    source.start()
+    await source.wait_ready(5)
+    await source.stop()
+    res = VOLCANO_PODGROUPS if backend == "volcano" else COSCHED_PODGROUPS
+    pg = PodGroupApi(kube)
+    body = {"apiVersion": res.api_version, "kind": "PodGroup", "metadata": {"name": "g"}}
+    intent = PodGroupIntent(res.api_version, res.plural, "ml", "g", body, None)
+    uid_a = await pg.resolve_owner("ml", OwnerRef("v1", "Pod", "a"))
+    uid_b = await pg.resolve_owner("ml", OwnerRef("v1", "Pod", "b"))
+    assert uid_a and uid_b
+    await pg.create(intent, intent.render(OwnerRef("v1", "Pod", "a", uid_a)))
+    assert await pg.existing(intent, OwnerRef("v1", "Pod", "b", uid_b)) is Existing.JOINED
+    assert await pg.resolve_owner("ml", OwnerRef("batch/v1", "Job", "absent")) is None
+    store = SecretCertStore(
+        kube,
+        NS,
+        secret=rbac.WEBHOOK_TLS_SECRET,
+        webhook_config=rbac.WEBHOOK_CONFIGURATION,
+        service="corral-webhook",
+    )
+    manager = SelfSignedManager(server_context(), store, "corral-webhook", NS)
+    await manager.ensure()
+    assert manager.bundle is not None
+    await store.save(manager.bundle)  # a renewal
+    roles = _choice_roles(rbac.WEBHOOK, {"backend": backend})
+    for r in api.log:
+        call, ns, name = rbac.parse_request(r.method, r.path, r.query)
+        assert rbac.permits(roles, call, ns, name), f"the webhook may not {call} {ns}/{name}"
+    verbs = {rbac.parse_request(r.method, r.path, r.query)[0][0] for r in api.log}
+    assert verbs >= {"list", "watch", "get", "create", "patch", "update"}
     # and the check refuses what the webhook is not given
-    eviction = RequestRecord("POST", "/api/v1/namespaces/ml/pods/p/eviction", {}, "", "", "")
+    eviction = RequestRecord("POST", "/api/v1/namespaces/ml/pods/a/eviction", {}, "", "", "")
     with pytest.raises(AssertionError, match="webhook may not"):
         _check_wire(api, [eviction], rbac.WEBHOOK)
+    # another install's PodGroups, or a Secret of another name, are not the webhook's
+    other = "scheduling.x-k8s.io" if backend == "volcano" else "scheduling.volcano.sh"
+    assert not rbac.permits(roles, ("create", other, "podgroups", ""), "ml")
+    assert not rbac.permits(roles, ("get", "", "secrets", ""), NS, "someone-elses")
+    assert not rbac.permits(roles, ("get", "", "secrets", ""), "ml", rbac.WEBHOOK_TLS_SECRET)
 
 
 def test_the_ledger_is_the_one_the_descheduler_writes() -> None:

@@ -1,6 +1,6 @@
 """API_CALLS is exactly what the layer does: every request seen on the wire while the
-informers, the evictor, the leader elector and the descheduler's marks run is declared,
-and every declared call is made."""
+informers, the evictor, the leader elector, the descheduler's marks and the webhook's
+writes run is declared, and every declared call is made."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from gangplace.kube.resources import (
     PODS,
     VOLCANO_PODGROUPS,
     VOLCANO_QUEUES,
+    WORKLOADS,
     pods_on_node,
 )
 
@@ -90,11 +91,64 @@ async def test_api_calls_match_the_wire(api: ApiServer, kube: KubeClient) -> Non
     ledger = LedgerStore(kube, "corral")
     for unit in ("ns1/a", "ns1/b"):
         await ledger.record("last_moved", unit, datetime(2026, 12, 2, tzinfo=UTC), 3600)
+    await webhook_calls(api, kube)
     declared = {(c.verb, c.group, c.resource, c.subresource) for c in API_CALLS}
     seen = wire_calls(api)
     assert seen - declared == set(), "calls made but not declared in API_CALLS"
     assert declared - seen == set(), "calls declared but never made: drop them or test them"
     assert all(c.why for c in API_CALLS)
+
+
+async def webhook_calls(api: ApiServer, kube: KubeClient) -> None:
+    """What the webhook does beside the informers: PodGroups of both kinds (made, found
+    made, joined by a bare pod), owner lookups of every kind, the self-signed Secret and
+    caBundle."""
+    from tests.kubeapi import ResourceType
+    from webhook.kube import PodGroupApi, SecretCertStore
+    from webhook.podgroups import Existing, OwnerRef, PodGroupIntent
+    from webhook.tls import SelfSignedManager, server_context
+
+    for r in WORKLOADS:
+        if (r.group, r.version, r.plural) not in api.store.types:
+            api.store.register(
+                ResourceType(r.group, r.version, r.plural, r.kind, r.namespaced, builtin=False)
+            )
+    pods = api.store.resource("pods")
+    first = api.store.create(pods, "ns1", o.pod("first", "ns1"))["metadata"]["uid"]
+    second = api.store.create(pods, "ns1", o.pod("second", "ns1"))["metadata"]["uid"]
+    pg = PodGroupApi(kube)
+    for res in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS):
+        body = {"apiVersion": res.api_version, "kind": "PodGroup", "metadata": {"name": "wg"}}
+        intent = PodGroupIntent(res.api_version, res.plural, "ns1", "wg", body, None)
+        owner = OwnerRef("v1", "Pod", "first", first)
+        await pg.create(intent, intent.render(owner))
+        joining = OwnerRef("v1", "Pod", "second", second)
+        assert await pg.existing(intent, joining) is Existing.JOINED
+    assert await pg.resolve_owner("ns1", OwnerRef("v1", "Pod", "first")) == first
+    for r in WORKLOADS:
+        assert await pg.resolve_owner("ns1", OwnerRef(r.api_version, r.kind, "absent")) is None
+    api.store.load(
+        [
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "MutatingWebhookConfiguration",
+                "metadata": {"name": "corral-webhook"},
+                "webhooks": [
+                    {
+                        "name": "pods.corral.dev",
+                        "clientConfig": {"service": {"name": "svc", "namespace": "corral"}},
+                    }
+                ],
+            }
+        ]
+    )
+    store = SecretCertStore(
+        kube, "corral", secret="tls", webhook_config="corral-webhook", service="svc"
+    )
+    manager = SelfSignedManager(server_context(), store, "svc", "corral")
+    await manager.ensure()
+    assert manager.bundle is not None
+    await store.save(manager.bundle)  # an update, as a renewal makes
 
 
 async def test_undeclared_calls_are_refused(kube: KubeClient) -> None:

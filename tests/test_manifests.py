@@ -205,15 +205,7 @@ def test_secrets_are_never_readable_cluster_wide(objs: list[Obj]) -> None:
 
 # Flags the manifests pass that the components do not have yet: (program, subcommand,
 # flag) -> the work that adds it. Each is checked on its own below, as a strict xfail.
-PENDING_FLAGS: dict[tuple[str, str, str], str] = {
-    ("corral-webhook", "serve", "--tls-secret-name"): (
-        "webhook phase 2: the Secret in --namespace that keeps the self-signed CA and "
-        "serving certificate (a Secret-backed CertStore for --self-signed)"
-    ),
-    ("corral-webhook", "serve", "--webhook-config-name"): (
-        "webhook phase 2: the MutatingWebhookConfiguration whose caBundle --self-signed patches"
-    ),
-}
+PENDING_FLAGS: dict[tuple[str, str, str], str] = {}
 
 
 def _parser(program: str) -> Any:

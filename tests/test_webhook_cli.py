@@ -66,7 +66,7 @@ def test_demo_with_an_empty_folder(tmp_path: Path, capsys: pytest.CaptureFixture
     ("argv", "fragment"),
     [
         (["serve", "--no-cluster"], "give --tls-cert-file and --tls-key-file, or --self-signed"),
-        (["serve", "--self-signed"], "this build has no Kubernetes client yet"),
+        (["serve", "--self-signed", "--kubeconfig", "/nope"], "--kubeconfig /nope: no such file"),
         (["serve", "--no-cluster", "--tls-cert-file", "x"], "go together"),
         (
             [

@@ -157,3 +157,17 @@ def test_sample_cluster() -> None:
     assert "can never start" in res.warnings[0]
     res, _ = checked(job(8, GPU8), cluster=state)
     assert res.warnings == ()
+
+
+def test_answers_about_now_are_kept_until_the_view_changes() -> None:
+    from gangplace.engine import PodShape
+
+    snap = Snapshot.from_objects([node("a", 8)])
+    state = ClusterState.of(snap)
+    shape = PodShape.of({"cpu": 1000}, gpus=8)
+    assert check_gang(state, "g", [("w", shape, 1)], 1, now=True).now == ""
+    # the live snapshot changes in place: without a new version the answer is kept
+    snap.place_bound(shape, 0)
+    assert check_gang(state, "g", [("w", shape, 1)], 1, now=True).now == ""
+    state.version += 1
+    assert "0/1 required members fit" in check_gang(state, "g", [("w", shape, 1)], 1, now=True).now

@@ -17,7 +17,7 @@ from webhook.podgroups import (
     RetryPolicy,
 )
 
-FAST = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.004, owner_wait=0.3)
+FAST = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.004, owner_wait=0.3, hint_wait=0)
 API = "scheduling.volcano.sh/v1beta1"
 
 
@@ -196,7 +196,7 @@ async def test_an_owner_that_never_appears_gets_no_podgroup() -> None:
     rec = PodGroupReconciler(
         api.create,
         resolve,
-        policy=RetryPolicy(base_delay=0.01, max_delay=0.02, owner_wait=0.1),
+        policy=RetryPolicy(base_delay=0.01, max_delay=0.02, owner_wait=0.1, hint_wait=0),
         on_outcome=lambda _i, o: outcomes.append(o),
     )
     await run(rec, intent(owner=OwnerRef("batch/v1", "Job", "a")))

@@ -241,3 +241,41 @@ def test_cert_reloader(tmp_path: Path) -> None:
 def test_tls_12_is_the_floor() -> None:
     ctx = server_context()
     assert ctx.minimum_version == ssl.TLSVersion.TLSv1_2
+
+
+def test_trusted_cas_keep_a_renewed_corral_ca_until_it_expires() -> None:
+    from webhook.tls import new_ca, trusted_cas
+
+    current, _ = new_ca(NOW)
+    # a CA that a regular renewal replaced: within 30 days of its end
+    renewed, _ = new_ca(NOW - dt.timedelta(days=3630))
+    # a CA replaced early (its Secret deleted): years left
+    early, _ = new_ca(NOW - dt.timedelta(days=10))
+    expired, _ = new_ca(NOW - dt.timedelta(days=3700))
+    foreign, _ = new_ca(NOW, name="someone-else")
+    have = [renewed + early, expired + foreign, b"not a certificate", b""]
+    got = x509.load_pem_x509_certificates(trusted_cas(current, have, NOW))
+    assert got == [x509.load_pem_x509_certificate(c) for c in (current, renewed)]
+    # the current CA is not repeated, and nothing is kept once the old one expired
+    later = NOW + dt.timedelta(days=40)
+    again = trusted_cas(current, [current + renewed], later)
+    assert x509.load_pem_x509_certificates(again) == [x509.load_pem_x509_certificate(current)]
+
+
+async def test_a_manager_serves_while_publishing_fails_and_retries() -> None:
+    class Failing(MemoryCertStore):
+        fail = True
+
+        async def publish_ca(self, ca_bundle: bytes) -> None:
+            if self.fail:
+                raise RuntimeError("no webhook configuration yet")
+            await super().publish_ca(ca_bundle)
+
+    store = Failing()
+    m = SelfSignedManager(server_context(), store, "corral-webhook", "corral-system")
+    with pytest.raises(RuntimeError):
+        await m.ensure()
+    assert m.bundle is not None and m.published_at is None
+    store.fail = False
+    assert await m.ensure() is False  # nothing new to store; published this time
+    assert m.published_at is not None and store.published == m.bundle.ca_cert

@@ -565,8 +565,14 @@ def _admit_workload(
         _apply(ed, (), dialect.workload_keys(gang), fill_only=False)
 
     if fill_only:
-        # The parent was told about its values already; its children stay quiet.
-        return _finish(req, kind, ed, [])
+        # The parent was told about its values already; its children stay quiet. A
+        # child made by its parent's controller names the parent with its uid: the
+        # PodGroup reconciler learns the owner's uid from it without a lookup.
+        hints = []
+        parent = _controller(meta)
+        if parent is not None and parent.uid and dialect.podgroup is not None:
+            hints.append(OwnerHint(dialect.podgroup.api_version, req.namespace, name, parent))
+        return _finish(req, kind, ed, [], hints=hints)
 
     if cluster is not None and shaped.shapes() is not None:
         deny, more = _feasibility(cluster, config, name, shaped.roles_for_engine(), min_member)

@@ -9,21 +9,27 @@ import logging
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gangplace.engine import SnapshotError
 
+from .backends import dialect_for
 from .cluster import ClusterState, NoCluster, SnapshotSource, StaticSource
 from .config import ConfigError, WebhookConfig, load_config
 from .logs import setup_logging
 from .metrics import Metrics
+from .podgroups import PodGroupReconciler
 from .server import init_app, run_until_signal, start
 from .tls import (
     CertReloader,
+    CertStore,
     MemoryCertStore,
     SelfSignedManager,
     server_context,
 )
+
+if TYPE_CHECKING:
+    from gangplace.kube import KubeClient
 
 __all__ = ["main"]
 
@@ -31,14 +37,38 @@ log = logging.getLogger("webhook.cli")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_SERVICE = "corral-webhook"
+DEFAULT_WEBHOOK_CONFIG = "corral-webhook"
+DEFAULT_TLS_SECRET = "corral-webhook-tls"
 
 
 class UsageError(Exception):
     """A command line or file that cannot be used; the message says what to change."""
 
 
-def _cluster_source(args: argparse.Namespace) -> SnapshotSource:
-    """The cluster view: none, a dump read once, or (phase 2) informers."""
+class StartupError(Exception):
+    """The webhook cannot start (exit 1); the message says why."""
+
+
+def _wants_cluster(args: argparse.Namespace) -> bool:
+    return not args.no_cluster and not args.cluster_file
+
+
+async def _connect(args: argparse.Namespace) -> KubeClient:
+    """A client for the API server found as kubectl finds it (see the README)."""
+    from gangplace.kube import KubeConfigError, new_client
+
+    try:
+        return await new_client(args.kubeconfig, context=args.context)
+    except KubeConfigError as e:
+        raise UsageError(
+            f"{e} (or run with --no-cluster: no feasibility warnings, no PodGroups)"
+        ) from None
+
+
+def _cluster_source(
+    args: argparse.Namespace, config: WebhookConfig, kube: KubeClient | None
+) -> SnapshotSource:
+    """The cluster view: none, a dump read once, or informers on the API server."""
     if args.no_cluster:
         return NoCluster()
     if args.cluster_file:
@@ -49,28 +79,86 @@ def _cluster_source(args: argparse.Namespace) -> SnapshotSource:
         except SnapshotError as e:
             raise UsageError(str(e)) from None
         return StaticSource(ClusterState.of(snap))
-    raise UsageError(
-        "this build has no Kubernetes client yet: run with --no-cluster (no feasibility "
-        "warnings, no PodGroups) or --cluster-file FILE (a `kubectl get nodes,pods -A "
-        "-o json` dump for feasibility warnings)"
+    assert kube is not None
+    from .live import InformerSource
+
+    # Each build leaves 100,000s of long-lived records: keep them out of the collector's
+    # full passes, which would otherwise pause admission for milliseconds.
+    return InformerSource(kube, config.engine, on_build=lambda _stats: gc.freeze())
+
+
+def _reconciler(
+    config: WebhookConfig, kube: KubeClient | None, metrics: Metrics
+) -> PodGroupReconciler | None:
+    """PodGroups are made when there is an API server and the backend has them."""
+    if kube is None or dialect_for(config).podgroup is None:
+        return None
+    from .kube import PodGroupApi
+
+    api = PodGroupApi(kube)
+    return PodGroupReconciler(
+        api.create,
+        api.resolve_owner,
+        existing=api.existing,
+        on_outcome=lambda _intent, outcome: metrics.podgroup(outcome),
     )
 
 
 async def _serve(args: argparse.Namespace, config: WebhookConfig) -> int:
-    source = _cluster_source(args)
+    kube = await _connect(args) if _wants_cluster(args) else None
+    try:
+        return await _serve_with(args, config, kube)
+    finally:
+        if kube is not None:
+            await kube.close()
+
+
+async def _serve_with(
+    args: argparse.Namespace, config: WebhookConfig, kube: KubeClient | None
+) -> int:
+    source = _cluster_source(args, config, kube)
     metrics = Metrics()
     ctx = server_context()
     background: list[Callable[[], Awaitable[None]]] = []
+    run = getattr(source, "run", None)
+    if run is not None:
+        background.append(run)
 
     def counted(ok: bool) -> None:
         metrics.tls_reloads.labels("ok" if ok else "error").inc()
 
     namespace = args.namespace or config.own_namespace
     if args.self_signed:
+        store: CertStore
+        if kube is not None:
+            from .kube import SecretCertStore
+
+            store = SecretCertStore(
+                kube,
+                namespace,
+                secret=args.tls_secret_name,
+                webhook_config=args.webhook_config_name,
+                service=args.service_name,
+            )
+        else:
+            store = MemoryCertStore()
         manager = SelfSignedManager(
-            ctx, MemoryCertStore(), args.service_name, namespace, on_reload=counted
+            ctx,
+            store,
+            args.service_name,
+            namespace,
+            check_interval=args.tls_reload_interval,
+            on_reload=counted,
         )
-        await manager.ensure()
+        try:
+            await manager.ensure()
+        except Exception as e:
+            if manager.bundle is None:
+                raise StartupError(f"--self-signed: no certificate: {e}") from None
+            log.warning(
+                "serving, but the CA is not published yet; retrying",
+                extra={"fields": {"error": str(e)}},
+            )
         background.append(manager.run)
     else:
         reloader = CertReloader(
@@ -86,7 +174,13 @@ async def _serve(args: argparse.Namespace, config: WebhookConfig) -> int:
             raise UsageError(f"--tls-cert-file/--tls-key-file: {e}") from None
         background.append(reloader.run)
 
-    app = init_app(config, source=source, metrics=metrics, background=background)
+    app = init_app(
+        config,
+        source=source,
+        reconciler=_reconciler(config, kube, metrics),
+        metrics=metrics,
+        background=background,
+    )
     runner, port = await start(
         app, args.host, args.port, ctx, shutdown_timeout=args.shutdown_timeout
     )
@@ -156,7 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=10.0,
         metavar="SECONDS",
-        help="how often to look for a rotated certificate (default 10)",
+        help="how often to look for a rotated certificate: the files, or with "
+        "--self-signed the Secret another replica may have renewed (default 10)",
     )
     s.add_argument(
         "--self-signed",
@@ -171,6 +266,26 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--namespace", help="the webhook's namespace (default: ownNamespace of the config)"
     )
+    s.add_argument(
+        "--tls-secret-name",
+        default=DEFAULT_TLS_SECRET,
+        metavar="NAME",
+        help="--self-signed with a cluster: the Secret, in the webhook's namespace, that "
+        f"keeps the CA and certificate for every replica (default {DEFAULT_TLS_SECRET})",
+    )
+    s.add_argument(
+        "--webhook-config-name",
+        default=DEFAULT_WEBHOOK_CONFIG,
+        metavar="NAME",
+        help="--self-signed with a cluster: the MutatingWebhookConfiguration whose "
+        f"caBundle gets the CA (default {DEFAULT_WEBHOOK_CONFIG})",
+    )
+    s.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="kubeconfig of the cluster (default: $KUBECONFIG, in-cluster, ~/.kube/config)",
+    )
+    s.add_argument("--context", help="the kubeconfig context to use (default: its current one)")
     where = s.add_mutually_exclusive_group()
     where.add_argument(
         "--no-cluster",
@@ -180,7 +295,8 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument(
         "--cluster-file",
         metavar="FILE",
-        help="a `kubectl get nodes,pods -A -o json` dump to check feasibility against",
+        help="a `kubectl get nodes,pods -A -o json` dump to check feasibility against "
+        "(no API server: no PodGroups)",
     )
     s.add_argument(
         "--shutdown-timeout",
@@ -223,6 +339,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"corral-webhook: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except StartupError as e:
+        print(f"corral-webhook: {e}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         return EXIT_FAILED
 

@@ -6,7 +6,9 @@ or when running without a cluster). A ClusterState pairs the live snapshot, kept
 current by the informers, with ``capacity``: the same nodes with no pods, rebuilt by
 the source only when the node set changes. "Can this gang ever start here?" is a
 dry-run placement on ``capacity``; "can it start now?" one on the live snapshot.
-Both answers come from the engine alone.
+Both answers come from the engine alone. Answers about ``capacity`` are kept per gang
+shape for the state's life; answers about the live snapshot until its ``version``
+changes (the informer-backed source bumps it with every pod it moves).
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ _DRY_RUN = GangOptions(dry_run=True, best_effort=False)
 
 @runtime_checkable
 class SnapshotSource(Protocol):
-    """What the server asks for the cluster. Phase 2's informers implement it."""
+    """What the server asks for the cluster (:class:`webhook.live.InformerSource` with an
+    API server)."""
 
     def state(self) -> ClusterState | None:
         """The current cluster view, or None (not synced yet, or no cluster)."""
@@ -51,16 +54,24 @@ class SnapshotSource(Protocol):
         ...
 
 
+_Key = tuple[tuple[tuple[PodShape, int], ...], int]
+
+
 @dataclass(slots=True)
 class ClusterState:
-    """A live snapshot and an empty copy of its nodes (see the module docstring)."""
+    """A live snapshot and an empty copy of its nodes (see the module docstring).
+
+    A source that changes ``snapshot`` in place bumps ``version`` with every change,
+    so that answers about the snapshot as it is now can be kept until it changes."""
 
     snapshot: Snapshot
     capacity: Snapshot
+    version: int = 0
     # (roles, required) -> reason or "" ; answers on ``capacity`` never change.
-    _never: dict[tuple[tuple[tuple[PodShape, int], ...], int], str] = field(
-        default_factory=dict, repr=False
-    )
+    _never: dict[_Key, str] = field(default_factory=dict, repr=False)
+    # The same, on ``snapshot`` at ``_now_version``.
+    _now: dict[_Key, str] = field(default_factory=dict, repr=False)
+    _now_version: int = field(default=0, repr=False)
 
     @classmethod
     def of(cls, snapshot: Snapshot) -> ClusterState:
@@ -134,4 +145,13 @@ def check_gang(
         state._never[key] = never
     if never or not now:
         return Verdict(never=never)
-    return Verdict(now=_fits(state.snapshot, gang))
+    if state._now_version != state.version:
+        state._now.clear()
+        state._now_version = state.version
+    answer = state._now.get(key)
+    if answer is None:
+        answer = _fits(state.snapshot, gang)
+        if len(state._now) >= _CACHE_LIMIT:
+            state._now.clear()
+        state._now[key] = answer
+    return Verdict(now=answer)

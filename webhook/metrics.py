@@ -62,8 +62,9 @@ class Metrics:
         )
         self.podgroups = Counter(
             "corral_webhook_podgroups",
-            "PodGroups handled by the reconciler, by outcome "
-            "(created, exists, failed, no-owner, dropped).",
+            "PodGroups handled by the reconciler, by outcome (created, exists, joined: a "
+            "bare pod became one more owner, foreign: another owner's was there, stale: an "
+            "earlier owner's was not removed in time, failed, no-owner, dropped).",
             ("outcome",),
             registry=r,
         )

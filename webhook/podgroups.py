@@ -10,9 +10,17 @@ Admission only *describes* the PodGroup it wants (a :class:`PodGroupIntent`); th
   errors; other 4xx are final (a 404 usually means the CRD is not installed).
 * Garbage-collected with the workload: the PodGroup's ownerReference points to the
   top-level owner. At CREATE admission the owner has no uid yet, so the uid comes from
-  an :class:`OwnerHint` (a later pod admission names its owner with uid), or from the
-  injected ``resolve_owner`` lookup once the owner exists. An owner that never shows
-  up (admission was refused further down the chain) gets no PodGroup.
+  an :class:`OwnerHint` (a later admission of one of its pods, or of a child workload,
+  names it with its uid), or -- when no hint came within ``RetryPolicy.hint_wait`` --
+  from the injected ``resolve_owner`` lookup once the owner exists. An owner that never
+  shows up (admission was refused further down the chain) gets no PodGroup; its intent
+  is parked, and a hint that names the owner later (the pods of a workload that was
+  suspended for a while) revives it.
+* A PodGroup that exists already (409) is inspected through the injected ``existing``
+  function (:class:`Existing`): ours; a bare-pod gang's, which this pod joins as one
+  more owner (so the PodGroup lives as long as any of its pods); someone else's, left
+  alone; or a stale one of a deleted workload of the same name, which the garbage
+  collector is about to remove -- then creation is retried until it is gone.
 * Never for dry-run requests: :meth:`PodGroupReconciler.submit` drops them.
 """
 
@@ -26,10 +34,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, NamedTuple
 
 __all__ = [
     "CreateFn",
+    "Existing",
+    "ExistingFn",
     "Outcome",
     "OwnerHint",
     "OwnerRef",
@@ -124,6 +135,16 @@ class PodGroupIntent:
         return body
 
 
+# A queued unit of work: the PodGroup's key and, for a gang owned by its pods, the pod.
+_Slot = tuple[str, str, str, str]
+
+
+def _slot(intent: PodGroupIntent) -> _Slot:
+    owner = intent.owner
+    pod = owner.name if owner is not None and _is_pod(owner) else ""
+    return (*intent.key, pod)
+
+
 class OwnerHint(NamedTuple):
     """A pod admitted into gang ``name`` whose controller (with uid) is ``owner``."""
 
@@ -137,13 +158,28 @@ class OwnerHint(NamedTuple):
         return (self.api_version, self.namespace, self.name)
 
 
+class Existing(StrEnum):
+    """What a PodGroup that made ``create`` answer 409 is to the intent."""
+
+    OURS = "ours"  # owned by this owner (or the gang has no owner): nothing to do
+    JOINED = "joined"  # a bare-pod gang's: this pod was added as one more owner
+    OTHER = "other"  # someone else's, or nobody's: left alone
+    STALE = "stale"  # an earlier owner's of the same kind and name, being deleted
+    GONE = "gone"  # deleted since the 409: create it again
+
+
 # create(intent, body): POST the PodGroup. Raise on failure; an exception carrying an
 # integer ``status`` (kubernetes_asyncio's ApiException does) is read as the HTTP code.
 CreateFn = Callable[[PodGroupIntent, dict[str, Any]], Awaitable[None]]
-# resolve_owner(namespace, owner): the owner's uid, or None while it does not exist.
+# resolve_owner(namespace, owner): the owner's uid, or None while it does not exist (or
+# when its kind cannot be looked up: then only hints can tell).
 ResolveOwnerFn = Callable[[str, OwnerRef], Awaitable[str | None]]
+# existing(intent, owner): after a 409, what the PodGroup there is to us (may raise like
+# create; the owner has its uid, or is None for an unowned gang).
+ExistingFn = Callable[[PodGroupIntent, OwnerRef | None], Awaitable[Existing]]
 # on_outcome(intent, outcome): for metrics and logs.
-Outcome = str  # "created" | "exists" | "failed" | "no-owner" | "dropped"
+# "created" | "exists" | "joined" | "foreign" | "stale" | "failed" | "no-owner" | "dropped"
+Outcome = str
 
 
 def status_of(exc: BaseException) -> int | None:
@@ -161,6 +197,9 @@ class RetryPolicy:
     base_delay: float = 0.2
     max_delay: float = 10.0
     owner_wait: float = 60.0  # how long an owner may take to appear
+    # How long to wait for a hint (a pod or child workload naming the owner with its
+    # uid) before looking the owner up; owners that are Pods are looked up at once.
+    hint_wait: float = 1.0
 
     def delay(self, attempt: int, rng: random.Random) -> float:
         """Full jitter over a capped exponential (attempt counts from 1)."""
@@ -189,16 +228,24 @@ class PodGroupReconciler:
         queue_size: int = 10_000,
         remember: int = 50_000,
         on_outcome: Callable[[PodGroupIntent, Outcome], None] | None = None,
+        existing: ExistingFn | None = None,
+        parked: int = 10_000,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
         seed: int | None = None,
     ) -> None:
         self._create = create
         self._resolve = resolve_owner
+        self._existing = existing
+        # Intents whose owner never showed up, by key, until a hint names the owner.
+        self._parked: OrderedDict[tuple[str, str, str], PodGroupIntent] = OrderedDict()
+        self._park_limit = parked
         self._policy = policy or RetryPolicy()
         self._n_workers = workers
-        self._queue: asyncio.Queue[tuple[str, str, str]] = asyncio.Queue(queue_size)
-        self._pending: dict[tuple[str, str, str], _Pending] = {}
+        self._queue: asyncio.Queue[_Slot] = asyncio.Queue(queue_size)
+        # In progress, by PodGroup -- and by pod, for a bare-pod gang: each of its pods
+        # is an owner of its own that must join the PodGroup.
+        self._pending: dict[_Slot, _Pending] = {}
         # (key, owner uid) of PodGroups known to exist. Keyed by uid so a workload
         # deleted and made again under the same name gets its PodGroup again.
         self._done: OrderedDict[tuple[tuple[str, str, str], str], None] = OrderedDict()
@@ -219,23 +266,25 @@ class PodGroupReconciler:
             return False
         key = intent.key
         owner = intent.owner
+        self._parked.pop(key, None)  # a newer intent for the same PodGroup supersedes it
         if owner is not None and owner.uid and (key, owner.uid) in self._done:
             return False
         if owner is None and (key, "") in self._done:
             return False
-        if key in self._pending:
-            pend = self._pending[key]
+        slot = _slot(intent)
+        pend = self._pending.get(slot)
+        if pend is not None:
             if (pend.owner is None or not pend.owner.uid) and owner is not None and owner.uid:
                 pend.owner = owner
                 pend.woken.set()
             return False
         try:
-            self._queue.put_nowait(key)
+            self._queue.put_nowait(slot)
         except asyncio.QueueFull:
             log.warning("podgroup queue full; dropped", extra={"fields": {"podgroup": _name(key)}})
             self._report(intent, "dropped")
             return False
-        self._pending[key] = _Pending(intent, owner, self._clock())
+        self._pending[slot] = _Pending(intent, owner, self._clock())
         self._idle.clear()
         return True
 
@@ -246,15 +295,25 @@ class PodGroupReconciler:
         deleted and made again under the same name has a new uid)."""
         if not hint.owner.uid:
             return
-        pend = self._pending.get(hint.key)
-        if pend is None or (pend.owner is not None and pend.owner.uid):
+        pend = self._pending.get((*hint.key, ""))
+        if pend is None:
+            parked = self._parked.get(hint.key) if self._parked else None
+            if parked is not None and _names(parked.owner, hint.owner):
+                # The owner showed up after all (a workload suspended for a while).
+                del self._parked[hint.key]
+                intent = PodGroupIntent(
+                    parked.api_version,
+                    parked.plural,
+                    parked.namespace,
+                    parked.name,
+                    parked.body,
+                    hint.owner,
+                )
+                self.submit(intent, dry_run=False)
             return
-        want = pend.intent.owner
-        if (
-            want is not None
-            and want.kind == hint.owner.kind
-            and (not want.name or want.name == hint.owner.name)
-        ):
+        if pend.owner is not None and pend.owner.uid:
+            return
+        if _names(pend.intent.owner, hint.owner):
             pend.owner = hint.owner
             pend.woken.set()
 
@@ -285,6 +344,11 @@ class PodGroupReconciler:
     @property
     def pending(self) -> int:
         return len(self._pending)
+
+    @property
+    def parked(self) -> int:
+        """Intents waiting for a hint about an owner that did not show up in time."""
+        return len(self._parked)
 
     # --- the work -----------------------------------------------------------------------
 
@@ -319,6 +383,17 @@ class PodGroupReconciler:
             if pend.owner is not None and pend.owner.uid:
                 return pend.owner
             want = pend.owner or pend.intent.owner
+            hinted_soon = self._clock() - pend.since < self._policy.hint_wait
+            if hinted_soon and not _is_pod(want):
+                # A pod or child workload usually names the owner within a moment,
+                # which saves reading it from the API server.
+                pend.woken.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(
+                        pend.woken.wait(),
+                        max(0.0, pend.since + self._policy.hint_wait - self._clock()),
+                    )
+                continue
             if self._resolve is not None and want.name:
                 try:
                     uid = await self._resolve(pend.intent.namespace, want)
@@ -347,14 +422,15 @@ class PodGroupReconciler:
         owner = await self._owner(pend)
         if owner is False:
             log.warning(
-                "owner never appeared; no PodGroup",
+                "owner never appeared; no PodGroup until one of its pods names it",
                 extra={
                     "fields": {
                         "podgroup": _name(intent.key),
-                        "owner": intent.owner and intent.owner.name,
+                        "owner": intent.owner and f"{intent.owner.kind}/{intent.owner.name}",
                     }
                 },
             )
+            self._park(intent)
             self._report(intent, "no-owner")
             return
         assert owner is None or isinstance(owner, OwnerRef)
@@ -370,9 +446,33 @@ class PodGroupReconciler:
             except Exception as e:
                 status = status_of(e)
                 if status == 409:
-                    self._mark_done(done_key)
-                    self._report(intent, "exists")
-                    return
+                    try:
+                        found = await self._inspect(intent, owner)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as err:  # read like a failed create
+                        e, status, found = err, status_of(err), None
+                        if status == 409:
+                            status = None  # it kept changing under us: try again
+                    if found is Existing.GONE:
+                        continue
+                    if found is Existing.STALE:
+                        if attempt == self._policy.attempts:
+                            log.error(
+                                "a PodGroup of an earlier owner of the same name is still "
+                                "there; gave up waiting for the garbage collector",
+                                extra={
+                                    "fields": {"podgroup": _name(intent.key), "attempts": attempt}
+                                },
+                            )
+                            self._report(intent, "stale")
+                            return
+                        await self._sleep(self._policy.delay(attempt, self._rng))
+                        continue
+                    if found is not None:
+                        self._mark_done(done_key)
+                        self._report(intent, _EXISTING_OUTCOME[found])
+                        return
                 if not _retryable(status) or attempt == self._policy.attempts:
                     log.error(
                         "PodGroup create failed",
@@ -393,6 +493,20 @@ class PodGroupReconciler:
             log.info("PodGroup created", extra={"fields": {"podgroup": _name(intent.key)}})
             self._report(intent, "created")
             return
+        # Only a PodGroup that kept vanishing between the 409 and the look gets here.
+        log.error("PodGroup create failed", extra={"fields": {"podgroup": _name(intent.key)}})
+        self._report(intent, "failed")
+
+    async def _inspect(self, intent: PodGroupIntent, owner: OwnerRef | None) -> Existing:
+        if self._existing is None:
+            return Existing.OURS  # nothing to tell them apart with: 409 is success
+        return await self._existing(intent, owner)
+
+    def _park(self, intent: PodGroupIntent) -> None:
+        self._parked[intent.key] = intent
+        self._parked.move_to_end(intent.key)
+        while len(self._parked) > self._park_limit:
+            self._parked.popitem(last=False)
 
     def _mark_done(self, key: tuple[tuple[str, str, str], str]) -> None:
         self._done[key] = None
@@ -407,5 +521,21 @@ class PodGroupReconciler:
                 log.exception("podgroup outcome callback failed")
 
 
-def _name(key: tuple[str, str, str]) -> str:
+_EXISTING_OUTCOME: dict[Existing, Outcome] = {
+    Existing.OURS: "exists",
+    Existing.JOINED: "joined",
+    Existing.OTHER: "foreign",
+}
+
+
+def _names(want: OwnerRef | None, got: OwnerRef) -> bool:
+    """Whether a hint's owner is the one an intent waits for."""
+    return want is not None and want.kind == got.kind and (not want.name or want.name == got.name)
+
+
+def _is_pod(owner: OwnerRef) -> bool:
+    return owner.kind == "Pod" and owner.api_version == "v1"
+
+
+def _name(key: tuple[str, ...]) -> str:
     return f"{key[1]}/{key[2]}"

@@ -11,8 +11,10 @@ restart, and a self-signed mode that makes its own CA.
   says when to renew (expiry near, names changed, CA near its end);
   :func:`secret_manifest` and :func:`ca_bundle_patch` are the exact content of the
   Secret that keeps them and of the patch that puts the CA into the
-  MutatingWebhookConfiguration. :class:`SelfSignedManager` drives them through a
-  :class:`CertStore`, which keeps and publishes them (in memory without a cluster).
+  MutatingWebhookConfiguration; :func:`trusted_cas` which CAs that configuration should
+  trust. :class:`SelfSignedManager` drives them through a :class:`CertStore`, which
+  keeps and publishes them (in memory without a cluster; in a Secret and the webhook
+  configuration with one: :class:`webhook.kube.SecretCertStore`).
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ __all__ = [
     "secret_manifest",
     "server_context",
     "service_names",
+    "trusted_cas",
+    "webhook_ca_bundles",
 ]
 
 log = logging.getLogger("webhook.tls")
@@ -59,6 +63,7 @@ log = logging.getLogger("webhook.tls")
 CA_DAYS = 3650
 SERVING_DAYS = 365
 RENEW_BEFORE = dt.timedelta(days=30)
+CA_NAME = "corral-webhook-ca"  # the common name of the CAs corral makes
 _SKEW = dt.timedelta(minutes=5)
 
 
@@ -204,7 +209,7 @@ def _pem_cert(cert: x509.Certificate) -> bytes:
 
 
 def new_ca(
-    now: dt.datetime, *, days: int = CA_DAYS, name: str = "corral-webhook-ca"
+    now: dt.datetime, *, days: int = CA_DAYS, name: str = CA_NAME
 ) -> tuple[bytes, bytes]:
     key = _key()
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
@@ -447,9 +452,75 @@ def ca_bundle_patch(
     return ops
 
 
+def webhook_ca_bundles(
+    webhook_config: Mapping[str, Any], service: str, namespace: str
+) -> list[bytes] | None:
+    """The caBundles (PEM; empty when unset or unreadable) of the webhooks that call
+    ``service`` in ``namespace``; None when no webhook calls it."""
+    webhooks = webhook_config.get("webhooks")
+    if not isinstance(webhooks, list):
+        return None
+    out: list[bytes] | None = None
+    for wh in webhooks:
+        cc = wh.get("clientConfig") if isinstance(wh, Mapping) else None
+        svc = cc.get("service") if isinstance(cc, Mapping) else None
+        if not isinstance(svc, Mapping):
+            continue
+        if svc.get("name") != service or svc.get("namespace") != namespace:
+            continue
+        assert isinstance(cc, Mapping)
+        out = out if out is not None else []
+        try:
+            out.append(base64.b64decode(cc.get("caBundle") or "", validate=True))
+        except (TypeError, ValueError):
+            out.append(b"")
+    return out
+
+
+def _certs(pem: bytes) -> list[x509.Certificate]:
+    try:
+        return x509.load_pem_x509_certificates(pem)
+    except ValueError:
+        return []
+
+
+def _is_corral_ca(cert: x509.Certificate) -> bool:
+    try:
+        bc = cert.extensions.get_extension_for_class(x509.BasicConstraints).value
+    except x509.ExtensionNotFound:
+        return False
+    names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    return bc.ca and any(n.value == CA_NAME for n in names)
+
+
+def trusted_cas(
+    want: bytes,
+    have: Sequence[bytes],
+    now: dt.datetime,
+    *,
+    renew_before: dt.timedelta = RENEW_BEFORE,
+) -> bytes:
+    """The caBundle to publish: the CAs of ``want`` (PEM), then those of ``have`` (the
+    bundles published now) that corral made, that have not expired and that are within
+    ``renew_before`` of their end -- the CA a regular renewal replaced, which replicas
+    still serving its certificates need until they switch. A CA replaced early (its
+    Secret deleted or damaged) is dropped at once, and anything else is dropped."""
+    out = [want.rstrip(b"\n") + b"\n"] if want.strip() else []
+    seen = {c.fingerprint(hashes.SHA256()) for c in _certs(want)}
+    for pem in have:
+        for c in _certs(pem):
+            fp = c.fingerprint(hashes.SHA256())
+            end = c.not_valid_after_utc
+            if fp in seen or not _is_corral_ca(c) or end <= now or end - renew_before > now:
+                continue
+            seen.add(fp)
+            out.append(_pem_cert(c))
+    return b"".join(out)
+
+
 class CertStore(Protocol):
     """Where a self-signed bundle lives and how its CA reaches the API server.
-    Phase 2 implements it on a Secret and the MutatingWebhookConfiguration."""
+    :class:`webhook.kube.SecretCertStore` keeps it in a Secret and the webhook configuration."""
 
     async def load(self) -> TlsBundle | None: ...
 
@@ -487,7 +558,12 @@ def _now() -> dt.datetime:
 
 class SelfSignedManager:
     """Keeps a self-signed bundle good: loads it from the store, renews it before it
-    expires, publishes the CA, and serves it from the live SSLContext."""
+    expires, serves it from the live SSLContext, and publishes the CA.
+
+    :meth:`run` looks at the store every ``check_interval`` seconds (another replica may
+    have renewed). The CA is published when the bundle changed, every
+    ``republish_interval`` seconds (a re-applied webhook configuration may have lost
+    it), and -- after a failure -- every ``retry_interval`` seconds until it succeeds."""
 
     def __init__(
         self,
@@ -498,6 +574,8 @@ class SelfSignedManager:
         *,
         ips: Sequence[str] = (),
         check_interval: float = 3600.0,
+        retry_interval: float = 10.0,
+        republish_interval: float = 600.0,
         clock: Callable[[], dt.datetime] = _now,
         on_reload: Callable[[bool], None] | None = None,
     ) -> None:
@@ -505,41 +583,61 @@ class SelfSignedManager:
         self.service, self.namespace = service, namespace
         self.ips = tuple(ips)
         self.check_interval = check_interval
+        self.retry_interval = retry_interval
+        self.republish_interval = dt.timedelta(seconds=republish_interval)
         self.clock = clock
         self._on_reload = on_reload
         self.bundle: TlsBundle | None = None
+        self.published_at: dt.datetime | None = None  # None: never, or the last one failed
 
     async def ensure(self) -> bool:
-        """Make sure a good bundle is stored, published and served; True if it changed."""
+        """Make sure a good bundle is stored, served and published; True if it changed.
+        Raises if any step fails; when only publishing failed, :attr:`bundle` is served
+        all the same and the next call publishes again."""
         stored = await self.store.load()
-        fresh = renew(stored, self.service, self.namespace, self.clock(), ips=self.ips)
+        now = self.clock()
+        fresh = renew(stored, self.service, self.namespace, now, ips=self.ips)
         changed = fresh is not stored
         if changed:
             fresh = await self.store.save(fresh)
-        if changed or self.bundle is None:
-            ca_bundle = fresh.ca_cert
-            if stored is not None and stored.ca_cert != fresh.ca_cert:
-                # Trust old and new CA while connections switch over.
-                ca_bundle = fresh.ca_cert + stored.ca_cert
-            await self.store.publish_ca(ca_bundle)
-        if fresh != self.bundle:
+        previous = self.bundle
+        if fresh != previous:
             load_pair(self.ctx, fresh.cert, fresh.key)
-            if self.bundle is not None and self._on_reload is not None:
+            if previous is not None and self._on_reload is not None:
                 self._on_reload(True)
             self.bundle = fresh
             log.info("self-signed certificate in use", extra={"fields": {"renewed": changed}})
+        due = (
+            changed
+            or fresh != previous
+            or self.published_at is None
+            or now - self.published_at >= self.republish_interval
+        )
+        if due:
+            ca_bundle = fresh.ca_cert
+            for old in (stored, previous):
+                if old is not None and old.ca_cert not in ca_bundle:
+                    # Trust old and new CA while connections switch over.
+                    ca_bundle += old.ca_cert
+            self.published_at = None
+            await self.store.publish_ca(ca_bundle)
+            self.published_at = now
         return changed
 
     async def run(self) -> None:
         while True:
-            await asyncio.sleep(self.check_interval)
+            ok = self.published_at is not None
+            await asyncio.sleep(
+                self.check_interval if ok else min(self.check_interval, self.retry_interval)
+            )
             try:
                 await self.ensure()
             except asyncio.CancelledError:
                 raise
             except Exception as e:
                 log.error(
-                    "certificate renewal failed; will retry", extra={"fields": {"error": str(e)}}
+                    "certificate renewal or publication failed; will retry",
+                    extra={"fields": {"error": str(e)}},
                 )
                 if self._on_reload is not None:
                     self._on_reload(False)

@@ -229,15 +229,88 @@ def fits_gpu_only(snap: Snapshot, shape: PodShape, nodes: IntArray) -> bool:
     return bool(((snap.gpu_free[nodes] >= shape.gpu_milli).sum(axis=1) >= shape.gpu_count).all())
 
 
+def _taint_text(t: Taint) -> str:
+    return f"untolerated taint {t.key}={t.value}" if t.value else f"untolerated taint {t.key}"
+
+
+def _count_reasons(
+    snap: Snapshot,
+    shape: PodShape,
+    bad: BoolArray,
+    selected: BoolArray,
+    affine: BoolArray,
+    counts: Counter[str],
+) -> None:
+    """``counts`` of :func:`_node_reasons` over the nodes of ``bad``, filter by filter
+    over all nodes at once: a node takes the first static filter it fails, else every
+    resource it is short of."""
+    left = bad.copy()
+
+    def take(mask: BoolArray, reason: str) -> None:
+        hit = left & mask
+        n = int(hit.sum())
+        if n:
+            counts[reason] += n
+            left[hit] = False
+
+    take(~snap.ready, "not ready")
+    if not _tolerates(shape.tolerations, _UNSCHEDULABLE):
+        take(snap.unschedulable, "unschedulable")
+    taints, matrix = snap.taint_matrix()
+    if taints:
+        untolerated = np.flatnonzero([not _tolerates(shape.tolerations, t) for t in taints])
+        if untolerated.size:
+            per_node = matrix[:, untolerated]
+            n_bad = per_node.sum(axis=1)
+            one = left & (n_bad == 1)
+            for col, n in Counter(per_node[one].argmax(axis=1).tolist()).items():
+                counts[_taint_text(taints[int(untolerated[col])])] += n
+            left &= ~one
+            # Two or more: the first in the node's own order names it.
+            for i in np.flatnonzero(left & (n_bad > 1)):
+                counts.update(_node_reasons(snap, shape, int(i), selected, affine))
+            left &= n_bad == 0
+    take(~selected, "node selector mismatch")
+    take(~affine, "node affinity mismatch")
+    given = np.zeros(snap.n_nodes, dtype=np.int64)  # reasons given to each node left
+    if shape.is_gpu:
+        gpu_name = shape.gpu_resource or (
+            snap.gpu_resource_names[0] if snap.gpu_resource_names else "nvidia.com/gpu"
+        )
+        no_gpu = snap.gpu_total == 0
+        if shape.gpu_resource is not None:
+            names = snap.gpu_resource_names
+            code = names.index(shape.gpu_resource) if shape.gpu_resource in names else -2
+            no_gpu = no_gpu | (snap.gpu_resource != code)
+        take(no_gpu, f"no {gpu_name}")
+        if shape.gpu_models:
+            codes = [snap.gpu_models.index(m) for m in shape.gpu_models if m in snap.gpu_models]
+            take(~np.isin(snap.gpu_model, codes), "GPU model not allowed")
+        short = (snap.gpu_free >= shape.gpu_milli).sum(axis=1) < shape.gpu_count
+        hit = left & short
+        if (n := int(hit.sum())) > 0:
+            counts[f"insufficient {gpu_name}"] += n
+            given += hit
+    for r, v in shape.requests:
+        j = snap.res_index.get(r)
+        # A resource no node has is short everywhere.
+        hit = left.copy() if j is None else left & (snap.alloc[:, j] - snap.used[:, j] < v)
+        if (n := int(hit.sum())) > 0:
+            counts["too many pods" if r == "pods" and j is not None else f"insufficient {r}"] += n
+            given += hit
+    if (n := int((left & (given == 0)).sum())) > 0:
+        counts["unknown"] += n
+
+
 def explain(snap: Snapshot, shape: PodShape, pod_name: str, limit: int = 4) -> str:
     """``0/12 nodes can host pod worker: 8 insufficient nvidia.com/gpu, 4 untolerated
     taint gpu=reserved`` -- the reasons counted over nodes, most common first."""
     ok = fits(snap, shape)
     n_ok = int(ok.sum())
     counts: Counter[str] = Counter()
-    selected, affine = _selector_mask(snap, shape), _affinity_mask(snap, shape)
-    for i in np.flatnonzero(~ok):
-        counts.update(_node_reasons(snap, shape, int(i), selected, affine))
+    if n_ok < snap.n_nodes:
+        selected, affine = _selector_mask(snap, shape), _affinity_mask(snap, shape)
+        _count_reasons(snap, shape, ~ok, selected, affine, counts)
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     parts = [f"{n} {why}" for why, n in ranked[:limit]]
     if len(ranked) > limit:

@@ -6,9 +6,10 @@ effective requests of the pods bound to each node. Whole and shared GPUs are tra
 per device in ``gpu_free`` (thousandths of a GPU free on each device, -1 where a node
 has fewer devices than the widest node).
 
-Every change goes through :meth:`Snapshot.place` / :meth:`Snapshot.remove`, which keep a
-journal while a :meth:`fork` is open, so a planner can try a move and :meth:`revert` it
-exactly, or :meth:`commit` it.
+Every change goes through :meth:`Snapshot.place` / :meth:`Snapshot.remove` (or, for a
+caller that follows a live cluster without pod records, :meth:`Snapshot.place_bound` /
+:meth:`Snapshot.unplace`), which keep a journal while a :meth:`fork` is open, so a
+planner can try a move and :meth:`revert` it exactly, or :meth:`commit` it.
 """
 
 from __future__ import annotations
@@ -353,22 +354,27 @@ class Snapshot:
             np.add.at(self.used, np.array(rows), np.stack(vecs))
 
     def _existing_gpus(self, p: PodRecord, node: int) -> tuple[int, ...]:
-        d, k = p.shape.gpu_milli, p.shape.gpu_count
-        total = int(self.gpu_total[node])
-        if p.gpu_index and all(0 <= g < total for g in p.gpu_index):
-            gpus = p.gpu_index[:k] if len(p.gpu_index) >= k else p.gpu_index
-        else:
-            free = self.gpu_free[node, :total]
-            # Whole GPUs take the lowest fully free devices; a share takes the tightest fit.
-            order = (
-                np.argsort(-free, kind="stable")
-                if d >= 1000
-                else np.lexsort((np.arange(total), np.where(free >= d, free, 10_000)))
-            )
-            gpus = tuple(int(g) for g in sorted(order[:k].tolist()))
+        gpus = self._bound_devices(p.shape, node, p.gpu_index)
         for g in gpus:
-            self.gpu_free[node, g] -= d
-        return tuple(gpus)
+            self.gpu_free[node, g] -= p.shape.gpu_milli
+        return gpus
+
+    def _bound_devices(
+        self, shape: PodShape, node: int, gpu_index: tuple[int, ...]
+    ) -> tuple[int, ...]:
+        """The devices a pod already bound to ``node`` holds (changes nothing)."""
+        d, k = shape.gpu_milli, shape.gpu_count
+        total = int(self.gpu_total[node])
+        if gpu_index and all(0 <= g < total for g in gpu_index):
+            return gpu_index[:k] if len(gpu_index) >= k else gpu_index
+        free = self.gpu_free[node, :total]
+        # Whole GPUs take the lowest fully free devices; a share takes the tightest fit.
+        order = (
+            np.argsort(-free, kind="stable")
+            if d >= 1000
+            else np.lexsort((np.arange(total), np.where(free >= d, free, 10_000)))
+        )
+        return tuple(int(g) for g in sorted(order[:k].tolist()))
 
     # --- per-shape views ----------------------------------------------------------------
 
@@ -478,6 +484,24 @@ class Snapshot:
         if pod.node < 0:
             raise ValueError(f"pod {pod.key} is not bound")
         self._apply(-1, pod.node, pod.shape, pod.gpus, self._pod_position(pod))
+
+    def place_bound(
+        self, shape: PodShape, node: int, gpu_index: Sequence[int] = ()
+    ) -> tuple[int, ...]:
+        """Count a pod that is already bound to ``node`` (the scheduler put it there, an
+        informer saw it) without keeping a pod record: it takes the devices its
+        ``gpu_index`` names when the node has them, else those the constructor would
+        give it. Unlike :meth:`place` nothing is checked, since a real node may hold more
+        than the arrays say fits. Journaled; :meth:`unplace` undoes it. Returns the
+        devices taken."""
+        gpus = self._bound_devices(shape, node, tuple(gpu_index)) if shape.is_gpu else ()
+        self._apply(+1, node, shape, gpus, -1)
+        return gpus
+
+    def unplace(self, shape: PodShape, node: int, gpus: Sequence[int] = ()) -> None:
+        """Undo a :meth:`place` or :meth:`place_bound` made without a pod record, given
+        the same shape, node and devices. Journaled."""
+        self._apply(-1, node, shape, tuple(gpus), -1)
 
     def _pod_position(self, pod: PodRecord) -> int:
         if 0 <= pod.slot < len(self.pods) and self.pods[pod.slot] is pod:

@@ -31,13 +31,16 @@ from .resources import (
     COSCHED_PODGROUPS,
     EVENTS,
     LEASES,
+    MUTATING_WEBHOOKS,
     NAMESPACES,
     NODES,
     PDBS,
     PODS,
     PRIORITY_CLASSES,
+    SECRETS,
     VOLCANO_PODGROUPS,
     VOLCANO_QUEUES,
+    WORKLOADS,
     ApiCall,
     Resource,
 )
@@ -122,6 +125,14 @@ def _key(verb: str, r: Resource, sub: str = "") -> CallKey:
 
 
 _W, _D, _K = Grant(WEBHOOK), Grant(DESCHEDULER), Grant(KUBECTL)
+# The backends whose gangs have a PodGroup object, which the webhook makes.
+_PODGROUP_BACKENDS: tuple[tuple[str, Resource], ...] = (
+    ("volcano", VOLCANO_PODGROUPS),
+    ("coscheduling", COSCHED_PODGROUPS),
+)
+_PODGROUP_WEBHOOK: tuple[Grant, ...] = tuple(
+    Grant(WEBHOOK, when=("backend", backend)) for backend, _ in _PODGROUP_BACKENDS
+)
 
 # (verbs, resource, subresource, grants): every grant applies to every verb of its row.
 _ROWS: tuple[tuple[tuple[str, ...], Resource, str, tuple[Grant, ...]], ...] = (
@@ -158,6 +169,41 @@ _ROWS: tuple[tuple[tuple[str, ...], Resource, str, tuple[Grant, ...]], ...] = (
         CONFIGMAPS,
         "",
         (Grant(DESCHEDULER, own_namespace=True, resource_names=(DESCHEDULER_LEDGER,)),),
+    ),
+    # The webhook's PodGroups, with the backends that have them: made for each admitted
+    # gang, looked at when one exists already (409), joined by each pod of a bare-pod
+    # gang as one more owner; and the owners whose uid their ownerReferences need.
+    *(
+        (("create", "get", "patch"), res, "", (Grant(WEBHOOK, when=("backend", backend)),))
+        for backend, res in _PODGROUP_BACKENDS
+    ),
+    *((("get",), res, "", _PODGROUP_WEBHOOK) for res in (PODS, *WORKLOADS)),
+    # --self-signed: the CA and certificate in one Secret of the webhook's namespace,
+    # and the CA in the caBundle of its own MutatingWebhookConfiguration.
+    (
+        ("get", "create", "update"),
+        SECRETS,
+        "",
+        (
+            Grant(
+                WEBHOOK,
+                own_namespace=True,
+                resource_names=(WEBHOOK_TLS_SECRET,),
+                when=("certs", "self-signed"),
+            ),
+        ),
+    ),
+    (
+        ("get", "patch"),
+        MUTATING_WEBHOOKS,
+        "",
+        (
+            Grant(
+                WEBHOOK,
+                resource_names=(WEBHOOK_CONFIGURATION,),
+                when=("certs", "self-signed"),
+            ),
+        ),
     ),
     # Leader election: one Lease in corral's own namespace.
     (

@@ -17,6 +17,7 @@ __all__ = [
     "COSCHED_PODGROUPS",
     "EVENTS",
     "LEASES",
+    "MUTATING_WEBHOOKS",
     "NAMESPACES",
     "NODES",
     "NON_TERMINAL_PODS",
@@ -24,8 +25,10 @@ __all__ = [
     "PODS",
     "PRIORITY_CLASSES",
     "RESOURCES",
+    "SECRETS",
     "VOLCANO_PODGROUPS",
     "VOLCANO_QUEUES",
+    "WORKLOADS",
     "ApiCall",
     "Resource",
     "UndeclaredApiCall",
@@ -92,6 +95,30 @@ VOLCANO_QUEUES = Resource("scheduling.volcano.sh", "v1beta1", "queues", "Queue",
 COSCHED_PODGROUPS = Resource(
     "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", namespaced=True
 )
+SECRETS = Resource("", "v1", "secrets", "Secret", namespaced=True)
+MUTATING_WEBHOOKS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "mutatingwebhookconfigurations",
+    "MutatingWebhookConfiguration",
+    namespaced=False,
+)
+
+# The workload kinds the webhook makes gangs of, as owners of their PodGroups: the
+# webhook reads one (to learn its uid) when none of its pods or child workloads named
+# it first. The version is the one a path is built with when the caller has no other.
+WORKLOADS: tuple[Resource, ...] = (
+    Resource("batch", "v1", "jobs", "Job", namespaced=True),
+    Resource("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", namespaced=True),
+    Resource("kubeflow.org", "v1", "tfjobs", "TFJob", namespaced=True),
+    Resource("kubeflow.org", "v2beta1", "mpijobs", "MPIJob", namespaced=True),
+    Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", namespaced=True),
+    Resource("ray.io", "v1", "rayclusters", "RayCluster", namespaced=True),
+    Resource("ray.io", "v1", "rayjobs", "RayJob", namespaced=True),
+    Resource(
+        "leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet", namespaced=True
+    ),
+)
 
 RESOURCES: tuple[Resource, ...] = (
     NODES,
@@ -105,6 +132,9 @@ RESOURCES: tuple[Resource, ...] = (
     VOLCANO_QUEUES,
     COSCHED_PODGROUPS,
     CONFIGMAPS,
+    SECRETS,
+    MUTATING_WEBHOOKS,
+    *WORKLOADS,
 )
 
 # Pods that hold resources: the descheduler and the webhook never need finished pods.
@@ -166,7 +196,8 @@ API_CALLS: tuple[ApiCall, ...] = (
             r.group,
             r.plural,
             why="descheduler: corral.dev/last-moved (cool-down) on a moved gang's PodGroup "
-            "and corral.dev/room-made on the waiting gang's, before evicting",
+            "and corral.dev/room-made on the waiting gang's, before evicting; webhook: a "
+            "bare-pod gang's PodGroup is owned by all its pods",
         )
         for r in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS)
     ),
@@ -179,6 +210,34 @@ API_CALLS: tuple[ApiCall, ...] = (
             "cool-downs of gangs and pods that have no PodGroup to carry them",
         )
         for verb in ("get", "create", "update")
+    ),
+    *(
+        ApiCall(verb, r.group, r.plural, why=why)
+        for r in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS)
+        for verb, why in (
+            ("create", "webhook: the PodGroup of each admitted gang"),
+            ("get", "webhook: whose is the PodGroup that exists already (409)"),
+        )
+    ),
+    ApiCall("get", "", "pods", why="webhook: the uid of a bare pod that owns its gang"),
+    *(
+        ApiCall("get", r.group, r.plural, why="webhook: the uid of a gang's workload")
+        for r in WORKLOADS
+    ),
+    ApiCall("get", "", "secrets", why="webhook --self-signed: its CA and certificate"),
+    ApiCall("create", "", "secrets", why="webhook --self-signed: its CA and certificate"),
+    ApiCall("update", "", "secrets", why="webhook --self-signed: renewal"),
+    ApiCall(
+        "get",
+        MUTATING_WEBHOOKS.group,
+        MUTATING_WEBHOOKS.plural,
+        why="webhook --self-signed: its own configuration's caBundle",
+    ),
+    ApiCall(
+        "patch",
+        MUTATING_WEBHOOKS.group,
+        MUTATING_WEBHOOKS.plural,
+        why="webhook --self-signed: its own configuration's caBundle",
     ),
 )
 
