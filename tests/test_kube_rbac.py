@@ -303,6 +303,11 @@ async def test_the_webhook_rules_allow_what_it_does_on_the_wire(
     source = InformerSource(kube)
     source.start()
     await source.wait_ready(5)
+    # Ready means listed; the watches open just after, and they are calls to check too.
+    for _ in range(500):
+        if any(r.watch for r in api.log):
+            break
+        await asyncio.sleep(0.01)
     await source.stop()
     res = VOLCANO_PODGROUPS if backend == "volcano" else COSCHED_PODGROUPS
     pg = PodGroupApi(kube)

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gangplace.engine import SnapshotError
+from gangplace.logs import setup_logging
 
 from .backends import dialect_for
 from .cluster import ClusterState, NoCluster, SnapshotSource, StaticSource
 from .config import ConfigError, WebhookConfig, load_config
-from .logs import setup_logging
 from .metrics import Metrics
 from .podgroups import PodGroupReconciler
 from .server import init_app, run_until_signal, start
