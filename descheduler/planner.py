@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gangplace.engine import PodRecord, PodShape, Snapshot, place_gang
-from gangplace.engine.fragmentation import fragmentation
+from gangplace.engine import PodRecord, PodShape, Scorer, Snapshot, place_gang
+from gangplace.engine.fragmentation import TargetWorkload, fragmentation
 from gangplace.engine.report import FragmentationReport, fragmentation_report
 
 from .config import DeschedulerConfig
@@ -30,10 +30,18 @@ from .units import Demand, demand_of
 __all__ = ["apply_moves", "plan"]
 
 
-def plan(state: ClusterState, config: DeschedulerConfig | None = None) -> Plan:
-    """The moves that make room for waiting gangs (or defragment), and what they do."""
+def plan(
+    state: ClusterState,
+    config: DeschedulerConfig | None = None,
+    *,
+    scorer: Scorer | None = None,
+    workload: TargetWorkload | None = None,
+) -> Plan:
+    """The moves that make room for waiting gangs (or defragment), and what they do.
+    ``scorer`` and ``workload`` override the configured policy and the typical shapes
+    (see :meth:`PlanContext.build`)."""
     cfg = config or DeschedulerConfig()
-    ctx = PlanContext.build(state, cfg)
+    ctx = PlanContext.build(state, cfg, scorer=scorer, workload=workload)
     snap = ctx.snap
     probes = _probes(ctx)
     out = Plan(now=state.now)
