@@ -25,9 +25,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+from gangplace.engine import Snapshot
+from gangplace.engine.arrivals import TracePod
 from gangplace.engine.replay import ReplayResult
 from gangplace.simulate_cli import (
     CliError,
@@ -42,7 +46,15 @@ from gangplace.simulate_cli import (
 from .config import ConfigError, DeschedulerConfig, load_config
 from .replay import PlannerHook, plan_points
 
-__all__ = ["add_simulate_command", "cmd_simulate", "simulate_config"]
+__all__ = [
+    "add_simulate_command",
+    "cmd_simulate",
+    "moves_summary",
+    "plan_percentages",
+    "replay_with_moves",
+    "simulate_config",
+    "trace_config",
+]
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 DEFAULT_MIN_GAIN = 0.01
@@ -73,7 +85,7 @@ def plan_percentages(args: argparse.Namespace) -> list[float]:
 
 
 def simulate_config(args: argparse.Namespace) -> DeschedulerConfig:
-    """The descheduler's config for a trace (see the module docstring)."""
+    """The descheduler's config for a trace from the flags (see the module docstring)."""
     if args.max_moves < 0:
         raise CliError(f"--max-moves {args.max_moves}: must be >= 0")
     if args.min_gain < 0:
@@ -82,8 +94,17 @@ def simulate_config(args: argparse.Namespace) -> DeschedulerConfig:
         base = load_config(args.config)
     except ConfigError as e:
         raise CliError(f"--config: {e}") from None
+    return trace_config(base, args.max_moves, args.min_gain)
+
+
+def trace_config(
+    base: DeschedulerConfig, max_moves: int, min_gain: float = DEFAULT_MIN_GAIN
+) -> DeschedulerConfig:
+    """``base`` made for a trace: at most ``max_moves`` pods per round; no per-node,
+    per-namespace, per-queue or GPU caps, ``min_gain`` GPUs per move and no minimum
+    per round -- each unless ``base`` sets it."""
     given_limits = base.limits.model_fields_set
-    limits: dict[str, Any] = {"max_evictions_per_run": args.max_moves}
+    limits: dict[str, Any] = {"max_evictions_per_run": max_moves}
     for key in (
         "max_evictions_per_node",
         "max_evictions_per_namespace",
@@ -94,7 +115,7 @@ def simulate_config(args: argparse.Namespace) -> DeschedulerConfig:
             limits[key] = None
     defrag: dict[str, Any] = {}
     if "min_gain_gpus" not in base.defragment.model_fields_set:
-        defrag["min_gain_gpus"] = args.min_gain
+        defrag["min_gain_gpus"] = min_gain
     if "min_total_gain_gpus" not in base.defragment.model_fields_set:
         defrag["min_total_gain_gpus"] = 0.0
     return base.model_copy(
@@ -116,17 +137,35 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             data.cluster, data.pods, args.policy, args.seed, args.inflate
         ).replay(progress=bar)
         data = load_trace_input(args)  # a fresh cluster for the run with moves
-    run = prepare_trace(data.cluster, data.pods, args.policy, args.seed, args.inflate)
-    arrived = np.cumsum([p.shape.gpu_demand_milli for p in run.arrivals.pods], dtype=np.int64)
-    points = plan_points(run.arrivals.pods, run.capacity_milli, pcts)
-    hook = PlannerHook(cfg, points, run.capacity_milli, arrived.tolist())
     bar = None if args.json else progress_bar(f"{args.policy} seed {args.seed}, with moves")
-    start = time.perf_counter()
-    res = run.replay(hook=hook, progress=bar)
-    res.seconds = time.perf_counter() - start
+    res, hook = replay_with_moves(
+        data.cluster, data.pods, args.policy, args.seed, args.inflate, cfg, pcts, bar
+    )
     extra = moves_summary(res, hook, args.max_moves, baseline)
     print_replay(res, args, data.pods_path, extra, notes=_notes(extra))
     return EXIT_OK
+
+
+def replay_with_moves(
+    cluster: Path | Snapshot,
+    pods: list[TracePod],
+    policy: str,
+    seed: int,
+    inflate: float,
+    config: DeschedulerConfig,
+    pcts: Sequence[float],
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[ReplayResult, PlannerHook]:
+    """One replay as ``gangplace simulate`` runs it, with the planner at ``pcts`` (% of
+    capacity arrived). ``seconds`` in the result includes the planning."""
+    run = prepare_trace(cluster, pods, policy, seed, inflate)
+    arrived = np.cumsum([p.shape.gpu_demand_milli for p in run.arrivals.pods], dtype=np.int64)
+    points = plan_points(run.arrivals.pods, run.capacity_milli, pcts)
+    hook = PlannerHook(config, points, run.capacity_milli, arrived.tolist())
+    start = time.perf_counter()
+    res = run.replay(hook=hook, progress=progress)
+    res.seconds = time.perf_counter() - start
+    return res, hook
 
 
 def moves_summary(
