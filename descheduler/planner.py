@@ -36,19 +36,22 @@ def plan(
     *,
     scorer: Scorer | None = None,
     workload: TargetWorkload | None = None,
+    largest: bool = True,
 ) -> Plan:
     """The moves that make room for waiting gangs (or defragment), and what they do.
     ``scorer`` and ``workload`` override the configured policy and the typical shapes
-    (see :meth:`PlanContext.build`)."""
+    (see :meth:`PlanContext.build`). ``largest=False`` leaves out the "largest gang
+    that fits" figures, which place probe gangs in full (a trace replay that plans
+    often does not need them)."""
     cfg = config or DeschedulerConfig()
     ctx = PlanContext.build(state, cfg, scorer=scorer, workload=workload)
     snap = ctx.snap
-    probes = _probes(ctx)
+    probes = _probes(ctx) if largest else []
     out = Plan(now=state.now)
     out.report_before = fragmentation_report(snap, ctx.workload, probes)
     out.fragmentation_before = fragmentation(snap, ctx.workload)
     started, out.waiting_before = evaluate_waiting(ctx, ctx.demands)
-    largest_now = _largest_per_model(snap)
+    largest_now = _largest_per_model(snap) if largest else {}
 
     first = [d for d in ctx.demands if d.key in set(started)]
     token = snap.fork()
@@ -67,7 +70,7 @@ def plan(
 
     moves = _settle(ctx, moves, first, rest, out, probes, released)
     out.moves = moves
-    out.largest = _largest_rows(snap, largest_now, moves, ctx)
+    out.largest = _largest_rows(snap, largest_now, moves, ctx) if largest else []
     out.unserved = [u for u in ctx.unserved if u.gang in out.waiting_after]
     out.notes = ctx.notes
     return out

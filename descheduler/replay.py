@@ -137,7 +137,7 @@ class PlannerHook:
         snap = ctx.snap
         idle = float(np.maximum(snap.gpu_free, 0).sum())
         state = ClusterState(snapshot=snap, now=now)
-        result = plan(state, self.config, scorer=ctx.policy, workload=ctx.workload)
+        result = plan(state, self.config, scorer=ctx.policy, workload=ctx.workload, largest=False)
         by_key = {p.key: p for p in ctx.pods}
         make_moves(snap, result.moves, by_key)
         stamp = format_time(now)

@@ -77,17 +77,22 @@ class Measure:
         c = shape.request("cpu")
         g = s.gpu_free
         ok = cpu >= c
+        if shape.is_gpu:
+            ok &= (g >= shape.gpu_milli).sum(axis=1) >= shape.gpu_count
+        nodes = np.flatnonzero(ok)
+        if nodes.size > 1:  # the best over nodes in equal states is found once
+            keys = np.column_stack([cpu[nodes], s.gpu_model[nodes], g[nodes], now[nodes]])
+            _, first = np.unique(keys, axis=0, return_index=True)
+            nodes = nodes[np.sort(first)]
         if not shape.is_gpu:
-            nodes = np.flatnonzero(ok)
             after = self.of_states(cpu[nodes] - c, g[nodes], s.gpu_model[nodes])
         elif shape.gpu_milli >= 1000:
-            k = shape.gpu_count
-            full = g >= 1000
-            nodes = np.flatnonzero(ok & (full.sum(axis=1) >= k))
-            take = full[nodes] & (np.cumsum(full[nodes], axis=1) <= k)
+            full = g[nodes] >= 1000
+            take = full & (np.cumsum(full, axis=1) <= shape.gpu_count)
             after = self.of_states(cpu[nodes] - c, np.where(take, 0, g[nodes]), s.gpu_model[nodes])
         else:  # one state per (node, device) that can take the share
-            nodes, dev = np.nonzero(ok[:, None] & (g >= shape.gpu_milli))
+            rows, dev = np.nonzero(g[nodes] >= shape.gpu_milli)
+            nodes = nodes[rows]
             states = g[nodes].copy()
             states[np.arange(nodes.size), dev] -= shape.gpu_milli
             after = self.of_states(cpu[nodes] - c, states, s.gpu_model[nodes])
