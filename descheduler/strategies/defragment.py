@@ -167,8 +167,8 @@ def _leave_gain(ctx: PlanContext, victims: list[Victim], measure: Measure) -> Fl
     model = snap.gpu_model[nodes]
     before = measure.of_states(cpu, g, model)
     after = measure.of_states(cpu + np.array(cpu_back), g + np.stack(gpu_back), model)
-    out: FloatArray = np.bincount(np.array(owner), weights=before - after, minlength=len(victims))
-    return out
+    fall = np.bincount(np.array(owner), weights=before - after, minlength=len(victims))
+    return fall.astype(np.float64)
 
 
 def _candidates(ctx: PlanContext, measure: Measure, now: FloatArray) -> list[Victim]:
