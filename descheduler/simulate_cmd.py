@@ -243,8 +243,8 @@ def add_simulate_command(sub: argparse._SubParsersAction[argparse.ArgumentParser
         "--min-gain",
         type=float,
         default=DEFAULT_MIN_GAIN,
-        help="GPUs of fragmentation a move must remove (defragment.min_gain_gpus; "
-        f"default {DEFAULT_MIN_GAIN:g})",
+        help="GPUs a move must gain: F(M) plus CPU-stranded GPU, on the nodes it touches "
+        f"(defragment.min_gain_gpus; default {DEFAULT_MIN_GAIN:g})",
     )
     s.add_argument("--config", help="descheduler config, YAML (default: built-in defaults)")
     s.add_argument(

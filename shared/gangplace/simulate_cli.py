@@ -342,7 +342,12 @@ def add_replay_arguments(p: argparse.ArgumentParser, rows_flag: str = "--every")
         "--inflate", type=float, default=1.3, help="replay until GPU demand is this x capacity"
     )
     p.add_argument(
-        rows_flag, dest="rows_every", type=int, default=10, help="print a row every N %% arrived"
+        rows_flag,
+        dest="rows_every",
+        type=int,
+        default=10,
+        metavar="N",
+        help="print a row every N %% arrived",
     )
     p.set_defaults(rows_flag=rows_flag)
 
