@@ -69,7 +69,8 @@ class Round:
     arrived_pct: float  # GPU demand arrived, % of capacity
     pods_moved: int
     units_moved: int
-    gain_gpus: float  # F(M) before minus after the round's moves (GPUs), as planned
+    gain_gpus: float  # the moves' planned gain: F(M) + weighted CPU-stranded GPU (GPUs)
+    frag_fall_gpus: float  # F(M) before minus after the round's moves (GPUs)
     idle_gpu_pct: float  # idle GPU when the round starts, % of capacity
     seconds: float
     notes: list[str] = field(default_factory=list)
@@ -81,6 +82,7 @@ class Round:
             "pods_moved": self.pods_moved,
             "units_moved": self.units_moved,
             "gain_gpus": round(self.gain_gpus, 3),
+            "frag_fall_gpus": round(self.frag_fall_gpus, 3),
             "idle_gpu_pct": round(self.idle_gpu_pct, 2),
             "seconds": round(self.seconds, 3),
         }
@@ -154,7 +156,8 @@ class PlannerHook:
                 arrived_pct=100.0 * arrived / self.capacity if self.capacity else 0.0,
                 pods_moved=result.pods_moved,
                 units_moved=len(result.moves),
-                gain_gpus=result.fragmentation_before - result.fragmentation_after,
+                gain_gpus=sum(m.gain_gpus for m in result.moves),
+                frag_fall_gpus=result.fragmentation_before - result.fragmentation_after,
                 idle_gpu_pct=100.0 * idle / self.capacity if self.capacity else 0.0,
                 seconds=time.perf_counter() - start,
                 notes=list(result.notes),

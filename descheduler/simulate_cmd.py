@@ -206,12 +206,18 @@ def _notes(extra: dict[str, Any]) -> list[str]:
             f"without moves: unallocated {w['unallocated_gpu_pct']:.2f}%; moves gained "
             f"{extra['unallocated_gain_pct']:.2f} points of GPU capacity"
         )
-    lines.append(f"{'arrived %':>10}{'idle GPU %':>12}{'pods moved':>12}{'gain (GPUs)':>13}")
+    lines.append(
+        f"{'arrived %':>10}{'idle GPU %':>12}{'pods moved':>12}{'gain GPUs':>11}{'F(M) fall':>11}"
+    )
     for r in extra["rounds"]:
         lines.append(
             f"{r['arrived_pct']:>10.1f}{r['idle_gpu_pct']:>12.2f}{r['pods_moved']:>12}"
-            f"{r['gain_gpus']:>13.2f}"
+            f"{r['gain_gpus']:>11.2f}{r['frag_fall_gpus']:>11.2f}"
         )
+    lines.append(
+        "gain: the fall of F(M) + CPU-stranded GPU the planner expected from the moves; "
+        "F(M) fall: FGD's fragmentation alone"
+    )
     return lines
 
 
