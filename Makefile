@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck bench bench-trace manifests clean
+.PHONY: run test lint typecheck bench bench-trace bench-defrag manifests clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,9 @@ bench: $(STAMP)
 
 bench-trace: $(STAMP)
 	$(BIN)/python bench/trace.py
+
+bench-defrag: $(STAMP)
+	nice $(BIN)/python bench/defrag_replay.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -6,6 +6,7 @@
                            [--kubeconfig F] [--lease-name N] [--lease-namespace NS]
                            [--metrics-host H] [--metrics-port P] [--output text|json]
     corral-descheduler config        every config key, its default and what it means
+    corral-descheduler simulate      trace replay with moves (see simulate_cmd.py)
 
 Exit codes: 0 done, 1 some evictions failed (or the cluster could not be read), 2 bad
 config or input.
@@ -27,6 +28,7 @@ from gangplace.snapshot_io import load_list
 from .config import ConfigError, DeschedulerConfig, load_config, render_defaults
 from .planner import plan
 from .render import render_plan
+from .simulate_cmd import add_simulate_command
 from .state import StateError, state_from_list
 from .timeparse import TimeFormatError, parse_duration, parse_time
 
@@ -228,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("config", help="print every config key with its default and meaning")
     c.set_defaults(func=cmd_config)
+    add_simulate_command(sub)
     return p
 
 

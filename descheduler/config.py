@@ -168,7 +168,9 @@ class MakeRoomConfig(_Section):
 
 
 class DefragmentConfig(_Section):
-    """Moves that lower FGD fragmentation when no gang is waiting."""
+    """Moves that lower FGD fragmentation (and GPUs stranded for want of CPU) when no
+    gang is waiting. A move's gain is the fall, on the nodes it touches, of F(M) plus
+    stranding_weight x the idle GPU beyond what each node's free CPU can drive."""
 
     enabled: bool = Field(default=True, description="defragment when no gang waits")
     min_gain_gpus: float = Field(
@@ -181,6 +183,12 @@ class DefragmentConfig(_Section):
         default=200, ge=1, description="victim gangs simulated per run, most fragmented first"
     )
     max_pods_per_move: int = Field(default=4, ge=1, description="only small gangs are moved")
+    stranding_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="weight of CPU-stranded GPU in a move's gain (0: FGD fragmentation "
+        "alone; above 0 CPU-only pods are candidates too)",
+    )
     workload_coverage: float = Field(
         default=0.95, gt=0, le=1, description="share of pods the target shapes must cover"
     )

@@ -100,15 +100,26 @@ class PlanContext:
         return self.state.now
 
     @classmethod
-    def build(cls, state: ClusterState, config: DeschedulerConfig) -> PlanContext:
+    def build(
+        cls,
+        state: ClusterState,
+        config: DeschedulerConfig,
+        *,
+        scorer: Scorer | None = None,
+        workload: TargetWorkload | None = None,
+    ) -> PlanContext:
+        """``scorer`` and ``workload`` replace the configured scheduling policy and the
+        typical shapes of the running pods (a trace replay passes its own policy and M,
+        so that the plan predicts what its scheduler does)."""
         snap = state.snapshot
         views = build_views(state, config.queue_default)
-        workload = _workload(snap, config.defragment.workload_coverage)
+        if workload is None:
+            workload = _workload(snap, config.defragment.workload_coverage)
         sc = config.scheduling
         ctx = cls(
             state=state,
             config=config,
-            scorer=make_scorer(sc, workload),
+            scorer=scorer if scorer is not None else make_scorer(sc, workload),
             options=GangOptions(
                 fewest_nodes=sc.fewest_nodes,
                 topology_key=sc.topology_key,

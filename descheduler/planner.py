@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gangplace.engine import PodRecord, PodShape, Snapshot, place_gang
-from gangplace.engine.fragmentation import fragmentation
+from gangplace.engine import PodRecord, PodShape, Scorer, Snapshot, place_gang
+from gangplace.engine.fragmentation import TargetWorkload, fragmentation
 from gangplace.engine.report import FragmentationReport, fragmentation_report
 
 from .config import DeschedulerConfig
@@ -30,17 +30,28 @@ from .units import Demand, demand_of
 __all__ = ["apply_moves", "fragmentation_now", "plan"]
 
 
-def plan(state: ClusterState, config: DeschedulerConfig | None = None) -> Plan:
-    """The moves that make room for waiting gangs (or defragment), and what they do."""
+def plan(
+    state: ClusterState,
+    config: DeschedulerConfig | None = None,
+    *,
+    scorer: Scorer | None = None,
+    workload: TargetWorkload | None = None,
+    largest: bool = True,
+) -> Plan:
+    """The moves that make room for waiting gangs (or defragment), and what they do.
+    ``scorer`` and ``workload`` override the configured policy and the typical shapes
+    (see :meth:`PlanContext.build`). ``largest=False`` leaves out the "largest gang
+    that fits" figures, which place probe gangs in full (a trace replay that plans
+    often does not need them)."""
     cfg = config or DeschedulerConfig()
-    ctx = PlanContext.build(state, cfg)
+    ctx = PlanContext.build(state, cfg, scorer=scorer, workload=workload)
     snap = ctx.snap
-    probes = _probes(ctx)
+    probes = _probes(ctx) if largest else []
     out = Plan(now=state.now)
     out.report_before = fragmentation_report(snap, ctx.workload, probes)
     out.fragmentation_before = fragmentation(snap, ctx.workload)
     started, out.waiting_before = evaluate_waiting(ctx, ctx.demands)
-    largest_now = _largest_per_model(snap)
+    largest_now = _largest_per_model(snap) if largest else {}
 
     first = [d for d in ctx.demands if d.key in set(started)]
     token = snap.fork()
@@ -59,7 +70,7 @@ def plan(state: ClusterState, config: DeschedulerConfig | None = None) -> Plan:
 
     moves = _settle(ctx, moves, first, rest, out, probes, released)
     out.moves = moves
-    out.largest = _largest_rows(snap, largest_now, moves, ctx)
+    out.largest = _largest_rows(snap, largest_now, moves, ctx) if largest else []
     out.unserved = [u for u in ctx.unserved if u.gang in out.waiting_after]
     out.notes = ctx.notes
     return out

@@ -1,38 +1,112 @@
-"""Defragment when no gang is waiting: move small gangs so that the cluster suits the
-typical workload better, measured by FGD's fragmentation F(M) (in GPUs).
+"""Defragment when no gang is waiting: move small units so that the cluster suits its
+typical workload better.
 
-Candidates are small movable GPU units on the most fragmented nodes. Each is tried
-alone with the engine (removed, placed again by the scheduler's scoring) and ranked by
-the fragmentation it removes per unit of cost; then, best first, each is tried again on
-the snapshot as earlier moves left it and kept when it still lowers F(M) by at least
-``min_gain_gpus``. If all kept moves together lower F(M) by less than
-``min_total_gain_gpus``, none is kept: small gains are not worth restarting pods.
+What a move is worth is measured per node as FGD's fragmentation F_n(M) (idle GPU the
+typical shapes cannot use, weighed by their frequency; Weng et al., ATC '23) plus
+``stranding_weight`` x S_n, the idle GPU beyond what the node's free CPU can drive at
+the workload's CPU-per-GPU ratio (GPUs stranded for want of CPU: on big GPU nodes CPU
+runs out first, and F_n(M) sees that only shape by shape). With ``stranding_weight`` 0
+it is F(M) alone. The gain of a move is the fall of this measure on the nodes it
+touches, in GPUs.
+
+Candidates are small movable units with a GPU share, and CPU-only units when stranding
+counts (moving a CPU-only pod off a GPU node whose CPU it exhausts frees GPUs). Every
+candidate's gain is first estimated at once, with numpy: the fall on its node when it
+leaves, plus the best fall a pod of its shape could bring anywhere else. The
+``max_candidates`` best estimates are then tried with the engine -- removed and placed
+again by the scheduler's scoring, exactly as the scheduler would after the eviction --
+and ranked by gain per unit of cost; best first, each is tried again on the snapshot as
+earlier moves left it and kept when it still gains at least ``min_gain_gpus``. If all
+kept moves together gain less than ``min_total_gain_gpus``, none is kept: small gains
+are not worth restarting pods.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from gangplace.engine.fragmentation import node_fragmentation
+from gangplace.engine import PodShape, Snapshot
+from gangplace.engine.fragmentation import TargetWorkload, frag_amount, table_for
+from gangplace.engine.policies.corral import cpu_per_gpu_milli, cpu_stranded
 
 from ..context import PlanContext, Victim
 from ..plan import Move, PodMove
 from ..simulate import try_move
 
-__all__ = ["defragment"]
+__all__ = ["Measure", "defragment"]
 
 FloatArray = npt.NDArray[np.float64]
-
+IntArray = npt.NDArray[np.int64]
 
 Targets = dict[int, tuple[str, tuple[int, ...]]]
 
 
+class Measure:
+    """F_n(M) + weight x S_n per node, in thousandths of a GPU, on raw node states."""
+
+    def __init__(self, snap: Snapshot, workload: TargetWorkload, stranding_weight: float) -> None:
+        self.snap = snap
+        self.table = table_for(snap, workload)
+        self.weight = stranding_weight
+        self.rho = cpu_per_gpu_milli(workload)
+        self.cpu_j = snap.res_index["cpu"]
+
+    def of_states(self, cpu: IntArray, gpu_free: IntArray, model: IntArray) -> FloatArray:
+        out = frag_amount(self.table, cpu, gpu_free, model)
+        if self.weight > 0 and self.rho > 0:
+            idle = np.maximum(gpu_free, 0).sum(axis=-1)
+            out = out + self.weight * cpu_stranded(idle, cpu, self.rho)
+        return out
+
+    def free_cpu(self, nodes: IntArray | slice = slice(None)) -> IntArray:
+        s = self.snap
+        out: IntArray = s.alloc[nodes, self.cpu_j] - s.used[nodes, self.cpu_j]
+        return out
+
+    def of_nodes(self, nodes: IntArray | slice = slice(None)) -> FloatArray:
+        s = self.snap
+        return self.of_states(self.free_cpu(nodes), s.gpu_free[nodes], s.gpu_model[nodes])
+
+    def best_landing(self, shape: PodShape, now: FloatArray) -> float:
+        """The largest fall of the measure one more pod of ``shape`` could bring on any
+        node with room for its CPU and GPU (0 when it fits nowhere); ``now`` holds the
+        measure of every node. An optimistic bound on what its landing gains, for
+        ranking candidates only."""
+        s = self.snap
+        cpu = self.free_cpu()
+        c = shape.request("cpu")
+        g = s.gpu_free
+        ok = cpu >= c
+        if shape.is_gpu:
+            ok &= (g >= shape.gpu_milli).sum(axis=1) >= shape.gpu_count
+        nodes = np.flatnonzero(ok)
+        if nodes.size > 1:  # the best over nodes in equal states is found once
+            keys = np.column_stack([cpu[nodes], s.gpu_model[nodes], g[nodes], now[nodes]])
+            _, first = np.unique(keys, axis=0, return_index=True)
+            nodes = nodes[np.sort(first)]
+        if not shape.is_gpu:
+            after = self.of_states(cpu[nodes] - c, g[nodes], s.gpu_model[nodes])
+        elif shape.gpu_milli >= 1000:
+            full = g[nodes] >= 1000
+            take = full & (np.cumsum(full, axis=1) <= shape.gpu_count)
+            after = self.of_states(cpu[nodes] - c, np.where(take, 0, g[nodes]), s.gpu_model[nodes])
+        else:  # one state per (node, device) that can take the share
+            rows, dev = np.nonzero(g[nodes] >= shape.gpu_milli)
+            nodes = nodes[rows]
+            states = g[nodes].copy()
+            states[np.arange(nodes.size), dev] -= shape.gpu_milli
+            after = self.of_states(cpu[nodes] - c, states, s.gpu_model[nodes])
+        if nodes.size == 0:
+            return 0.0
+        return max(float((now[nodes] - after).max()), 0.0)
+
+
 def _attempt(
-    ctx: PlanContext, v: Victim, frag: FloatArray, keep_at: float | None
+    ctx: PlanContext, v: Victim, measure: Measure, now: FloatArray, keep_at: float | None
 ) -> tuple[float, Targets]:
-    """Move ``v`` with the engine and measure how much F(M) falls (thousandths of a
-    GPU) on the nodes it touches; ``frag`` holds F_n(M) of every node now. Kept when
-    the gain reaches ``keep_at`` (``frag`` is updated), else reverted."""
+    """Move ``v`` with the engine and measure the fall on the nodes it touches; ``now``
+    holds the measure of every node. Kept when the gain reaches ``keep_at`` (``now`` is
+    updated), else reverted."""
     snap = ctx.snap
     trial, _, _ = try_move(ctx, [v], None)
     if trial is None:
@@ -40,34 +114,92 @@ def _attempt(
     targets = dict(trial.targets)
     touched = {p.node_name for p in v.pods} | {t for t, _ in targets.values()}
     idx = np.array(sorted(snap.node_index[t] for t in touched), dtype=np.int64)
-    after = node_fragmentation(snap, ctx.workload, idx)
-    gain = float(frag[idx].sum() - after.sum())
+    after = measure.of_nodes(idx)
+    gain = float(now[idx].sum() - after.sum())
     if keep_at is not None and gain >= keep_at:
         trial.keep()
-        frag[idx] = after
+        now[idx] = after
     else:
         trial.drop()
     return gain, targets
 
 
-def _candidates(ctx: PlanContext, frag: FloatArray) -> list[Victim]:
+def _units(ctx: PlanContext, with_cpu_only: bool) -> list[Victim]:
     cfg = ctx.config.defragment
-    seen: dict[str, Victim] = {}
+    out: list[Victim] = []
     for v in ctx.views.values():
         placed = v.placed
         if not placed or not ctx.movable(v) or len(placed) > cfg.max_pods_per_move:
             continue
-        if not any(p.shape.is_gpu for p in placed):
+        if not with_cpu_only and not any(p.shape.is_gpu for p in placed):
             continue
         if ctx.refusal(placed, v.queue) is not None:
             continue
-        seen[v.key] = ctx.victim(v)
+        out.append(ctx.victim(v))
+    return out
 
-    def where(v: Victim) -> float:
-        return float(sum(frag[p.node] for p in v.pods))
 
-    ranked = sorted(seen.values(), key=lambda v: (-where(v), v.cost, v.view.key))
-    return ranked[: cfg.max_candidates]
+def _leave_gain(ctx: PlanContext, victims: list[Victim], measure: Measure) -> FloatArray:
+    """Per victim: the fall of the measure on its nodes when its pods leave them."""
+    snap = ctx.snap
+    rows: list[int] = []  # (victim, node) pairs, flattened
+    owner: list[int] = []
+    cpu_back: list[int] = []
+    gpu_back: list[IntArray] = []
+    width = snap.gpu_free.shape[1]
+    for i, v in enumerate(victims):
+        per: dict[int, tuple[int, IntArray]] = {}
+        for p in v.pods:
+            c, g = per.get(p.node, (0, np.zeros(width, dtype=np.int64)))
+            for dev in p.gpus:
+                g[dev] += p.shape.gpu_milli
+            per[p.node] = (c + p.shape.request("cpu"), g)
+        for node, (c, g) in per.items():
+            rows.append(node)
+            owner.append(i)
+            cpu_back.append(c)
+            gpu_back.append(g)
+    if not rows:
+        return np.zeros(len(victims))
+    nodes = np.array(rows, dtype=np.int64)
+    cpu = measure.free_cpu(nodes)
+    g = snap.gpu_free[nodes]
+    model = snap.gpu_model[nodes]
+    before = measure.of_states(cpu, g, model)
+    after = measure.of_states(cpu + np.array(cpu_back), g + np.stack(gpu_back), model)
+    fall = np.bincount(np.array(owner), weights=before - after, minlength=len(victims))
+    return fall.astype(np.float64)
+
+
+def _candidates(ctx: PlanContext, measure: Measure, now: FloatArray) -> list[Victim]:
+    """The units whose estimated gain is largest (and positive), at most
+    ``max_candidates``, best first; ties by cost, then key."""
+    cfg = ctx.config.defragment
+    victims = _units(ctx, with_cpu_only=cfg.stranding_weight > 0)
+    if not victims:
+        return []
+    leave = _leave_gain(ctx, victims, measure)
+    landing: dict[PodShape, float] = {}
+    by_task: dict[tuple[int, int, int, tuple[str, ...]], float] = {}
+    est = np.empty(len(victims))
+    for i, v in enumerate(victims):
+        land = 0.0
+        for p in v.pods:
+            hit = landing.get(p.shape)
+            if hit is None:
+                s = p.shape
+                # Shapes the measure cannot tell apart (memory aside) land alike.
+                key = (s.request("cpu"), s.gpu_milli, s.gpu_count, s.gpu_models)
+                if s.has_static_constraints or key not in by_task:
+                    by_task[key] = measure.best_landing(s, now)
+                hit = landing[s] = by_task[key]
+            land += hit
+        est[i] = leave[i] + land
+    order = sorted(
+        (i for i in range(len(victims)) if est[i] > 0),
+        key=lambda i: (-est[i] / max(victims[i].cost, 1e-9), victims[i].cost, victims[i].view.key),
+    )
+    return [victims[i] for i in order[: cfg.max_candidates]]
 
 
 def defragment(ctx: PlanContext) -> list[Move]:
@@ -75,11 +207,12 @@ def defragment(ctx: PlanContext) -> list[Move]:
     if not cfg.enabled or not ctx.workload.shapes:
         return []
     snap = ctx.snap
-    frag = node_fragmentation(snap, ctx.workload)
+    measure = Measure(snap, ctx.workload, cfg.stranding_weight)
+    now = measure.of_nodes()
     floor = cfg.min_gain_gpus * 1000
     scored = []
-    for v in _candidates(ctx, frag):
-        gain, _ = _attempt(ctx, v, frag, None)
+    for v in _candidates(ctx, measure, now):
+        gain, _ = _attempt(ctx, v, measure, now, None)
         if gain >= floor and gain > 0:
             scored.append((gain / max(v.cost, 1e-9), gain, v))
     scored.sort(key=lambda t: (-t[0], -t[1], t[2].view.key))
@@ -90,45 +223,17 @@ def defragment(ctx: PlanContext) -> list[Move]:
     for _, _, v in scored:
         if ctx.refusal(v.pods, v.view.queue) is not None:
             continue
-        gain, targets = _attempt(ctx, v, frag, max(floor, 1e-9))
+        gain, targets = _attempt(ctx, v, measure, now, max(floor, 1e-9))
         if not (gain >= floor and gain > 0):
             continue
         ctx.budget.take(v.pods, v.view.queue)
         total += gain
-        pg = v.view.podgroup
-        moves.append(
-            Move(
-                kind="defragment",
-                unit=v.view.key,
-                namespace=v.view.namespace,
-                gang=v.view.gang_name,
-                queue=v.view.queue,
-                pods=[
-                    PodMove(
-                        p.namespace,
-                        p.name,
-                        p.uid,
-                        p.node_name,
-                        targets[id(p)][0],
-                        p.shape.gpu_demand_milli,
-                        targets[id(p)][1],
-                    )
-                    for p in v.pods
-                ],
-                partial=False,
-                cost=v.cost,
-                gain_gpus=gain / 1000.0,
-                reason=f"moves {v.view.describe()}: FGD fragmentation falls by "
-                f"{gain / 1000:.2f} GPUs",
-                podgroup=pg.name if pg is not None else None,
-                podgroup_api=pg.api_group if pg is not None else None,
-            )
-        )
+        moves.append(_move(v, targets, gain, cfg.stranding_weight))
     if moves and total < cfg.min_total_gain_gpus * 1000:
         snap.revert(token)
         ctx.budget.restore(saved)
         ctx.notes.append(
-            f"defragmentation would lower F(M) by only {total / 1000:.2f} GPUs "
+            f"defragmentation would gain only {total / 1000:.2f} GPUs "
             f"(min_total_gain_gpus {cfg.min_total_gain_gpus:g}); no move planned"
         )
         return []
@@ -136,3 +241,33 @@ def defragment(ctx: PlanContext) -> list[Move]:
     for m in moves:
         ctx.moved.add(m.unit)
     return moves
+
+
+def _move(v: Victim, targets: Targets, gain: float, weight: float) -> Move:
+    pg = v.view.podgroup
+    what = "FGD fragmentation" if weight == 0 else "FGD fragmentation and CPU-stranded GPU"
+    return Move(
+        kind="defragment",
+        unit=v.view.key,
+        namespace=v.view.namespace,
+        gang=v.view.gang_name,
+        queue=v.view.queue,
+        pods=[
+            PodMove(
+                p.namespace,
+                p.name,
+                p.uid,
+                p.node_name,
+                targets[id(p)][0],
+                p.shape.gpu_demand_milli,
+                targets[id(p)][1],
+            )
+            for p in v.pods
+        ],
+        partial=False,
+        cost=v.cost,
+        gain_gpus=gain / 1000.0,
+        reason=f"moves {v.view.describe()}: {what} falls by {gain / 1000:.2f} GPUs",
+        podgroup=pg.name if pg is not None else None,
+        podgroup_api=pg.api_group if pg is not None else None,
+    )

@@ -7,20 +7,34 @@ import argparse
 import json
 import random
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO, TypeVar
+from typing import Any, TextIO, TypeVar
 
 from .engine import Snapshot
-from .engine.arrivals import TracePod, paper_arrivals
+from .engine.arrivals import Arrivals, TracePod, paper_arrivals
 from .engine.fragmentation import TargetWorkload
 from .engine.gangstudy import MODES, LoadResult, jobs_from_pods, run_study
 from .engine.policies import POLICIES, PolicyContext, make_policy
-from .engine.replay import ReplayResult, replay
+from .engine.replay import Hook, ReplayResult, replay
+from .engine.scoring import Scorer
 from .snapshot_io import load_snapshot
 from .trace import GPU_NODE_FILE, TraceError, find_trace_dir, load_nodes, load_pods, pod_list_path
 
-__all__ = ["add_commands", "progress_bar", "run_trace"]
+__all__ = [
+    "CliError",
+    "TraceInput",
+    "TraceRun",
+    "add_commands",
+    "add_common_arguments",
+    "add_replay_arguments",
+    "load_trace_input",
+    "prepare_trace",
+    "print_replay",
+    "progress_bar",
+    "run_trace",
+]
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 T = TypeVar("T")
@@ -70,16 +84,37 @@ def _load(flag: str, fn: Callable[[], T]) -> T:
         raise CliError(f"{flag}: {e}") from None
 
 
-def run_trace(
+@dataclass(slots=True)
+class TraceRun:
+    """One replay set up as the paper runs it, ready for :func:`replay`: the cluster with
+    the seed's node ranks, the seed's arrivals, M from the original pod list, and the
+    policy. A caller that moves pods (``corral-descheduler simulate``) builds its hook
+    from these before it replays."""
+
+    snap: Snapshot
+    arrivals: Arrivals
+    workload: TargetWorkload
+    scorer: Scorer
+
+    @property
+    def capacity_milli(self) -> int:
+        return int(self.snap.gpu_total.sum()) * 1000
+
+    def replay(
+        self, hook: Hook | None = None, progress: Callable[[int, int], None] | None = None
+    ) -> ReplayResult:
+        pods = self.arrivals.pods
+        return replay(self.snap, pods, self.scorer, self.workload, hook=hook, progress=progress)
+
+
+def prepare_trace(
     nodes_or_snapshot: Path | Snapshot,
     pods: list[TracePod],
     policy: str,
     seed: int,
     inflate: float = 1.3,
-    progress: Callable[[int, int], None] | None = None,
-) -> ReplayResult:
-    """One replay as the paper runs it: arrivals and node ranks for ``seed``, M from the
-    original pod list, then the policy."""
+) -> TraceRun:
+    """Arrivals and node ranks for ``seed``, M from the original pod list, the policy."""
     snap = (
         nodes_or_snapshot
         if isinstance(nodes_or_snapshot, Snapshot)
@@ -92,7 +127,20 @@ def run_trace(
     snap.node_rank = arr.node_rank
     workload = TargetWorkload.from_shapes([p.shape for p in pods])
     scorer = make_policy(policy, PolicyContext(workload, arr.rng))
-    return replay(snap, arr.pods, scorer, workload, progress=progress)
+    return TraceRun(snap, arr, workload, scorer)
+
+
+def run_trace(
+    nodes_or_snapshot: Path | Snapshot,
+    pods: list[TracePod],
+    policy: str,
+    seed: int,
+    inflate: float = 1.3,
+    progress: Callable[[int, int], None] | None = None,
+) -> ReplayResult:
+    """One replay as the paper runs it: arrivals and node ranks for ``seed``, M from the
+    original pod list, then the policy."""
+    return prepare_trace(nodes_or_snapshot, pods, policy, seed, inflate).replay(progress=progress)
 
 
 def _print_curve(res: ReplayResult, every: int) -> None:
@@ -110,11 +158,22 @@ def _print_curve(res: ReplayResult, every: int) -> None:
             )
 
 
-def cmd_simulate(args: argparse.Namespace) -> int:
+@dataclass(slots=True)
+class TraceInput:
+    """What ``simulate``'s flags name: the pod list (path and pods) and the cluster."""
+
+    pods_path: Path
+    pods: list[TracePod]
+    cluster: Snapshot
+
+
+def load_trace_input(args: argparse.Namespace) -> TraceInput:
+    """Check the replay flags (see :func:`add_replay_arguments`) and load what they name;
+    CliError naming the flag on bad input."""
     if args.inflate <= 0 or args.inflate > 10:
         raise CliError(f"--inflate {args.inflate}: must be in (0, 10]")
-    if args.every < 1:
-        raise CliError(f"--every {args.every}: must be >= 1")
+    if args.rows_every < 1:
+        raise CliError(f"{args.rows_flag} {args.rows_every}: must be >= 1")
     if args.policy not in POLICIES:
         raise CliError(f"--policy {args.policy}: unknown; choose from {', '.join(POLICIES)}")
     trace_dir = _trace_dir(args.trace_dir)
@@ -125,21 +184,41 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     else:
         nodes_path = _nodes_path(args.nodes, trace_dir)
         cluster = _load("--nodes", lambda: Snapshot(load_nodes(nodes_path)))
-    bar = None if args.json else progress_bar(f"{args.policy} seed {args.seed}")
-    res = run_trace(cluster, pods, args.policy, args.seed, args.inflate, bar)
+    return TraceInput(pods_path, pods, cluster)
+
+
+def print_replay(
+    res: ReplayResult,
+    args: argparse.Namespace,
+    pods_path: Path,
+    extra: dict[str, Any] | None = None,
+    notes: Sequence[str] = (),
+) -> None:
+    """The replay's output: one JSON object (``--json``; ``extra`` adds keys) or the
+    curve as a table and a summary line (``notes`` follow it)."""
     if args.json:
-        out = {"trace": str(pods_path), "seed": args.seed, "inflate": args.inflate}
+        out: dict[str, Any] = {"trace": str(pods_path), "seed": args.seed, "inflate": args.inflate}
         out.update(res.to_dict())
+        out.update(extra or {})
         print(json.dumps(out))
-        return EXIT_OK
+        return
     print(f"policy {res.policy}, seed {args.seed}, pods {pods_path.name}: {res.pods} arrivals")
-    _print_curve(res, args.every)
+    _print_curve(res, args.rows_every)
     f = res.final
     print(
         f"at {f.arrived_pct}% arrived: allocated {f.allocated_gpu_pct:.2f}%, unallocated "
         f"{f.unallocated_gpu_pct:.2f}%, fragmented {f.fragmented_gpu_pct:.2f}%, frag rate "
         f"{f.frag_rate_pct:.2f}%; {res.pods_unallocated} pods unallocated; {res.seconds:.1f} s"
     )
+    for line in notes:
+        print(line)
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    data = load_trace_input(args)
+    bar = None if args.json else progress_bar(f"{args.policy} seed {args.seed}")
+    res = run_trace(data.cluster, data.pods, args.policy, args.seed, args.inflate, bar)
+    print_replay(res, args, data.pods_path)
     return EXIT_OK
 
 
@@ -234,34 +313,54 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
     return run
 
 
-def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``simulate`` and ``gangstudy`` on the gangplace parser."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
+def add_common_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags every trace command takes: where the trace is, the seed, ``--json``."""
+    p.add_argument(
         "--trace-dir",
         help="folder of the Alibaba v2023 CSVs (default: $CORRAL_TRACE_DIR or "
         "shared/data/alibaba-gpu-v2023 found upward from here)",
     )
-    common.add_argument("--nodes", help="node list CSV (default: the trace's GPU node list)")
-    common.add_argument("--seed", type=int, default=42, help="random seed (default: 42)")
-    common.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    p.add_argument("--nodes", help="node list CSV (default: the trace's GPU node list)")
+    p.add_argument("--seed", type=int, default=42, help="random seed (default: 42)")
+    p.add_argument("--json", action="store_true", help="one JSON object instead of text")
+
+
+def add_replay_arguments(p: argparse.ArgumentParser, rows_flag: str = "--every") -> None:
+    """``simulate``'s own flags (beside :func:`add_common_arguments`). ``rows_flag``
+    names the flag for the table's row interval: ``corral-descheduler simulate`` keeps
+    ``--every`` for when it plans and prints rows with ``--rows-every``."""
+    p.add_argument(
+        "--pods", default="default", help="pod list CSV, or a name in the trace folder (default)"
+    )
+    p.add_argument(
+        "--snapshot", help="a kubectl List JSON to use as the cluster instead of --nodes"
+    )
+    p.add_argument(
+        "--policy", default="corral", help=f"one of {', '.join(POLICIES)} (default: corral)"
+    )
+    p.add_argument(
+        "--inflate", type=float, default=1.3, help="replay until GPU demand is this x capacity"
+    )
+    p.add_argument(
+        rows_flag,
+        dest="rows_every",
+        type=int,
+        default=10,
+        metavar="N",
+        help="print a row every N %% arrived",
+    )
+    p.set_defaults(rows_flag=rows_flag)
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``simulate`` and ``gangstudy`` on the gangplace parser."""
+    common = argparse.ArgumentParser(add_help=False)
+    add_common_arguments(common)
 
     s = sub.add_parser(
         "simulate", parents=[common], help="replay a pod trace with a policy (FGD paper method)"
     )
-    s.add_argument(
-        "--pods", default="default", help="pod list CSV, or a name in the trace folder (default)"
-    )
-    s.add_argument(
-        "--snapshot", help="a kubectl List JSON to use as the cluster instead of --nodes"
-    )
-    s.add_argument(
-        "--policy", default="corral", help=f"one of {', '.join(POLICIES)} (default: corral)"
-    )
-    s.add_argument(
-        "--inflate", type=float, default=1.3, help="replay until GPU demand is this x capacity"
-    )
-    s.add_argument("--every", type=int, default=10, help="print a row every N %% arrived")
+    add_replay_arguments(s)
     s.set_defaults(func=_guard(cmd_simulate))
 
     g = sub.add_parser(

@@ -1,0 +1,188 @@
+"""Trace replay with moves: the engine's replay (pods arrive in the paper's order, each
+placed by the policy or left unallocated) with the descheduler's planner run between
+arrivals at chosen points, and its moves made on the replay's cluster.
+
+At each point the planner sees the replay's snapshot as a cluster state (every placed
+pod Running, made by a controller, so it may be moved), plans with the replay's own
+policy and target workload M -- so it predicts what the replay's scheduler does -- and
+every move is made as planned: each unit's pods leave their nodes and land where the
+engine placed them again. In a trace every pod is its own unit; gangs move whole. A
+pod that failed at its arrival is never retried: moves only help later arrivals.
+
+The clock is virtual: planning round r happens at ``T0 + r x runner.interval``, so the
+cool-down (``eviction.cooldown``, read from the ``corral.dev/last-moved`` annotation the
+replay writes on moved pods, as the runner writes it on PodGroups) counts in rounds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+from gangplace.engine import PodRecord, Snapshot
+from gangplace.engine.arrivals import TracePod
+from gangplace.engine.feasibility import fits
+from gangplace.engine.replay import ReplayContext
+
+from .config import DeschedulerConfig
+from .plan import Move, Plan
+from .planner import plan
+from .state import ANNOTATION_LAST_MOVED, ClusterState
+from .timeparse import format_time
+
+__all__ = ["T0", "MoveError", "PlannerHook", "Round", "make_moves", "plan_points"]
+
+# The virtual clock's start; only differences matter.
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+# What a trace pod is taken to be: a Running pod made by a controller.
+OWNER_KIND = "ReplicaSet"
+
+
+class MoveError(RuntimeError):
+    """A planned move that does not fit as the plan said (a planner bug: never expected)."""
+
+
+def plan_points(
+    arrivals: Sequence[TracePod], capacity_milli: int, pcts: Sequence[float]
+) -> list[int]:
+    """The arrival counts after which to plan: for each percentage of capacity, the first
+    arrival at which the arrived GPU demand reaches it (points past the end are dropped;
+    two percentages reached by the same arrival give one point)."""
+    demand = np.cumsum([p.shape.gpu_demand_milli for p in arrivals], dtype=np.int64)
+    out: set[int] = set()
+    for pct in pcts:
+        i = int(np.searchsorted(demand, pct / 100.0 * capacity_milli, side="left"))
+        if i < len(arrivals):
+            out.add(i + 1)
+    return sorted(out)
+
+
+@dataclass(slots=True)
+class Round:
+    """One planning round: when, what it moved, what the planner expected it to gain."""
+
+    step: int  # arrivals so far
+    arrived_pct: float  # GPU demand arrived, % of capacity
+    pods_moved: int
+    units_moved: int
+    gain_gpus: float  # the moves' planned gain: F(M) + weighted CPU-stranded GPU (GPUs)
+    frag_fall_gpus: float  # F(M) before minus after the round's moves (GPUs)
+    idle_gpu_pct: float  # idle GPU when the round starts, % of capacity
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "arrived_pct": round(self.arrived_pct, 2),
+            "pods_moved": self.pods_moved,
+            "units_moved": self.units_moved,
+            "gain_gpus": round(self.gain_gpus, 3),
+            "frag_fall_gpus": round(self.frag_fall_gpus, 3),
+            "idle_gpu_pct": round(self.idle_gpu_pct, 2),
+            "seconds": round(self.seconds, 3),
+        }
+
+
+class PlannerHook:
+    """The replay hook: plans at ``points`` (arrival counts) and makes the moves."""
+
+    def __init__(
+        self,
+        config: DeschedulerConfig,
+        points: Sequence[int],
+        capacity_milli: int,
+        arrived_milli: Sequence[int] | None = None,
+    ) -> None:
+        self.config = config
+        self.points = set(points)
+        self.capacity = capacity_milli
+        self._arrived = list(arrived_milli) if arrived_milli is not None else None
+        self.rounds: list[Round] = []
+        self.moved_pods: set[str] = set()  # keys of every pod moved at least once
+        self._seen = 0  # pods of ctx.pods already made Running
+        self.last_plan: Plan | None = None
+
+    @property
+    def pods_moved(self) -> int:
+        return sum(r.pods_moved for r in self.rounds)
+
+    @property
+    def plan_seconds(self) -> float:
+        return sum(r.seconds for r in self.rounds)
+
+    def now(self) -> datetime:
+        return T0 + timedelta(seconds=len(self.rounds) * self.config.runner.interval)
+
+    def _adopt(self, ctx: ReplayContext, now: datetime) -> None:
+        stamp = format_time(now)
+        for p in ctx.pods[self._seen :]:
+            p.phase = "Running"
+            p.owner_kind = OWNER_KIND
+            p.owner_name = p.name
+            p.created = stamp
+        self._seen = len(ctx.pods)
+        names = ctx.snap.node_names
+        for p in ctx.pods:  # node_name follows the snapshot (moves change it)
+            p.node_name = names[p.node] if p.node >= 0 else ""
+
+    def __call__(self, ctx: ReplayContext) -> None:
+        if ctx.step not in self.points:
+            return
+        start = time.perf_counter()
+        now = self.now()
+        self._adopt(ctx, now)
+        snap = ctx.snap
+        idle = float(np.maximum(snap.gpu_free, 0).sum())
+        state = ClusterState(snapshot=snap, now=now)
+        result = plan(state, self.config, scorer=ctx.policy, workload=ctx.workload, largest=False)
+        by_key = {p.key: p for p in ctx.pods}
+        make_moves(snap, result.moves, by_key)
+        stamp = format_time(now)
+        for m in result.moves:
+            for pm in m.pods:
+                pod = by_key[pm.key]
+                pod.node_name = snap.node_names[pod.node]
+                pod.annotations[ANNOTATION_LAST_MOVED] = stamp
+                self.moved_pods.add(pm.key)
+        arrived = self._arrived[ctx.step - 1] if self._arrived is not None else 0
+        self.rounds.append(
+            Round(
+                step=ctx.step,
+                arrived_pct=100.0 * arrived / self.capacity if self.capacity else 0.0,
+                pods_moved=result.pods_moved,
+                units_moved=len(result.moves),
+                gain_gpus=sum(m.gain_gpus for m in result.moves),
+                frag_fall_gpus=result.fragmentation_before - result.fragmentation_after,
+                idle_gpu_pct=100.0 * idle / self.capacity if self.capacity else 0.0,
+                seconds=time.perf_counter() - start,
+                notes=list(result.notes),
+            )
+        )
+        self.last_plan = result
+
+
+def make_moves(snap: Snapshot, moves: Sequence[Move], pods: dict[str, PodRecord]) -> None:
+    """Make ``moves`` on the replay's cluster: every moved pod leaves its node, then each
+    lands where the plan says. Each landing is checked with the engine (resources,
+    devices); a move that does not fit raises :class:`MoveError`."""
+    for m in moves:
+        for pm in m.pods:
+            p = pods[pm.key]
+            if p.node >= 0:
+                snap.remove(p)
+    for m in moves:
+        for pm in m.pods:
+            p = pods[pm.key]
+            if pm.target is None:
+                raise MoveError(f"{pm.key}: the plan gives no node to land on")
+            node = snap.node_index[pm.target]
+            free = snap.gpu_free[node]
+            gpus_ok = all(free[g] >= p.shape.gpu_milli for g in pm.target_gpus)
+            if not (fits(snap, p.shape, np.array([node]))[0] and gpus_ok):
+                raise MoveError(f"{pm.key}: does not fit on {pm.target} as planned")
+            snap.place(p.shape, node, pm.target_gpus, pod=p)
