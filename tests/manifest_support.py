@@ -96,7 +96,9 @@ def _scratch() -> tempfile.TemporaryDirectory[str]:
 
 @functools.cache
 def _combination_dir(key: tuple[tuple[str, str], ...], extra: tuple[str, ...]) -> str:
-    folder = Path(tempfile.mkdtemp(dir=_scratch().name))
+    scratch = Path(_scratch().name)
+    scratch.mkdir(parents=True, exist_ok=True)  # survive a /tmp clean-up during the run
+    folder = Path(tempfile.mkdtemp(dir=scratch))
     # kustomize takes only relative paths.
     rel = os.path.relpath(MANIFESTS, folder)
     components = [f"{rel}/components/{c}-{v}" for c, v in key]
