@@ -13,26 +13,26 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from gangplace.engine import PodRecord
+from gangplace.engine.objects import PdbRecord
 
 from .config import Limits
-from .state import PdbInfo
 
 __all__ = ["Budget"]
 
 
 class Budget:
-    def __init__(self, limits: Limits, pdbs: Iterable[PdbInfo] = ()) -> None:
+    def __init__(self, limits: Limits, pdbs: Iterable[PdbRecord] = ()) -> None:
         self.limits = limits
         self.pods = 0
         self.gpu_milli = 0
         self.per_node: Counter[str] = Counter()
         self.per_namespace: Counter[str] = Counter()
         self.per_queue: Counter[str] = Counter()
-        self._pdbs: dict[str, list[PdbInfo]] = {}
+        self._pdbs: dict[str, list[PdbRecord]] = {}
         for p in pdbs:
             self._pdbs.setdefault(p.namespace, []).append(p)
         self._pdb_used: Counter[str] = Counter()
-        self._cover: dict[int, tuple[PdbInfo, ...]] = {}
+        self._cover: dict[int, tuple[PdbRecord, ...]] = {}
 
     # --- limits -------------------------------------------------------------------------
 
@@ -70,7 +70,7 @@ class Budget:
 
     # --- disruption budgets -------------------------------------------------------------
 
-    def covering(self, pod: PodRecord) -> tuple[PdbInfo, ...]:
+    def covering(self, pod: PodRecord) -> tuple[PdbRecord, ...]:
         hit = self._cover.get(id(pod))
         if hit is None:
             hit = tuple(
@@ -82,7 +82,7 @@ class Budget:
     def pdb_reason(self, pods: Sequence[PodRecord]) -> str | None:
         """Why the disruption budgets do not allow evicting all of ``pods``, or None."""
         need: Counter[str] = Counter()
-        budgets: dict[str, PdbInfo] = {}
+        budgets: dict[str, PdbRecord] = {}
         for p in pods:
             cover = self.covering(p)
             if len(cover) > 1:

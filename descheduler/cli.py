@@ -23,6 +23,7 @@ from importlib import resources
 from typing import Any
 
 from gangplace.engine import SnapshotError
+from gangplace.engine.timeparse import TimeFormatError, parse_duration, parse_time
 from gangplace.snapshot_io import load_list
 
 from .config import ConfigError, DeschedulerConfig, load_config, render_defaults
@@ -30,7 +31,6 @@ from .planner import plan
 from .render import render_plan
 from .simulate_cmd import add_simulate_command
 from .state import StateError, state_from_list
-from .timeparse import TimeFormatError, parse_duration, parse_time
 
 __all__ = ["SAMPLE", "SAMPLES", "SNAPSHOT_TIME", "main"]
 

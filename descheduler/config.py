@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from gangplace.engine import EngineConfig
+from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_duration
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -20,8 +21,6 @@ from pydantic import (
     ValidationError,
     field_validator,
 )
-
-from .timeparse import TimeFormatError, format_duration, parse_duration
 
 __all__ = [
     "ConfigError",

@@ -21,6 +21,7 @@ from gangplace.engine import (
     order_waiting,
 )
 from gangplace.engine.fragmentation import TargetWorkload, TaskShape
+from gangplace.engine.timeparse import TimeFormatError, format_time, parse_time
 
 from .budget import Budget
 from .config import DeschedulerConfig
@@ -28,7 +29,6 @@ from .plan import Unserved
 from .protect import gang_protection
 from .scoring import make_scorer
 from .state import GPU, ClusterState
-from .timeparse import TimeFormatError, format_time, parse_time
 from .units import Demand, GangView, build_views, demand_of, request_of
 
 __all__ = ["PlanContext", "Victim", "cluster_total"]

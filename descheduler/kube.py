@@ -37,7 +37,9 @@ from datetime import datetime
 from typing import Any
 
 from gangplace.engine.gangs import membership
+from gangplace.engine.objects import pdb_from_json, podgroup_from_json, queue_from_json
 from gangplace.engine.snapshot import PodRecord
+from gangplace.engine.timeparse import format_time
 from gangplace.kube import (
     REQUEST_ERRORS,
     TRANSIENT_ERRORS,
@@ -74,11 +76,10 @@ from .state import (
     ClusterState,
     MoveLedger,
     StateError,
+    drf_queue,
     ledger_from_json,
     state_from_objects,
 )
-from .state.objects import pdb_from_json, podgroup_from_json, queue_from_json
-from .timeparse import format_time
 from .units import cooldown_key
 
 __all__ = ["OUTCOMES", "ClusterView", "KubeIO", "LedgerStore", "evictor_limits"]
@@ -153,9 +154,9 @@ class ClusterView:
     def _checker(self, resource: Resource) -> Callable[[Json], object]:
         cfg = self.config.engine
         if resource in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS):
-            return lambda o: podgroup_from_json(o, cfg)
+            return podgroup_from_json
         if resource == VOLCANO_QUEUES:
-            return lambda o: queue_from_json(o, cfg)
+            return lambda o: drf_queue(queue_from_json(o), cfg)
         if resource == PDBS:
             return pdb_from_json
         return lambda o: o
@@ -391,7 +392,7 @@ class KubeIO:
             if live is None:
                 return f"the PodGroup of waiting gang {gang} is gone"
             phase = str((live.get("status") or {}).get("phase") or "")
-            if not podgroup_from_json(live, self.config.engine).waiting:
+            if not podgroup_from_json(live).waiting:
                 return f"gang {gang} no longer waits (PodGroup phase {phase})"
             if strict and pg.api_group == VOLCANO_PODGROUPS.group and phase != "Inqueue":
                 return (

@@ -12,8 +12,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from gangplace.engine.report import FragmentationReport
-
-from .timeparse import format_time
+from gangplace.engine.timeparse import format_time
 
 __all__ = ["LargestFit", "Move", "MoveKind", "Plan", "PodMove", "Unserved"]
 

@@ -17,9 +17,9 @@ from datetime import datetime
 
 from gangplace.engine import PodRecord, Queue
 from gangplace.engine.gangs import ANNOTATION_EVICTABLE
+from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_time
 
 from .config import EvictionRules
-from .timeparse import TimeFormatError, format_duration, parse_time
 from .units import GangView
 
 __all__ = [

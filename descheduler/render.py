@@ -4,10 +4,10 @@ with its cost, and what changes."""
 from __future__ import annotations
 
 from gangplace.engine.report import render_comparison, render_report
+from gangplace.engine.timeparse import format_time
 
 from .plan import Move, Plan
 from .runner import RunResult
-from .timeparse import format_time
 
 __all__ = ["render_plan", "render_run"]
 

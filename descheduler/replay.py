@@ -27,12 +27,12 @@ from gangplace.engine import PodRecord, Snapshot
 from gangplace.engine.arrivals import TracePod
 from gangplace.engine.feasibility import fits
 from gangplace.engine.replay import ReplayContext
+from gangplace.engine.timeparse import format_time
 
 from .config import DeschedulerConfig
 from .plan import Move, Plan
 from .planner import plan
 from .state import ANNOTATION_LAST_MOVED, ClusterState
-from .timeparse import format_time
 
 __all__ = ["T0", "MoveError", "PlannerHook", "Round", "make_moves", "plan_points"]
 

@@ -36,6 +36,7 @@ from typing import Any, TextIO
 
 import orjson
 from aiohttp import web
+from gangplace.engine.timeparse import format_time
 from gangplace.kube import REQUEST_ERRORS, KubeClient, LeaderElector, new_client
 from gangplace.kube.config import SERVICE_ACCOUNT_DIR
 from prometheus_client import generate_latest
@@ -46,7 +47,6 @@ from .kube import ClusterView, KubeIO
 from .metrics import Metrics
 from .render import render_run
 from .runner import EXIT_FAILED, EXIT_OK, RunResult, run_loop, run_once
-from .timeparse import format_time
 
 __all__ = ["DEFAULT_LEASE", "RunOptions", "default_namespace", "run_command"]
 

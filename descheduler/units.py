@@ -21,6 +21,8 @@ from gangplace.engine.gangs import (
     VOLCANO_SLA_WAITING_TIME,
     group_pods,
 )
+from gangplace.engine.objects import PodGroupRecord
+from gangplace.engine.timeparse import TimeFormatError, parse_duration, parse_time
 
 from .state import (
     ANNOTATION_LAST_MOVED,
@@ -28,9 +30,8 @@ from .state import (
     GPU,
     ClusterState,
     MoveLedger,
-    PodGroupInfo,
+    drf_resources,
 )
-from .timeparse import TimeFormatError, parse_duration, parse_time
 
 __all__ = [
     "Demand",
@@ -64,11 +65,13 @@ class GangView:
     queue: str
     priority: int = 0
     created: datetime | None = None
-    podgroup: PodGroupInfo | None = None
+    podgroup: PodGroupRecord | None = None
     timeout: float | None = None
     last_moved: datetime | None = None
     annotations: Mapping[str, str] = field(default_factory=dict)
     room_made: datetime | None = None  # when a run last started making room for it
+    # The PodGroup's minResources in the units queue shares use (``gpu`` in thousandths).
+    min_resources: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def gang_name(self) -> str | None:
@@ -100,7 +103,7 @@ def _pod_queue(p: PodRecord) -> str | None:
     return p.annotations.get(VOLCANO_QUEUE_NAME) or p.annotations.get(ANNOTATION_QUEUE)
 
 
-def _timeout(pg: PodGroupInfo | None, pods: Sequence[PodRecord]) -> float | None:
+def _timeout(pg: PodGroupRecord | None, pods: Sequence[PodRecord]) -> float | None:
     if pg is not None and pg.timeout is not None:
         return pg.timeout
     for p in pods:
@@ -134,7 +137,7 @@ def _latest(stamps: Sequence[str], also: datetime | None = None) -> datetime | N
 
 
 def _last_moved(
-    pg: PodGroupInfo | None, pods: Sequence[PodRecord], ledger: datetime | None = None
+    pg: PodGroupRecord | None, pods: Sequence[PodRecord], ledger: datetime | None = None
 ) -> datetime | None:
     key = ANNOTATION_LAST_MOVED
     stamps = [p.annotations[key] for p in pods if key in p.annotations]
@@ -143,7 +146,7 @@ def _last_moved(
     return _latest(stamps, ledger)
 
 
-def _room_made(pg: PodGroupInfo | None, ledger: MoveLedger, key: str) -> datetime | None:
+def _room_made(pg: PodGroupRecord | None, ledger: MoveLedger, key: str) -> datetime | None:
     stamps = (
         [pg.annotations[ANNOTATION_ROOM_MADE]]
         if pg and ANNOTATION_ROOM_MADE in pg.annotations
@@ -190,6 +193,7 @@ def build_views(state: ClusterState, default_queue: str) -> dict[str, GangView]:
             last_moved=_last_moved(pg, pods, ledger.last_moved.get(key)),
             annotations=dict(pg.annotations) if pg is not None else {},
             room_made=_room_made(pg, ledger, key),
+            min_resources=drf_resources(pg.min_resources, snap.config) if pg is not None else {},
         )
     for key, pg in state.podgroups.items():
         if key not in views:
@@ -208,6 +212,7 @@ def build_views(state: ClusterState, default_queue: str) -> dict[str, GangView]:
                 last_moved=_last_moved(pg, (), ledger.last_moved.get(key)),
                 annotations=dict(pg.annotations),
                 room_made=_room_made(pg, ledger, key),
+                min_resources=drf_resources(pg.min_resources, snap.config),
             )
     for p in snap.pods:
         if id(p) in in_gang:
@@ -286,12 +291,12 @@ class Demand:
         return f"{self.gang.required} of {self.gang.size} pods ({shapes})"
 
 
-def _estimated_shape(pg: PodGroupInfo) -> PodShape | None:
+def _estimated_shape(pg: PodGroupRecord, min_resources: Mapping[str, int]) -> PodShape | None:
     n = pg.min_member
-    if n <= 0 or not pg.min_resources:
+    if n <= 0 or not min_resources:
         return None
-    req = {r: -(-v // n) for r, v in pg.min_resources.items() if r != GPU}
-    gpu_milli = pg.min_resources.get(GPU, 0)
+    req = {r: -(-v // n) for r, v in min_resources.items() if r != GPU}
+    gpu_milli = min_resources.get(GPU, 0)
     per = -(-gpu_milli // n)
     if per >= 1000:
         return PodShape.of(req, gpus=-(-per // 1000))
@@ -322,7 +327,7 @@ def demand_of(view: GangView, *, whole: bool = False) -> Demand | None:
     pg = view.podgroup
     if pg is None or not pg.waiting:
         return None
-    shape = _estimated_shape(pg)
+    shape = _estimated_shape(pg, view.min_resources)
     if shape is None:
         return None
     gang = Gang.uniform(view.key, shape, required, required)

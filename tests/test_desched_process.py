@@ -167,6 +167,6 @@ async def test_once_prints_the_report(api: ApiServer, tmp_path: Path) -> None:
 
 
 def _time(text: str) -> Any:
-    from descheduler.timeparse import parse_time
+    from gangplace.engine.timeparse import parse_time
 
     return parse_time(text)

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 from cluster_builder import NOW, as_list, gang, gpu_node, pdb, pod, podgroup, queue
+from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_duration, parse_time
 
 from descheduler import StateError, state_from_list
 from descheduler.state import LabelSelector, SelectorError
-from descheduler.timeparse import TimeFormatError, format_duration, parse_duration, parse_time
 from descheduler.units import build_views, demand_of
 
 

@@ -7,6 +7,7 @@ import random
 
 import pytest
 from gangplace.engine import EngineConfig
+from gangplace.engine.objects import pdb_from_json
 from gangplace.engine.snapshot import pod_from_json
 from gangplace.kube import (
     Budget,
@@ -17,7 +18,6 @@ from gangplace.kube import (
     Outcome,
     check_disruption,
 )
-from gangplace.kube.records import pdb_from_json
 
 from tests.kubeapi import ApiServer, ApiStore
 from tests.kubeapi import objects as o

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 from gangplace.engine import EngineConfig, PodRecord, Snapshot
+from gangplace.engine.objects import PdbRecord, PodGroupRecord, QueueRecord
 from gangplace.engine.snapshot import node_from_json, pod_from_json
 from gangplace.kube import ClusterCache, Informer, KubeClient, SnapshotFeed
-from gangplace.kube.records import PdbRecord, PodGroupRecord, QueueRecord
 from gangplace.kube.resources import NODES, NON_TERMINAL_PODS, PODS
 
 from tests.kubeapi import ApiServer, ApiStore

@@ -10,19 +10,16 @@ from datetime import datetime
 from typing import Any
 
 from gangplace.engine import EngineConfig, Queue, Snapshot, SnapshotError
-
-from .objects import (
-    MOVE_LEDGER,
-    MoveLedger,
-    PdbInfo,
-    PodGroupInfo,
-    StateError,
-    ledger_from_json,
+from gangplace.engine.objects import (
+    PdbRecord,
+    PodGroupRecord,
     pdb_from_json,
     podgroup_from_json,
     priority_class_from_json,
     queue_from_json,
 )
+
+from .objects import MOVE_LEDGER, MoveLedger, StateError, drf_queue, ledger_from_json
 
 __all__ = ["ClusterState", "state_from_list", "state_from_objects"]
 
@@ -34,8 +31,8 @@ class ClusterState:
 
     snapshot: Snapshot
     now: datetime
-    podgroups: dict[str, PodGroupInfo] = field(default_factory=dict)
-    pdbs: list[PdbInfo] = field(default_factory=list)
+    podgroups: dict[str, PodGroupRecord] = field(default_factory=dict)
+    pdbs: list[PdbRecord] = field(default_factory=list)
     queues: dict[str, Queue] = field(default_factory=dict)
     priority_classes: dict[str, int] = field(default_factory=dict)
     ledger: MoveLedger = field(default_factory=MoveLedger)
@@ -63,16 +60,16 @@ def state_from_objects(
     for obj in objects:
         kind = obj.get("kind")
         if kind == "PodGroup":
-            pg = podgroup_from_json(obj, cfg)
+            pg = podgroup_from_json(obj)
             state.podgroups[pg.key] = pg
         elif kind == "Queue":
-            q = queue_from_json(obj, cfg)
+            q = drf_queue(queue_from_json(obj), cfg)
             state.queues[q.name] = q
         elif kind == "PodDisruptionBudget":
             state.pdbs.append(pdb_from_json(obj))
         elif kind == "PriorityClass":
-            name, value = priority_class_from_json(obj)
-            state.priority_classes[name] = value
+            pc = priority_class_from_json(obj)
+            state.priority_classes[pc.name] = pc.value
         elif kind == "ConfigMap" and (obj.get("metadata") or {}).get("name") == MOVE_LEDGER:
             state.ledger = ledger_from_json(obj)
     _resolve_priorities(snapshot, state.priority_classes)

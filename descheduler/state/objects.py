@@ -1,6 +1,6 @@
-"""The objects beside Nodes and Pods that the planner reads: PodGroups (Volcano's and
-scheduler-plugins'), Volcano Queues, PodDisruptionBudgets and PriorityClasses, each
-parsed from the JSON the API server returns into a small frozen record."""
+"""What the planner reads beside the engine's records of the objects it lists (see
+:mod:`gangplace.engine.objects`): the descheduler's own marks (annotations and the move
+ledger ConfigMap), and queues and PodGroup resources in the units queue shares use."""
 
 from __future__ import annotations
 
@@ -11,11 +11,8 @@ from datetime import datetime
 from typing import Any
 
 from gangplace.engine import EngineConfig, Queue
-from gangplace.engine.gangs import ANNOTATION_GANG_TIMEOUT, VOLCANO_SLA_WAITING_TIME
-from gangplace.engine.resources import ResourceError, parse_resource_list
-from gangplace.engine.selectors import LabelSelector, SelectorError
-
-from ..timeparse import TimeFormatError, format_time, parse_duration, parse_time
+from gangplace.engine.objects import QueueRecord, RecordError, object_meta, timestamp
+from gangplace.engine.timeparse import format_time
 
 __all__ = [
     "ANNOTATION_LAST_MOVED",
@@ -23,15 +20,10 @@ __all__ = [
     "GPU",
     "MOVE_LEDGER",
     "MoveLedger",
-    "PdbInfo",
-    "PodGroupInfo",
     "StateError",
+    "drf_queue",
+    "drf_resources",
     "ledger_from_json",
-    "pdb_from_json",
-    "podgroup_from_json",
-    "priority_class_from_json",
-    "queue_from_json",
-    "resources_for_drf",
 ]
 
 # Written on a gang's PodGroup by the runner when it moves the gang (RFC 3339), so that
@@ -48,40 +40,14 @@ MOVE_LEDGER = "corral-descheduler-moves"
 # Queue and share figures count GPUs under one name, in thousandths of a GPU.
 GPU = "gpu"
 
-VOLCANO_GROUP = "scheduling.volcano.sh"
-COSCHED_GROUP = "scheduling.x-k8s.io"
+# An object in the List that cannot be read; the message names it. The engine's record
+# parsers raise it, and so does the state builder.
+StateError = RecordError
 
 
-class StateError(ValueError):
-    """An object in the List that cannot be read; the message names it."""
-
-
-def _meta(obj: Mapping[str, Any], kind: str) -> tuple[str, str, Mapping[str, Any]]:
-    meta = obj.get("metadata") or {}
-    name = meta.get("name")
-    if not isinstance(name, str) or not name:
-        raise StateError(f"{kind} without metadata.name")
-    return str(meta.get("namespace") or ""), name, meta
-
-
-def _time(raw: Any, what: str) -> datetime | None:
-    if not raw:
-        return None
-    try:
-        return parse_time(str(raw))
-    except TimeFormatError as e:
-        raise StateError(f"{what}: {e}") from None
-
-
-def resources_for_drf(
-    raw: Mapping[str, Any] | None, config: EngineConfig, what: str
-) -> dict[str, int]:
-    """A ResourceList in engine units, with every GPU resource counted as ``gpu`` in
+def drf_resources(res: Mapping[str, int], config: EngineConfig) -> dict[str, int]:
+    """Resources in engine units with every GPU resource counted as ``gpu`` in
     thousandths of a GPU (the unit queue shares are computed in)."""
-    try:
-        res = parse_resource_list(raw)
-    except ResourceError as e:
-        raise StateError(f"{what}: {e}") from None
     out: dict[str, int] = {}
     for k, v in res.items():
         if k in config.gpu_resources:
@@ -91,170 +57,9 @@ def resources_for_drf(
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class PodGroupInfo:
-    """A gang object. ``timeout`` is the gang timeout it names, in seconds, if any."""
-
-    namespace: str
-    name: str
-    api_group: str
-    min_member: int
-    queue: str | None = None
-    phase: str = ""
-    annotations: Mapping[str, str] = field(default_factory=dict)
-    created: datetime | None = None
-    min_resources: Mapping[str, int] = field(default_factory=dict)
-    priority_class: str = ""
-    timeout: float | None = None
-    last_transition: datetime | None = None
-    uid: str = ""
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-    @property
-    def waiting(self) -> bool:
-        """Phases in which the gang has not started: Volcano's Pending and Inqueue,
-        scheduler-plugins' Pending, PreScheduling and Scheduling."""
-        return self.phase in ("Pending", "Inqueue", "PreScheduling", "Scheduling", "")
-
-
-def podgroup_from_json(obj: Mapping[str, Any], config: EngineConfig) -> PodGroupInfo:
-    ns, name, meta = _meta(obj, "PodGroup")
-    ns = ns or "default"
-    what = f"PodGroup {ns}/{name}"
-    api = str(obj.get("apiVersion") or "").split("/")[0] or VOLCANO_GROUP
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    raw_min = spec.get("minMember", 1)
-    try:
-        min_member = int(raw_min)
-    except (TypeError, ValueError):
-        raise StateError(f"{what}: spec.minMember {raw_min!r} is not an integer") from None
-    if min_member < 0:
-        raise StateError(f"{what}: spec.minMember must be >= 0, got {min_member}")
-    annotations = dict(meta.get("annotations") or {})
-    timeout: float | None = None
-    for key in (ANNOTATION_GANG_TIMEOUT, VOLCANO_SLA_WAITING_TIME):
-        if annotations.get(key):
-            try:
-                timeout = parse_duration(str(annotations[key]))
-            except TimeFormatError as e:
-                raise StateError(f"{what}: annotation {key}: {e}") from None
-            break
-    if timeout is None and spec.get("scheduleTimeoutSeconds") is not None:
-        try:
-            timeout = float(spec["scheduleTimeoutSeconds"])
-        except (TypeError, ValueError):
-            raise StateError(f"{what}: spec.scheduleTimeoutSeconds is not a number") from None
-    last: datetime | None = None
-    for c in status.get("conditions") or ():
-        t = _time(c.get("lastTransitionTime"), f"{what}: condition {c.get('type')}")
-        if t is not None and (last is None or t > last):
-            last = t
-    return PodGroupInfo(
-        namespace=ns,
-        name=name,
-        api_group=api,
-        min_member=min_member,
-        queue=str(spec["queue"]) if spec.get("queue") else None,
-        phase=str(status.get("phase") or ""),
-        annotations=annotations,
-        created=_time(meta.get("creationTimestamp"), f"{what}: creationTimestamp"),
-        min_resources=resources_for_drf(spec.get("minResources"), config, f"{what}: minResources"),
-        priority_class=str(spec.get("priorityClassName") or ""),
-        timeout=timeout,
-        last_transition=last,
-        uid=str(meta.get("uid") or ""),
-    )
-
-
-def queue_from_json(obj: Mapping[str, Any], config: EngineConfig) -> Queue:
-    """A Volcano Queue (cluster-scoped): weight, capability and reclaimable."""
-    _, name, _ = _meta(obj, "Queue")
-    spec = obj.get("spec") or {}
-    what = f"Queue {name}"
-    try:
-        weight = int(spec.get("weight") or 1)
-    except (TypeError, ValueError):
-        raise StateError(f"{what}: spec.weight {spec.get('weight')!r} is not an integer") from None
-    reclaimable = spec.get("reclaimable")
-    if reclaimable is not None and not isinstance(reclaimable, bool):
-        raise StateError(f"{what}: spec.reclaimable must be true or false")
-    try:
-        return Queue(
-            name=name,
-            weight=max(weight, 1),
-            capability=resources_for_drf(spec.get("capability"), config, f"{what}: capability"),
-            reclaimable=True if reclaimable is None else reclaimable,
-        )
-    except ValueError as e:
-        raise StateError(f"{what}: {e}") from None
-
-
-@dataclass(frozen=True, slots=True)
-class PdbInfo:
-    """A PodDisruptionBudget with its status as last computed by the cluster."""
-
-    namespace: str
-    name: str
-    selector: LabelSelector
-    disruptions_allowed: int = 0
-    min_available: int | str | None = None
-    max_unavailable: int | str | None = None
-    generation: int = 0
-    observed_generation: int = 0
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-    @property
-    def current(self) -> bool:
-        """The status reflects the spec (the Eviction API refuses until it does)."""
-        return self.observed_generation >= self.generation
-
-
-def _int_or_str(raw: Any) -> int | str | None:
-    if raw is None or isinstance(raw, int | str):
-        return raw
-    return str(raw)
-
-
-def pdb_from_json(obj: Mapping[str, Any]) -> PdbInfo:
-    ns, name, meta = _meta(obj, "PodDisruptionBudget")
-    ns = ns or "default"
-    what = f"PodDisruptionBudget {ns}/{name}"
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    try:
-        selector = LabelSelector.from_json(spec.get("selector"), f"{what}: spec.selector")
-        allowed = int(status.get("disruptionsAllowed") or 0)
-        generation = int(meta.get("generation") or 0)
-        observed = int(status.get("observedGeneration") or 0)
-    except SelectorError as e:
-        raise StateError(str(e)) from None
-    except (TypeError, ValueError):
-        raise StateError(f"{what}: status fields must be integers") from None
-    return PdbInfo(
-        namespace=ns,
-        name=name,
-        selector=selector,
-        disruptions_allowed=allowed,
-        min_available=_int_or_str(spec.get("minAvailable")),
-        max_unavailable=_int_or_str(spec.get("maxUnavailable")),
-        generation=generation,
-        observed_generation=observed if status else -1,
-    )
-
-
-def priority_class_from_json(obj: Mapping[str, Any]) -> tuple[str, int]:
-    _, name, _ = _meta(obj, "PriorityClass")
-    try:
-        return name, int(obj.get("value") or 0)
-    except (TypeError, ValueError):
-        raise StateError(f"PriorityClass {name}: value must be an integer") from None
+def drf_queue(q: QueueRecord, config: EngineConfig) -> Queue:
+    """A Volcano Queue as the planner's DRF sees it (capability in share units)."""
+    return Queue(q.name, q.weight, drf_resources(q.capability, config), q.reclaimable)
 
 
 @dataclass(slots=True)
@@ -281,7 +86,7 @@ class MoveLedger:
 
 def ledger_from_json(obj: Mapping[str, Any]) -> MoveLedger:
     """The move ledger ConfigMap; StateError names a key that cannot be read."""
-    ns, name, _ = _meta(obj, "ConfigMap")
+    ns, name, _ = object_meta(obj, "ConfigMap")
     data = obj.get("data") or {}
     out = MoveLedger()
     for key, target in (("last-moved", out.last_moved), ("room-made", out.room_made)):
@@ -296,7 +101,7 @@ def ledger_from_json(obj: Mapping[str, Any]) -> MoveLedger:
         if not isinstance(doc, dict):
             raise StateError(f"{what}: not a JSON object")
         for unit, stamp in doc.items():
-            t = _time(stamp, f"{what}[{unit}]")
+            t = timestamp(stamp, f"{what}[{unit}]")
             if t is not None:
                 target[str(unit)] = t
     return out

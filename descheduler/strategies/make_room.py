@@ -29,11 +29,11 @@ import numpy as np
 import numpy.typing as npt
 from gangplace.engine import PodRecord, PodShape, place_gang
 from gangplace.engine.feasibility import member_capacity
+from gangplace.engine.timeparse import format_duration, format_time
 
 from ..context import TIER_PENALTY, PlanContext, Victim
 from ..plan import Move, PodMove, Unserved
 from ..simulate import Trial, freed, remove_pods, try_move
-from ..timeparse import format_duration, format_time
 from ..units import Demand, GangView
 
 __all__ = ["ROOM_TAKEN", "Candidates", "make_room"]

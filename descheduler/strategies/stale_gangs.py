@@ -20,11 +20,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from gangplace.engine import place_gang
+from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_time
 
 from ..context import PlanContext
 from ..plan import Move, PodMove
 from ..simulate import remove_pods
-from ..timeparse import TimeFormatError, format_duration, parse_time
 from ..units import GangView, demand_of
 
 if TYPE_CHECKING:

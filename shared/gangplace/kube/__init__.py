@@ -6,6 +6,14 @@ against :data:`API_CALLS`), the informers behind :class:`ClusterCache`, the
 plain records and snapshots these produce.
 """
 
+from ..engine.objects import (
+    NamespaceRecord,
+    PdbRecord,
+    PodGroupRecord,
+    PriorityClassRecord,
+    QueueRecord,
+    RecordError,
+)
 from .backoff import Backoff
 from .cache import ClusterCache, SnapshotFeed, build_snapshot
 from .client import REQUEST_ERRORS, TRANSIENT_ERRORS, ApiError, KubeClient
@@ -30,14 +38,6 @@ from .evictor import (
 )
 from .informer import Informer, InformerStats, object_key
 from .leader import LeaderElector
-from .records import (
-    NamespaceRecord,
-    PdbRecord,
-    PodGroupRecord,
-    PriorityClassRecord,
-    QueueRecord,
-    RecordError,
-)
 from .resources import API_CALLS, RESOURCES, ApiCall, Resource, UndeclaredApiCall
 from .selectors import FieldSelector, LabelSelector, SelectorError
 

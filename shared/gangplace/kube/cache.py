@@ -18,10 +18,7 @@ from dataclasses import fields
 from typing import Any
 
 from ..engine import EngineConfig, NodeRecord, PodRecord, PodShape, Snapshot
-from ..engine.snapshot import node_from_json, pod_from_json
-from .client import KubeClient
-from .informer import Informer, Json
-from .records import (
+from ..engine.objects import (
     NamespaceRecord,
     PdbRecord,
     PodGroupRecord,
@@ -33,6 +30,9 @@ from .records import (
     priority_class_from_json,
     queue_from_json,
 )
+from ..engine.snapshot import node_from_json, pod_from_json
+from .client import KubeClient
+from .informer import Informer, Json
 from .resources import (
     COSCHED_PODGROUPS,
     NAMESPACES,

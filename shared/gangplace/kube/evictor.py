@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from ..engine import PodRecord
+from ..engine.objects import PdbRecord, pdb_from_json
 from .backoff import Backoff
 from .client import REQUEST_ERRORS, TRANSIENT_ERRORS, ApiError, KubeClient
 from .events import event_body, post_event
-from .records import PdbRecord, pdb_from_json
 from .resources import PDBS
 
 __all__ = [
@@ -220,7 +220,7 @@ def check_disruption(
             budgets[p.key] = p
     for key in sorted(covered):
         p, n = budgets[key], covered[key]
-        if not p.status_current:
+        if not p.current:
             reasons.append(
                 f"disruption budget {key} is not yet processed by the server "
                 f"(generation {p.generation}, observed {p.observed_generation})"
