@@ -1,10 +1,13 @@
 """Builders of the objects a descheduler test cluster needs, as the API returns them:
-GPU nodes, controller-owned pods in gangs, PodGroups, Queues, PDBs and PriorityClasses."""
+GPU nodes, controller-owned pods in gangs, PodGroups, Queues and PDBs (on the shared
+builders of :mod:`builders`)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
+
+from tests import builders as b
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 EARLIER = "2026-12-02T08:00:00Z"  # four hours before NOW
@@ -21,22 +24,11 @@ def gpu_node(
     taints: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     alloc = {"cpu": cpu, "memory": memory, "pods": "110"}
-    if gpus:
-        alloc["nvidia.com/gpu"] = str(gpus)
     node_labels = {"kubernetes.io/hostname": name, **(labels or {})}
     if gpus:
+        alloc[b.GPU] = str(gpus)
         node_labels["nvidia.com/gpu.product"] = model
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": node_labels},
-        "spec": {"taints": taints} if taints else {},
-        "status": {
-            "allocatable": alloc,
-            "capacity": dict(alloc),
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+    return b.node(name, alloc, labels=node_labels, taints=taints)
 
 
 def pod(
@@ -64,49 +56,31 @@ def pod(
     req: dict[str, str] = {"cpu": cpu, "memory": memory}
     ann = dict(annotations or {})
     if gpus and gpu_milli is None:
-        req["nvidia.com/gpu"] = str(gpus)
+        req[b.GPU] = str(gpus)
     elif gpu_milli is not None:
-        ann["alibabacloud.com/gpu-milli"] = str(gpu_milli)
-        ann["alibabacloud.com/gpu-count"] = "1"
+        ann.update(b.gpu_share(gpu_milli))
     if gang:
         ann["scheduling.k8s.io/group-name"] = gang
-    meta: dict[str, Any] = {
-        "name": name,
-        "namespace": namespace,
-        "uid": f"uid-{namespace}-{name}",
-        "labels": dict(labels or {}),
-        "annotations": ann,
-        "creationTimestamp": created,
-    }
-    if owner_kind:
-        meta["ownerReferences"] = [
-            {
-                "apiVersion": "batch/v1",
-                "kind": owner_kind,
-                "name": owner or gang or name,
-                "uid": f"uid-owner-{owner or gang or name}",
-                "controller": True,
-            }
-        ]
-    spec: dict[str, Any] = {
-        "schedulerName": "volcano",
-        "containers": [{"name": "main", "resources": {"requests": req, "limits": dict(req)}}],
-    }
-    if node:
-        spec["nodeName"] = node
-    if priority is not None:
-        spec["priority"] = priority
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    if volumes:
-        spec["volumes"] = volumes
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": spec,
-        "status": {"phase": phase or ("Running" if node else "Pending")},
-    }
+    controller = owner or gang or name
+    return b.pod(
+        name,
+        namespace,
+        requests=req,
+        limits=True,
+        node=node,
+        phase=phase,
+        scheduler="volcano",
+        priority=priority,
+        priority_class=priority_class or None,
+        volumes=volumes or None,
+        uid=f"uid-{namespace}-{name}",
+        labels=labels or {},
+        annotations=ann,
+        created=created,
+        owner=b.owner_ref(owner_kind, controller, uid=f"uid-owner-{controller}")
+        if owner_kind
+        else None,
+    )
 
 
 def podgroup(
@@ -122,27 +96,19 @@ def podgroup(
     min_resources: dict[str, str] | None = None,
     conditions: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {"minMember": min_member}
-    if queue:
-        spec["queue"] = queue
-    if min_resources:
-        spec["minResources"] = min_resources
-    status: dict[str, Any] = {"phase": phase}
-    if conditions:
-        status["conditions"] = conditions
-    return {
-        "apiVersion": api,
-        "kind": "PodGroup",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "annotations": dict(annotations or {}),
-            "creationTimestamp": created,
-            "uid": f"uid-pg-{namespace}-{name}",
-        },
-        "spec": spec,
-        "status": status,
-    }
+    return b.podgroup(
+        name,
+        namespace,
+        min_member=min_member,
+        api=api,
+        queue=queue or None,
+        min_resources=min_resources or None,
+        uid=f"uid-pg-{namespace}-{name}",
+        created=created,
+        annotations=annotations or {},
+        phase=phase,
+        conditions=conditions,
+    )
 
 
 def gang(
@@ -198,27 +164,20 @@ def queue(
     reclaimable: bool = True,
     capability: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {"weight": weight, "reclaimable": reclaimable}
-    if capability:
-        spec["capability"] = capability
-    return {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "Queue",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
+    return b.queue(name, weight, reclaimable=reclaimable, capability=capability)
 
 
 def pdb(
     name: str, labels: dict[str, str], allowed: int, *, namespace: str = "default"
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": namespace, "generation": 1},
-        "spec": {"selector": {"matchLabels": labels}, "maxUnavailable": 1},
-        "status": {"disruptionsAllowed": allowed, "observedGeneration": 1},
-    }
+    return b.pdb(
+        name,
+        namespace,
+        match_labels=labels,
+        max_unavailable=1,
+        generation=1,
+        status={"disruptionsAllowed": allowed, "observedGeneration": 1},
+    )
 
 
 def as_list(*groups: Any) -> dict[str, Any]:

@@ -1,8 +1,11 @@
-"""Builders of Node and Pod JSON for tests, in the shape the API server returns them."""
+"""Builders of Node and Pod JSON for the engine's tests: minimal objects (no capacity, no
+owner), on the shared builders of :mod:`builders`."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from tests import builders as b
 
 
 def node_json(
@@ -20,22 +23,16 @@ def node_json(
 ) -> dict[str, Any]:
     alloc = {"cpu": cpu, "memory": memory, "pods": pods, **(extra or {})}
     if gpus:
-        alloc["nvidia.com/gpu"] = str(gpus)
-    spec: dict[str, Any] = {}
-    if taints:
-        spec["taints"] = taints
-    if unschedulable:
-        spec["unschedulable"] = True
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": labels or {}},
-        "spec": spec,
-        "status": {
-            "allocatable": alloc,
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-        },
-    }
+        alloc[b.GPU] = str(gpus)
+    return b.node(
+        name,
+        alloc,
+        labels=labels,
+        taints=taints,
+        unschedulable=unschedulable,
+        capacity=False,
+        ready=ready,
+    )
 
 
 def pod_json(
@@ -50,21 +47,17 @@ def pod_json(
     annotations: dict[str, str] | None = None,
     spec: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    req: dict[str, str] = {}
-    if cpu is not None:
-        req["cpu"] = cpu
-    if memory is not None:
-        req["memory"] = memory
+    req = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
     if gpus:
-        req["nvidia.com/gpu"] = str(gpus)
-    body: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": req}}]}
-    if node:
-        body["nodeName"] = node
-    body.update(spec or {})
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "annotations": annotations or {}},
-        "spec": body,
-        "status": {"phase": phase if node else "Pending"},
-    }
+        req[b.GPU] = str(gpus)
+    out = b.pod(
+        name,
+        namespace,
+        requests=req,
+        node=node,
+        phase=phase if node else "Pending",
+        container="c",
+        annotations=annotations or {},
+    )
+    out["spec"].update(spec or {})
+    return out

@@ -1,8 +1,8 @@
 """Builders for Kubernetes objects in the shape the API server returns them.
 
-The small builders make test objects; :func:`full_pod` and :func:`full_node` make
-objects as large as a real cluster's (managed fields, status, env, volumes), for the
-informer benchmark.
+The small builders make test objects, on the shared builders of ``tests/builders.py``;
+:func:`full_pod` and :func:`full_node` make objects as large as a real cluster's
+(managed fields, status, env, volumes), for the informer benchmark.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import random
 import uuid
 from collections.abc import Mapping
 from typing import Any
+
+from tests import builders as b
 
 Json = dict[str, Any]
 
@@ -60,17 +62,7 @@ def node(
         alloc[gpu_resource] = str(gpus)
         if gpu_model:
             lab["nvidia.com/gpu.product"] = gpu_model
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": lab},
-        "spec": {"unschedulable": True} if unschedulable else {},
-        "status": {
-            "capacity": dict(alloc),
-            "allocatable": alloc,
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-        },
-    }
+    return b.node(name, alloc, labels=lab, unschedulable=unschedulable, ready=ready)
 
 
 def pod(
@@ -89,33 +81,27 @@ def pod(
     scheduler: str = "default-scheduler",
 ) -> Json:
     """A pod; bound to ``node`` and Running (and Ready) when a node is given, else Pending."""
-    requests: Json = {"cpu": cpu, "memory": memory}
+    requests = {"cpu": cpu, "memory": memory}
     if gpus:
-        requests["nvidia.com/gpu"] = str(gpus)
-    meta: Json = {"name": name, "namespace": namespace, "labels": dict(labels or {})}
-    if annotations:
-        meta["annotations"] = dict(annotations)
-    if owner:
-        meta["ownerReferences"] = [
-            {
-                "apiVersion": "batch/v1",
-                "kind": owner[0],
-                "name": owner[1],
-                "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{namespace}/{owner[1]}")),
-                "controller": True,
-            }
-        ]
-    spec: Json = {
-        "schedulerName": scheduler,
-        "containers": [{"name": "main", "image": "busybox", "resources": {"requests": requests}}],
-    }
-    if node:
-        spec["nodeName"] = node
+        requests[b.GPU] = str(gpus)
     phase = phase or ("Running" if node else "Pending")
-    status: Json = {"phase": phase}
-    if phase == "Running":
-        status["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+    return b.pod(
+        name,
+        namespace,
+        requests=requests,
+        node=node or "",
+        phase=phase,
+        image="busybox",
+        scheduler=scheduler,
+        labels=labels or {},
+        annotations=annotations or None,
+        owner=b.owner_ref(
+            owner[0], owner[1], uid=str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{namespace}/{owner[1]}"))
+        )
+        if owner
+        else None,
+        ready=ready if phase == "Running" else None,
+    )
 
 
 def pdb(
@@ -126,66 +112,41 @@ def pdb(
     min_available: int | str | None = None,
     max_unavailable: int | str | None = None,
 ) -> Json:
-    spec: Json = {"selector": {"matchLabels": dict(match_labels or {})}}
-    if min_available is not None:
-        spec["minAvailable"] = min_available
-    if max_unavailable is not None:
-        spec["maxUnavailable"] = max_unavailable
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
-    }
+    return b.pdb(
+        name,
+        namespace,
+        match_labels=match_labels,
+        min_available=min_available,
+        max_unavailable=max_unavailable,
+    )
 
 
 def priority_class(name: str, value: int, global_default: bool = False) -> Json:
-    return {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": {"name": name},
-        "value": value,
-        "globalDefault": global_default,
-    }
+    return b.priority_class(name, value, global_default=global_default)
 
 
 def volcano_podgroup(
     name: str, namespace: str = "default", *, min_member: int = 1, queue: str = "default"
 ) -> Json:
-    return {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"minMember": min_member, "queue": queue},
-    }
+    return b.podgroup(name, namespace, min_member=min_member, queue=queue)
 
 
 def volcano_queue(
     name: str, *, weight: int = 1, capability: Mapping[str, str] | None = None
 ) -> Json:
-    spec: Json = {"weight": weight, "reclaimable": True}
-    if capability:
-        spec["capability"] = dict(capability)
-    return {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "Queue",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
+    return b.queue(name, weight=weight, capability=capability)
 
 
 def cosched_podgroup(
     name: str, namespace: str = "default", *, min_member: int = 1, timeout: int = 0
 ) -> Json:
-    spec: Json = {"minMember": min_member}
-    if timeout:
-        spec["scheduleTimeoutSeconds"] = timeout
-    return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
-    }
+    return b.podgroup(
+        name,
+        namespace,
+        min_member=min_member,
+        api="scheduling.x-k8s.io/v1alpha1",
+        schedule_timeout=timeout or None,
+    )
 
 
 # --- full-size objects, for the benchmark ---------------------------------------------
