@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 import random
+import sys
+from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))  # tests/builders.py: the object builders the tests use
+
+from tests import builders as b  # noqa: E402
 
 GPU_MODELS = ["A100-SXM4-80GB", "H100-SXM5-80GB", "Tesla-T4"]
 
@@ -30,21 +38,11 @@ def make_nodes(n: int, seed: int = 1) -> list[dict[str, Any]]:
         if gpus:
             alloc["nvidia.com/gpu"] = str(gpus)
             labels["nvidia.com/gpu.product"] = GPU_MODELS[0 if gpus == 8 else 2 if i % 2 else 1]
-        spec: dict[str, Any] = {}
+        taints = None
         if gpus and rnd.random() < 0.05:
-            spec["taints"] = [{"key": "dedicated", "value": "inference", "effect": "NoSchedule"}]
+            taints = [{"key": "dedicated", "value": "inference", "effect": "NoSchedule"}]
         nodes.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": f"node-{i:05d}", "labels": labels, "uid": f"uid-node-{i}"},
-                "spec": spec,
-                "status": {
-                    "allocatable": alloc,
-                    "capacity": dict(alloc),
-                    "conditions": [{"type": "Ready", "status": "True"}],
-                },
-            }
+            b.node(f"node-{i:05d}", alloc, labels=labels, uid=f"uid-node-{i}", taints=taints)
         )
     return nodes
 

@@ -9,12 +9,19 @@ from __future__ import annotations
 
 import csv
 import random
+import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-TRACE = Path(__file__).resolve().parents[2] / "shared/data/alibaba-gpu-v2023"
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))  # tests/builders.py: the object builders the tests use
+
+from tests import builders as b  # noqa: E402
+
+TRACE = ROOT.parent / "shared/data/alibaba-gpu-v2023"
 NODES_CSV = TRACE / "openb_node_list_gpu_node.csv"
 PODS_CSV = TRACE / "openb_pod_list_default.csv"
 MODEL_LABEL = "alibabacloud.com/gpu-card-model"
@@ -70,22 +77,9 @@ def _node(i: int, row: NodeRow) -> dict[str, Any]:
         "cpu": f"{row.cpu}m",
         "memory": f"{row.mem_mib}Mi",
         "pods": "256",
-        "nvidia.com/gpu": str(row.gpus),
+        b.GPU: str(row.gpus),
     }
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {"kubernetes.io/hostname": name, MODEL_LABEL: row.model},
-        },
-        "spec": {},
-        "status": {
-            "allocatable": alloc,
-            "capacity": dict(alloc),
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+    return b.node(name, alloc, labels={"kubernetes.io/hostname": name, MODEL_LABEL: row.model})
 
 
 def _pod(
@@ -100,10 +94,9 @@ def _pod(
     req: dict[str, str] = {"cpu": f"{row.cpu}m", "memory": f"{row.mem_mib}Mi"}
     ann: dict[str, str] = {}
     if row.gpus and row.milli >= 1000:
-        req["nvidia.com/gpu"] = str(row.gpus)
+        req[b.GPU] = str(row.gpus)
     elif row.gpus:
-        ann["alibabacloud.com/gpu-milli"] = str(row.milli)
-        ann["alibabacloud.com/gpu-count"] = "1"
+        ann.update(b.gpu_share(row.milli))
     if row.spec:
         ann[MODEL_LABEL] = row.spec
     if devices:
@@ -111,39 +104,25 @@ def _pod(
     if gang:
         ann["scheduling.k8s.io/group-name"] = gang
     owner = gang or name
-    spec: dict[str, Any] = {
-        "schedulerName": "volcano",
-        "containers": [{"name": "main", "resources": {"requests": req, "limits": dict(req)}}],
-    }
-    if node:
-        spec["nodeName"] = node
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": ns,
-            "uid": f"uid-{ns}-{name}",
-            "labels": {"app": owner},
-            "annotations": ann,
-            "creationTimestamp": created,
-            "ownerReferences": [
-                {"apiVersion": "batch/v1", "kind": "Job", "name": owner, "controller": True}
-            ],
-        },
-        "spec": spec,
-        "status": {"phase": "Running" if node else "Pending"},
-    }
+    return b.pod(
+        name,
+        ns,
+        requests=req,
+        limits=True,
+        node=node,
+        scheduler="volcano",
+        uid=f"uid-{ns}-{name}",
+        labels={"app": owner},
+        annotations=ann,
+        created=created,
+        owner=b.owner_ref("Job", owner),
+    )
 
 
 def _podgroup(name: str, ns: str, min_member: int, phase: str, created: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": ns, "creationTimestamp": created},
-        "spec": {"minMember": min_member, "queue": "default"},
-        "status": {"phase": phase},
-    }
+    return b.podgroup(
+        name, ns, min_member=min_member, queue="default", created=created, phase=phase
+    )
 
 
 class _Fill:

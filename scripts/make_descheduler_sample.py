@@ -15,10 +15,17 @@ would list it. Deterministic: run it again and the file does not change.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).resolve().parents[1] / "descheduler/data/sample-fragmented.json"
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))  # tests/builders.py: the object builders the tests use
+
+from tests import builders as b  # noqa: E402
+
+OUT = ROOT / "descheduler/data/sample-fragmented.json"
 TAKEN = "2026-12-01T12:00:00Z"
 MODEL = "nvidia.com/gpu.product"
 
@@ -27,19 +34,9 @@ def node(name: str, gpus: int, model: str, cpu: int = 96, mem_gi: int = 1024) ->
     alloc = {"cpu": str(cpu), "memory": f"{mem_gi}Gi", "pods": "110"}
     labels = {"kubernetes.io/hostname": name}
     if gpus:
-        alloc["nvidia.com/gpu"] = str(gpus)
+        alloc[b.GPU] = str(gpus)
         labels[MODEL] = model
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {},
-        "status": {
-            "allocatable": alloc,
-            "capacity": dict(alloc),
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+    return b.node(name, alloc, labels=labels)
 
 
 def pod(
@@ -60,46 +57,28 @@ def pod(
 ) -> Any:
     req: dict[str, str] = {"cpu": cpu, "memory": mem}
     if gpus:
-        req["nvidia.com/gpu"] = str(gpus)
+        req[b.GPU] = str(gpus)
     kind, owner_name = owner
-    meta: dict[str, Any] = {
-        "name": name,
-        "namespace": ns,
-        "uid": f"uid-{ns}-{name}",
-        "labels": dict(labels or {}),
-        "annotations": dict(annotations or {}),
-        "creationTimestamp": created,
-    }
-    if kind:
-        meta["ownerReferences"] = [
-            {
-                "apiVersion": "v1" if kind == "Node" else "batch/v1",
-                "kind": kind,
-                "name": owner_name,
-                "uid": f"uid-{kind.lower()}-{owner_name}",
-                "controller": True,
-            }
-        ]
-    spec: dict[str, Any] = {
-        "schedulerName": "volcano",
-        "priority": priority,
-        "containers": [
-            {"name": "main", "image": "trainer:1", "resources": {"requests": req, "limits": req}}
-        ],
-    }
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    if model:
-        spec["nodeSelector"] = {MODEL: model}
-    if node_name:
-        spec["nodeName"] = node_name
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": spec,
-        "status": {"phase": "Running" if node_name else "Pending"},
-    }
+    api = "v1" if kind == "Node" else "batch/v1"
+    return b.pod(
+        name,
+        ns,
+        requests=req,
+        limits=True,
+        node=node_name,
+        image="trainer:1",
+        scheduler="volcano",
+        priority=priority,
+        priority_class=priority_class or None,
+        node_selector={MODEL: model} if model else None,
+        uid=f"uid-{ns}-{name}",
+        labels=labels or {},
+        annotations=annotations or {},
+        created=created,
+        owner=b.owner_ref(kind, owner_name, api=api, uid=f"uid-{kind.lower()}-{owner_name}")
+        if kind
+        else None,
+    )
 
 
 def podgroup(
@@ -110,22 +89,20 @@ def podgroup(
     phase: str,
     created: str,
     *,
-    api: str = "scheduling.volcano.sh/v1beta1",
+    api: str = b.VOLCANO_API,
     annotations: dict[str, str] | None = None,
 ) -> Any:
-    return {
-        "apiVersion": api,
-        "kind": "PodGroup",
-        "metadata": {
-            "name": name,
-            "namespace": ns,
-            "uid": f"uid-pg-{ns}-{name}",
-            "creationTimestamp": created,
-            "annotations": dict(annotations or {}),
-        },
-        "spec": {"minMember": min_member, "queue": queue},
-        "status": {"phase": phase},
-    }
+    return b.podgroup(
+        name,
+        ns,
+        min_member=min_member,
+        api=api,
+        queue=queue,
+        uid=f"uid-pg-{ns}-{name}",
+        created=created,
+        annotations=annotations or {},
+        phase=phase,
+    )
 
 
 def volcano_member(
@@ -163,27 +140,13 @@ def main() -> None:
         ("training", 2, True),
         ("inference", 1, False),
     ):
-        items.append(
-            {
-                "apiVersion": "scheduling.volcano.sh/v1beta1",
-                "kind": "Queue",
-                "metadata": {"name": q},
-                "spec": {"weight": weight, "reclaimable": reclaimable},
-            }
-        )
+        items.append(b.queue(q, weight, reclaimable=reclaimable))
     for name, value in (
         ("system-node-critical", 2000001000),
         ("system-cluster-critical", 2000000000),
         ("batch-high", 100000),
     ):
-        items.append(
-            {
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": name},
-                "value": value,
-            }
-        )
+        items.append(b.priority_class(name, value))
 
     # Every node runs the device plugin (a DaemonSet); cpu-0 runs a static pod.
     for n in nodes:
@@ -286,19 +249,20 @@ def main() -> None:
             )
         )
     items.append(
-        {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": "sweep-c", "namespace": "training", "generation": 1},
-            "spec": {"selector": {"matchLabels": {"app": "sweep-c"}}, "minAvailable": 4},
-            "status": {
+        b.pdb(
+            "sweep-c",
+            "training",
+            match_labels={"app": "sweep-c"},
+            min_available=4,
+            generation=1,
+            status={
                 "disruptionsAllowed": 0,
                 "currentHealthy": 4,
                 "desiredHealthy": 4,
                 "expectedPods": 4,
                 "observedGeneration": 1,
             },
-        }
+        )
     )
     items.append(
         pod(

@@ -9,27 +9,24 @@ Deterministic: run it again and the file does not change.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).resolve().parents[1] / "shared/gangplace/data/sample-cluster.json"
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))  # tests/builders.py: the object builders the tests use
+
+from tests import builders as b  # noqa: E402
+
+OUT = ROOT / "shared/gangplace/data/sample-cluster.json"
 
 
 def node(name: str, cpu: int, mem_gi: int, gpus: int, labels: dict[str, str], taints=()) -> Any:
     alloc = {"cpu": str(cpu), "memory": f"{mem_gi}Gi", "pods": "110", "ephemeral-storage": "800Gi"}
     if gpus:
-        alloc["nvidia.com/gpu"] = str(gpus)
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **labels}},
-        "spec": {"taints": list(taints)} if taints else {},
-        "status": {
-            "allocatable": alloc,
-            "capacity": alloc,
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+        alloc[b.GPU] = str(gpus)
+    return b.node(name, alloc, labels={"kubernetes.io/hostname": name, **labels}, taints=taints)
 
 
 def pod(

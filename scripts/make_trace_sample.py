@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -37,12 +38,18 @@ from typing import Any
 from gangplace.engine import PodRecord, PodShape, Snapshot
 from gangplace.engine.arrivals import paper_arrivals
 from gangplace.engine.fragmentation import TargetWorkload
-from gangplace.engine.model import GPU_SHARE_COUNT, GPU_SHARE_INDEX, GPU_SHARE_MILLI
+from gangplace.engine.model import GPU_SHARE_INDEX
 from gangplace.engine.policies import PolicyContext, make_policy
 from gangplace.engine.replay import replay
 from gangplace.trace import GPU_NODE_FILE, find_trace_dir, load_nodes, load_pods, pod_list_path
 
-OUT = Path(__file__).resolve().parents[1] / "descheduler/data/sample-trace.json"
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))  # tests/builders.py: the object builders the tests use
+
+from tests import builders as b  # noqa: E402
+
+OUT = ROOT / "descheduler/data/sample-trace.json"
 TAKEN = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 MODEL_LABEL = "alibabacloud.com/gpu-card-model"
 SEED = 1
@@ -67,22 +74,11 @@ def node_json(rec: Any) -> dict[str, Any]:
         "cpu": f"{rec.allocatable['cpu']}m",
         "memory": f"{rec.allocatable['memory'] // (1 << 20)}Mi",
         "pods": "110",
-        "nvidia.com/gpu": str(rec.gpu_count),
+        b.GPU: str(rec.gpu_count),
     }
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": rec.name,
-            "labels": {"kubernetes.io/hostname": rec.name, MODEL_LABEL: rec.gpu_model},
-        },
-        "spec": {},
-        "status": {
-            "allocatable": alloc,
-            "capacity": dict(alloc),
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+    return b.node(
+        rec.name, alloc, labels={"kubernetes.io/hostname": rec.name, MODEL_LABEL: rec.gpu_model}
+    )
 
 
 def pod_json(
@@ -107,10 +103,9 @@ def pod_json(
     }
     ann = dict(annotations or {})
     if shape.is_gpu and shape.gpu_milli >= 1000:
-        req["nvidia.com/gpu"] = str(shape.gpu_count)
+        req[b.GPU] = str(shape.gpu_count)
     elif shape.is_gpu:
-        ann[GPU_SHARE_MILLI] = str(shape.gpu_milli)
-        ann[GPU_SHARE_COUNT] = "1"
+        ann.update(b.gpu_share(shape.gpu_milli))
     if shape.gpu_models:
         ann[MODEL_LABEL] = "|".join(shape.gpu_models)
     if gpus:
@@ -121,38 +116,20 @@ def pod_json(
         ann["scheduling.volcano.sh/queue-name"] = queue
     kind, owner_name = owner
     api = {"Job": "batch/v1", "ReplicaSet": "apps/v1"}[kind]
-    spec: dict[str, Any] = {
-        "schedulerName": "volcano",
-        "priority": priority,
-        "containers": [{"name": "main", "resources": {"requests": req}}],
-    }
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    if node:
-        spec["nodeName"] = node
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": ns,
-            "uid": f"uid-{ns}-{name}",
-            "labels": dict(labels or {}),
-            "annotations": ann,
-            "creationTimestamp": ts(created),
-            "ownerReferences": [
-                {
-                    "apiVersion": api,
-                    "kind": kind,
-                    "name": owner_name,
-                    "uid": f"uid-{kind.lower()}-{ns}-{owner_name}",
-                    "controller": True,
-                }
-            ],
-        },
-        "spec": spec,
-        "status": {"phase": "Running" if node else "Pending"},
-    }
+    return b.pod(
+        name,
+        ns,
+        requests=req,
+        node=node,
+        scheduler="volcano",
+        priority=priority,
+        priority_class=priority_class or None,
+        uid=f"uid-{ns}-{name}",
+        labels=labels or {},
+        annotations=ann,
+        created=ts(created),
+        owner=b.owner_ref(kind, owner_name, api=api, uid=f"uid-{kind.lower()}-{ns}-{owner_name}"),
+    )
 
 
 def podgroup_json(
@@ -166,56 +143,42 @@ def podgroup_json(
     annotations: dict[str, str] | None = None,
     min_resources: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {"minMember": min_member, "queue": queue}
-    if min_resources:
-        spec["minResources"] = min_resources
-    return {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {
-            "name": name,
-            "namespace": ns,
-            "uid": f"uid-pg-{ns}-{name}",
-            "annotations": dict(annotations or {}),
-            "creationTimestamp": ts(created),
-        },
-        "spec": spec,
-        "status": {"phase": phase},
-    }
-
-
-def queue_json(name: str, weight: int, reclaimable: bool) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.volcano.sh/v1beta1",
-        "kind": "Queue",
-        "metadata": {"name": name},
-        "spec": {"weight": weight, "reclaimable": reclaimable},
-        "status": {"state": "Open"},
-    }
+    return b.podgroup(
+        name,
+        ns,
+        min_member=min_member,
+        queue=queue,
+        min_resources=min_resources or None,
+        uid=f"uid-pg-{ns}-{name}",
+        created=ts(created),
+        annotations=annotations or {},
+        phase=phase,
+    )
 
 
 def pdb_json(ns: str, name: str, app: str, matching: int, **bound: int) -> dict[str, Any]:
     """A budget over ``matching`` healthy pods, with the status the disruption
     controller computes for it."""
-    if "max_unavailable" in bound:
-        desired = matching - bound["max_unavailable"]
-        spec_bound: dict[str, int] = {"maxUnavailable": bound["max_unavailable"]}
-    else:
-        desired = bound["min_available"]
-        spec_bound = {"minAvailable": bound["min_available"]}
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": ns, "generation": 1},
-        "spec": {"selector": {"matchLabels": {"app": app}}, **spec_bound},
-        "status": {
+    desired = (
+        matching - bound["max_unavailable"]
+        if "max_unavailable" in bound
+        else bound["min_available"]
+    )
+    return b.pdb(
+        name,
+        ns,
+        match_labels={"app": app},
+        min_available=bound.get("min_available"),
+        max_unavailable=bound.get("max_unavailable"),
+        generation=1,
+        status={
             "observedGeneration": 1,
             "disruptionsAllowed": max(0, matching - desired),
             "currentHealthy": matching,
             "desiredHealthy": desired,
             "expectedPods": matching,
         },
-    }
+    )
 
 
 def build(trace_dir: Path) -> dict[str, Any]:
@@ -380,16 +343,11 @@ def build(trace_dir: Path) -> dict[str, Any]:
             )
 
     items += [
-        queue_json("default", 1, True),
-        queue_json("training", 4, True),
-        queue_json("research", 2, True),
-        queue_json("inference", 2, False),
-        {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": "serving"},
-            "value": 10000,
-        },
+        b.queue("default", 1, state="Open"),
+        b.queue("training", 4, state="Open"),
+        b.queue("research", 2, state="Open"),
+        b.queue("inference", 2, reclaimable=False, state="Open"),
+        b.priority_class("serving", 10000),
         pdb_json(
             "inference",
             "search-ranker",
