@@ -32,7 +32,6 @@ that arrive meanwhile are replayed on the new snapshot before it takes over.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import sys
 import time
@@ -45,6 +44,7 @@ from gangplace.engine.model import GPU_SHARE_INDEX, shape_from_pod
 from gangplace.engine.snapshot import node_from_json
 from gangplace.kube import Informer, KubeClient
 from gangplace.kube.resources import NODES, NON_TERMINAL_PODS, PODS
+from gangplace.kube.task import BackgroundTask
 
 from .cluster import ClusterState
 
@@ -148,9 +148,11 @@ def _build(
     return state, live
 
 
-class InformerSource:
+class InformerSource(BackgroundTask):
     """See the module docstring. ``start()`` it, ``await stop()`` at the end; or give
     :meth:`run` to the server as a background task."""
+
+    task_name = "cluster view"
 
     def __init__(
         self,
@@ -191,7 +193,6 @@ class InformerSource:
         self._live: _Live | None = None
         self._replay: set[str] | None = None  # pods changed while a build runs
         self._nodes_changed = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
 
     # --- SnapshotSource ---------------------------------------------------------------
 
@@ -227,18 +228,6 @@ class InformerSource:
                 await asyncio.sleep(self.rebuild_delay)
         finally:
             await asyncio.gather(self.nodes.stop(), self.pods.stop())
-
-    def start(self) -> asyncio.Task[None]:
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self.run(), name="cluster view")
-        return self._task
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
     async def wait_ready(self, timeout: float | None = None) -> None:
         async with asyncio.timeout(timeout):

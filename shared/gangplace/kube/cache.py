@@ -9,7 +9,6 @@ changed and keeps the latest ready for the webhook to read.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import operator
 import time
@@ -44,6 +43,7 @@ from .resources import (
     VOLCANO_PODGROUPS,
     VOLCANO_QUEUES,
 )
+from .task import BackgroundTask
 
 __all__ = ["ClusterCache", "SnapshotFeed", "build_snapshot", "pod_converter"]
 
@@ -202,10 +202,12 @@ class ClusterCache:
         return await asyncio.to_thread(build_snapshot, nodes, pods, self.config)
 
 
-class SnapshotFeed:
+class SnapshotFeed(BackgroundTask):
     """Keeps :attr:`latest` a recent snapshot: rebuilt at most every ``interval`` seconds,
     and only when the cache changed. Readers must not hold the snapshot across an await
     while changing it (use ``with snap.what_if():`` in synchronous code)."""
+
+    task_name = "snapshot feed"
 
     def __init__(self, cache: ClusterCache, *, interval: float = 1.0) -> None:
         if interval <= 0:
@@ -218,7 +220,6 @@ class SnapshotFeed:
         self.builds = 0
         self.ready = asyncio.Event()
         self._generation: tuple[int, int] = (-1, -1)
-        self._task: asyncio.Task[None] | None = None
 
     @property
     def age(self) -> float:
@@ -249,15 +250,3 @@ class SnapshotFeed:
             except Exception:
                 log.exception("snapshot rebuild failed; keeping the previous one")
             await asyncio.sleep(self.interval)
-
-    def start(self) -> asyncio.Task[None]:
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self.run(), name="snapshot feed")
-        return self._task
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task

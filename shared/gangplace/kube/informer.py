@@ -23,6 +23,7 @@ from typing import Any, Generic, TypeVar
 from .backoff import Backoff
 from .client import REQUEST_ERRORS, ApiError, KubeClient
 from .resources import Resource, UndeclaredApiCall
+from .task import BackgroundTask
 
 __all__ = ["Informer", "InformerStats", "Listener", "object_key"]
 
@@ -58,7 +59,7 @@ class InformerStats:
     last_error: str = ""
 
 
-class Informer(Generic[T]):
+class Informer(BackgroundTask, Generic[T]):
     """One resource, kept in :attr:`store` as records made by ``convert``.
 
     ``convert`` may raise ``ValueError`` for an object it cannot read; that object is left
@@ -92,6 +93,7 @@ class Informer(Generic[T]):
         self.watch_timeout = watch_timeout
         self.backoff = backoff or Backoff(initial=0.2, maximum=30.0)
         self.name = name or str(resource)
+        self.task_name = f"informer {self.name}"
         self.synced = asyncio.Event()
         self.stats = InformerStats()
         self.invalid: dict[str, str] = {}
@@ -99,7 +101,6 @@ class Informer(Generic[T]):
         self.resource_version = ""
         self._store: dict[str, T] = {}
         self._listeners: list[Listener] = []
-        self._task: asyncio.Task[None] | None = None
         self._rng = random.Random()
 
     # --- reading ----------------------------------------------------------------------
@@ -132,22 +133,6 @@ class Informer(Generic[T]):
         self._listeners.append(listener)
 
     # --- running ----------------------------------------------------------------------
-
-    def start(self) -> asyncio.Task[None]:
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self.run(), name=f"informer {self.name}")
-        return self._task
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    @property
-    def running(self) -> bool:
-        return self._task is not None and not self._task.done()
 
     async def wait_synced(self, timeout: float | None = None) -> None:
         async with asyncio.timeout(timeout):
