@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from gangplace.engine import PodRecord, PodShape, Scorer, Snapshot, place_gang
+from gangplace.engine.feasibility import fits
 from gangplace.engine.fragmentation import TargetWorkload, fragmentation
 from gangplace.engine.report import FragmentationReport, fragmentation_report
 
@@ -27,7 +29,11 @@ from .state import ClusterState
 from .strategies import defragment, make_room, release_stale_gangs
 from .units import Demand, demand_of
 
-__all__ = ["apply_moves", "fragmentation_now", "plan"]
+__all__ = ["MoveError", "apply_moves", "fragmentation_now", "plan"]
+
+
+class MoveError(RuntimeError):
+    """A planned move that does not fit as the plan said (a planner bug: never expected)."""
 
 
 def plan(
@@ -104,12 +110,18 @@ def _pods_by_key(snap: Snapshot) -> dict[str, PodRecord]:
 
 
 def apply_moves(
-    snap: Snapshot, moves: Sequence[Move], pods: dict[str, PodRecord] | None = None
+    snap: Snapshot,
+    moves: Sequence[Move],
+    pods: dict[str, PodRecord] | None = None,
+    *,
+    strict: bool = False,
 ) -> None:
     """Make ``moves`` on ``snap`` at once: every eviction, then every pod bound where
     the plan predicts it lands (released stale gangs' pods stay pending). ``snap`` must
     be the snapshot the plan was made on (or one like it); a trace replay can call this
-    inside or outside a fork."""
+    inside or outside a fork. ``strict`` (the replay's moves): every pod must have a
+    node to land on, and each landing is checked with the engine (resources, devices);
+    one that does not fit raises :class:`MoveError`."""
     if pods is None:
         pods = _pods_by_key(snap)
     for m in moves:
@@ -119,9 +131,18 @@ def apply_moves(
                 snap.remove(p)
     for m in moves:
         for pm in m.pods:
-            if pm.target is not None:
-                p = pods[pm.key]
-                snap.place(p.shape, snap.node_index[pm.target], pm.target_gpus, pod=p)
+            if pm.target is None:
+                if strict:
+                    raise MoveError(f"{pm.key}: the plan gives no node to land on")
+                continue
+            p = pods[pm.key]
+            node = snap.node_index[pm.target]
+            if strict:
+                free = snap.gpu_free[node]
+                gpus_ok = all(free[g] >= p.shape.gpu_milli for g in pm.target_gpus)
+                if not (fits(snap, p.shape, np.array([node]))[0] and gpus_ok):
+                    raise MoveError(f"{pm.key}: does not fit on {pm.target} as planned")
+            snap.place(p.shape, node, pm.target_gpus, pod=p)
 
 
 def _settle(

@@ -23,27 +23,21 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
-from gangplace.engine import PodRecord, Snapshot
 from gangplace.engine.arrivals import TracePod
-from gangplace.engine.feasibility import fits
 from gangplace.engine.replay import ReplayContext
 from gangplace.engine.timeparse import format_time
 
 from .config import DeschedulerConfig
-from .plan import Move, Plan
-from .planner import plan
+from .plan import Plan
+from .planner import MoveError, apply_moves, plan
 from .state import ANNOTATION_LAST_MOVED, ClusterState
 
-__all__ = ["T0", "MoveError", "PlannerHook", "Round", "make_moves", "plan_points"]
+__all__ = ["T0", "MoveError", "PlannerHook", "Round", "plan_points"]
 
 # The virtual clock's start; only differences matter.
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 # What a trace pod is taken to be: a Running pod made by a controller.
 OWNER_KIND = "ReplicaSet"
-
-
-class MoveError(RuntimeError):
-    """A planned move that does not fit as the plan said (a planner bug: never expected)."""
 
 
 def plan_points(
@@ -141,7 +135,7 @@ class PlannerHook:
         state = ClusterState(snapshot=snap, now=now)
         result = plan(state, self.config, scorer=ctx.policy, workload=ctx.workload, largest=False)
         by_key = {p.key: p for p in ctx.pods}
-        make_moves(snap, result.moves, by_key)
+        apply_moves(snap, result.moves, by_key, strict=True)
         stamp = format_time(now)
         for m in result.moves:
             for pm in m.pods:
@@ -164,25 +158,3 @@ class PlannerHook:
             )
         )
         self.last_plan = result
-
-
-def make_moves(snap: Snapshot, moves: Sequence[Move], pods: dict[str, PodRecord]) -> None:
-    """Make ``moves`` on the replay's cluster: every moved pod leaves its node, then each
-    lands where the plan says. Each landing is checked with the engine (resources,
-    devices); a move that does not fit raises :class:`MoveError`."""
-    for m in moves:
-        for pm in m.pods:
-            p = pods[pm.key]
-            if p.node >= 0:
-                snap.remove(p)
-    for m in moves:
-        for pm in m.pods:
-            p = pods[pm.key]
-            if pm.target is None:
-                raise MoveError(f"{pm.key}: the plan gives no node to land on")
-            node = snap.node_index[pm.target]
-            free = snap.gpu_free[node]
-            gpus_ok = all(free[g] >= p.shape.gpu_milli for g in pm.target_gpus)
-            if not (fits(snap, p.shape, np.array([node]))[0] and gpus_ok):
-                raise MoveError(f"{pm.key}: does not fit on {pm.target} as planned")
-            snap.place(p.shape, node, pm.target_gpus, pod=p)
