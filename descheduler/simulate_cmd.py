@@ -23,7 +23,6 @@ them -- and ``defragment.min_gain_gpus`` from ``--min-gain`` and no
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -37,6 +36,7 @@ from gangplace.simulate_cli import (
     CliError,
     add_common_arguments,
     add_replay_arguments,
+    guarded,
     load_trace_input,
     prepare_trace,
     print_replay,
@@ -56,7 +56,7 @@ __all__ = [
     "trace_config",
 ]
 
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
+EXIT_OK = 0
 DEFAULT_MIN_GAIN = 0.01
 
 
@@ -221,14 +221,6 @@ def _notes(extra: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _guarded(args: argparse.Namespace) -> int:
-    try:
-        return cmd_simulate(args)
-    except CliError as e:
-        print(f"corral-descheduler simulate: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-
-
 def add_simulate_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``simulate`` on the corral-descheduler parser."""
     s = sub.add_parser(
@@ -256,4 +248,4 @@ def add_simulate_command(sub: argparse._SubParsersAction[argparse.ArgumentParser
     s.add_argument(
         "--compare", action="store_true", help="also replay without moves and report both"
     )
-    s.set_defaults(func=_guarded)
+    s.set_defaults(func=guarded(cmd_simulate, "corral-descheduler"))

@@ -29,6 +29,7 @@ __all__ = [
     "add_commands",
     "add_common_arguments",
     "add_replay_arguments",
+    "guarded",
     "load_trace_input",
     "prepare_trace",
     "print_replay",
@@ -302,12 +303,17 @@ def cmd_gangstudy(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+def guarded(
+    fn: Callable[[argparse.Namespace], int], prog: str = "gangplace"
+) -> Callable[[argparse.Namespace], int]:
+    """``fn`` with a :class:`CliError` printed as ``PROG COMMAND: message`` on stderr and
+    exit code 2."""
+
     def run(args: argparse.Namespace) -> int:
         try:
             return fn(args)
         except CliError as e:
-            print(f"gangplace {args.command}: {e}", file=sys.stderr)
+            print(f"{prog} {args.command}: {e}", file=sys.stderr)
             return EXIT_BAD_INPUT
 
     return run
@@ -361,7 +367,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "simulate", parents=[common], help="replay a pod trace with a policy (FGD paper method)"
     )
     add_replay_arguments(s)
-    s.set_defaults(func=_guard(cmd_simulate))
+    s.set_defaults(func=guarded(cmd_simulate))
 
     g = sub.add_parser(
         "gangstudy",
@@ -379,4 +385,4 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--cluster-nodes", type=int, default=120, help="nodes sampled from the node list"
     )
     g.add_argument("--policy", default="binpack", help="node scorer for both modes")
-    g.set_defaults(func=_guard(cmd_gangstudy))
+    g.set_defaults(func=guarded(cmd_gangstudy))
