@@ -28,12 +28,13 @@ import os
 import statistics
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from _common import die, parse_seeds, run_all, trace_folder
+
 # bench/descheduler.py shares its name with the package used here: the package must not
-# be looked for beside this file.
+# be looked for beside this file (imported beside it: only _common, above).
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
@@ -41,17 +42,12 @@ import numpy as np
 from gangplace.engine import Snapshot
 from gangplace.engine.policies import POLICIES
 from gangplace.simulate_cli import prepare_trace
-from gangplace.trace import GPU_NODE_FILE, find_trace_dir, load_pods, pod_list_path
+from gangplace.trace import GPU_NODE_FILE, load_pods, pod_list_path
 
 from descheduler.config import DeschedulerConfig
 from descheduler.simulate_cmd import replay_with_moves, trace_config
 
 _PODS: dict[str, Any] = {}
-
-
-def _die(message: str) -> None:
-    print(f"defrag_replay.py: {message}", file=sys.stderr)
-    sys.exit(2)
 
 
 def repack_figures(snap: Snapshot) -> dict[str, float]:
@@ -131,32 +127,15 @@ def _one(job: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _seeds(text: str) -> list[int]:
-    out: list[int] = []
-    try:
-        for part in text.split(","):
-            part = part.strip()
-            if "-" in part[1:]:
-                a, b = part.split("-", 1)
-                out.extend(range(int(a), int(b) + 1))
-            elif part:
-                out.append(int(part))
-    except ValueError:
-        _die(f"--seeds {text!r}: expected numbers and ranges like 42-51")
-    if not out:
-        _die("--seeds: empty")
-    return out
-
-
 def _pcts(args: argparse.Namespace) -> list[float]:
     try:
         if args.at:
             return sorted({float(x) for x in args.at.split(",") if x.strip()})
         step = float(args.every.rstrip("%"))
     except ValueError:
-        _die("--every/--at: expected percentages")
+        die("--every/--at: expected percentages")
     if step <= 0:
-        _die(f"--every {args.every}: must be > 0")
+        die(f"--every {args.every}: must be > 0")
     return [float(x) for x in np.arange(step, args.inflate * 100 + 1e-9, step)]
 
 
@@ -181,18 +160,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json-out", help="also write the JSON object to this file")
     args = ap.parse_args(argv)
 
-    trace_dir = Path(args.trace_dir) if args.trace_dir else find_trace_dir(Path(__file__).parent)
-    if trace_dir is None or not (trace_dir / GPU_NODE_FILE).is_file():
-        _die(f"--trace-dir: no {GPU_NODE_FILE} found (give the trace folder)")
+    trace_dir = trace_folder(args.trace_dir, Path(__file__).parent)
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     bad = [p for p in policies if p not in POLICIES]
     if bad or not policies:
-        _die(f"--policies: unknown {', '.join(bad) or '(none)'}; choose from {', '.join(POLICIES)}")
+        die(f"--policies: unknown {', '.join(bad) or '(none)'}; choose from {', '.join(POLICIES)}")
     if args.workers < 1:
-        _die("--workers must be >= 1")
+        die("--workers must be >= 1")
     if args.max_moves < 0:
-        _die("--max-moves must be >= 0")
-    seeds = _seeds(args.seeds)
+        die("--max-moves must be >= 0")
+    seeds = parse_seeds(args.seeds)
     pcts = _pcts(args)
     jobs = [
         {
@@ -211,18 +188,9 @@ def main(argv: list[str] | None = None) -> int:
         for s in seeds
         for m in (True, False)  # the long runs first
     ]
-    runs: list[dict[str, Any]] = []
     tty = sys.stderr.isatty() and not args.json
     start = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        futs = [pool.submit(_one, j) for j in jobs]
-        for i, f in enumerate(as_completed(futs), 1):
-            runs.append(f.result())
-            if tty:
-                sys.stderr.write(f"\r{i}/{len(jobs)} runs, {time.perf_counter() - start:.0f} s")
-                sys.stderr.flush()
-    if tty:
-        sys.stderr.write("\n")
+    runs: list[dict[str, Any]] = run_all(_one, [(j,) for j in jobs], args.workers, progress=tty)
     wall = time.perf_counter() - start
     runs.sort(key=lambda r: (r["policy"], r["seed"], r["moves"]))
 

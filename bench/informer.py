@@ -32,6 +32,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from _common import in_process
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -179,17 +181,6 @@ def _measure(conn: Connection, url: str, variant: str, page_size: int, repeats: 
     conn.send(asyncio.run(main()))
 
 
-def _in_process(target: Any, *args: Any) -> Any:
-    ctx = mp.get_context("spawn")
-    parent, child = ctx.Pipe()
-    proc = ctx.Process(target=target, args=(child, *args))
-    proc.start()
-    try:
-        return parent.recv()
-    finally:
-        proc.join()
-
-
 # --- report ---------------------------------------------------------------------------
 
 
@@ -274,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     info = parent.recv()
     try:
         results = {
-            v: _in_process(_measure, info["url"], v, args.page_size, args.repeats)
+            v: in_process(_measure, info["url"], v, args.page_size, args.repeats)
             for v in ("compact", "baseline")
         }
     finally:

@@ -18,13 +18,13 @@ import os
 import statistics
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from _common import die, parse_seeds, run_all, trace_folder
 from gangplace.engine.policies import PAPER_POLICIES, POLICIES
 from gangplace.simulate_cli import run_trace
-from gangplace.trace import GPU_NODE_FILE, find_trace_dir, load_pods, pod_list_path, trace_names
+from gangplace.trace import GPU_NODE_FILE, load_pods, pod_list_path, trace_names
 
 # The paper's medians (unallocated GPU %, 10 seeds, 130% arrived).
 PAPER = {
@@ -39,12 +39,6 @@ PAPER = {
 }
 
 _PODS: dict[str, Any] = {}
-
-
-def _die(message: str) -> None:
-    """A bad flag: say which, exit 2."""
-    print(f"trace.py: {message}", file=sys.stderr)
-    sys.exit(2)
 
 
 def _one(trace_dir: str, trace: str, policy: str, seed: int, inflate: float) -> dict[str, Any]:
@@ -68,26 +62,10 @@ def _csv(text: str, allowed: list[str] | None, flag: str) -> list[str]:
     if allowed is not None:
         bad = [x for x in items if x not in allowed]
         if bad:
-            _die(f"{flag}: unknown {', '.join(bad)}; choose from {', '.join(allowed)}")
+            die(f"{flag}: unknown {', '.join(bad)}; choose from {', '.join(allowed)}")
     if not items:
-        _die(f"{flag}: empty")
+        die(f"{flag}: empty")
     return items
-
-
-def _seeds(text: str) -> list[int]:
-    out: list[int] = []
-    try:
-        for part in text.split(","):
-            if "-" in part.strip()[1:]:
-                a, b = part.split("-", 1)
-                out.extend(range(int(a), int(b) + 1))
-            elif part.strip():
-                out.append(int(part))
-    except ValueError:
-        _die(f"--seeds {text!r}: expected numbers and ranges like 42-51")
-    if not out:
-        _die("--seeds: empty")
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,31 +82,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json-out", help="also write the JSON object to this file")
     args = ap.parse_args(argv)
 
-    trace_dir = Path(args.trace_dir) if args.trace_dir else find_trace_dir(Path(__file__).parent)
-    if trace_dir is None or not (trace_dir / GPU_NODE_FILE).is_file():
-        _die(f"--trace-dir: no {GPU_NODE_FILE} found (give the trace folder)")
+    trace_dir = trace_folder(args.trace_dir, Path(__file__).parent)
     names = trace_names(trace_dir)
     traces = names if args.traces == "all" else _csv(args.traces, names, "--traces")
     if "default" in traces:  # the paper's headline trace first
         traces = ["default", *[t for t in traces if t != "default"]]
     policies = _csv(args.policies, list(POLICIES), "--policies")
-    seeds = _seeds(args.seeds)
+    seeds = parse_seeds(args.seeds)
     if args.workers < 1:
-        _die("--workers must be >= 1")
+        die("--workers must be >= 1")
 
-    jobs = [(t, p, s) for t in traces for p in policies for s in seeds]
-    runs: list[dict[str, Any]] = []
+    jobs = [
+        (str(trace_dir), t, p, s, args.inflate) for t in traces for p in policies for s in seeds
+    ]
     tty = sys.stderr.isatty() and not args.json
     start = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        futs = [pool.submit(_one, str(trace_dir), t, p, s, args.inflate) for t, p, s in jobs]
-        for i, f in enumerate(as_completed(futs), 1):
-            runs.append(f.result())
-            if tty:
-                sys.stderr.write(f"\r{i}/{len(jobs)} runs, {time.perf_counter() - start:.0f} s")
-                sys.stderr.flush()
-    if tty:
-        sys.stderr.write("\n")
+    runs: list[dict[str, Any]] = run_all(_one, jobs, args.workers, progress=tty)
     wall = time.perf_counter() - start
 
     def cell(p: str, t: str) -> list[float]:

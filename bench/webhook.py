@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonpatch
+from _common import in_process
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -606,19 +607,6 @@ def _measure_view(conn: Any, url: str, variant: str, iterations: int) -> None:
     conn.send(asyncio.run(main()))
 
 
-def _in_process(target: Any, *args: Any) -> Any:
-    import multiprocessing as mp
-
-    ctx = mp.get_context("spawn")
-    parent, child = ctx.Pipe()
-    proc = ctx.Process(target=target, args=(child, *args))
-    proc.start()
-    try:
-        return parent.recv()
-    finally:
-        proc.join()
-
-
 def _kubeconfig(folder: Path, url: str) -> Path:
     doc = {
         "apiVersion": "v1",
@@ -703,7 +691,7 @@ def bench_cluster(nodes: int, pods: int, iterations: int, seed: int) -> dict[str
     info = parent.recv()
     try:
         views = {
-            v: _in_process(_measure_view, info["url"], v, iterations) for v in ("webhook", "cache")
+            v: in_process(_measure_view, info["url"], v, iterations) for v in ("webhook", "cache")
         }
         served = _served_rss(info["url"], timeout=900)
     finally:
