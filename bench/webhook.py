@@ -240,6 +240,29 @@ class Server:
                 self.proc.wait()
 
 
+def _serve_argv(port: int, cert: Path, key: Path, *extra: str) -> list[str]:
+    """``corral-webhook serve`` on 127.0.0.1:``port`` with the given certificate."""
+    return [
+        sys.executable,
+        "-m",
+        "webhook.cli",
+        "serve",
+        *extra,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--tls-cert-file",
+        str(cert),
+        "--tls-key-file",
+        str(key),
+        "--log-level",
+        "warning",
+        "--shutdown-delay",
+        "0",
+    ]
+
+
 def _servers(tmp: Path, cert: Path, key: Path) -> list[tuple[str, list[str], int]]:
     ceiling_py = tmp / "ceiling.py"
     ceiling_py.write_text(CEILING)
@@ -248,31 +271,7 @@ def _servers(tmp: Path, cert: Path, key: Path) -> list[tuple[str, list[str], int
     ceiling = [sys.executable, str(ceiling_py), str(p), str(cert), str(key)]
     out.append(("ceiling (plain aiohttp)", ceiling, p))
     p = _free_port()
-    out.append(
-        (
-            "corral-webhook",
-            [
-                sys.executable,
-                "-m",
-                "webhook.cli",
-                "serve",
-                "--no-cluster",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(p),
-                "--tls-cert-file",
-                str(cert),
-                "--tls-key-file",
-                str(key),
-                "--log-level",
-                "warning",
-                "--shutdown-delay",
-                "0",
-            ],
-            p,
-        )
-    )
+    out.append(("corral-webhook", _serve_argv(p, cert, key, "--no-cluster"), p))
     return out
 
 
@@ -633,25 +632,7 @@ def _served_rss(url: str, timeout: float) -> dict[str, dict[str, float]]:
             ("--no-cluster", ["--no-cluster"]),
         ):
             port = _free_port()
-            argv = [
-                sys.executable,
-                "-m",
-                "webhook.cli",
-                "serve",
-                *extra,
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--tls-cert-file",
-                str(cert),
-                "--tls-key-file",
-                str(key),
-                "--log-level",
-                "warning",
-                "--shutdown-delay",
-                "0",
-            ]
+            argv = _serve_argv(port, cert, key, *extra)
             t0 = time.perf_counter()
             with Server(name, argv, port) as srv:
                 assert srv.proc is not None
