@@ -16,7 +16,7 @@ from .gangs import GangRow
 
 __all__ = ["DIALECT_KEYS", "Explanation", "explain_pod", "render_explanation"]
 
-# The keys the webhook writes on pods, per dialect (DESIGN.md's backend table).
+# The keys the webhook writes on pods, per dialect (the table of docs/backends.md).
 DIALECT_KEYS: Mapping[str, tuple[str, ...]] = {
     "volcano": (g.VOLCANO_GROUP_NAME, g.VOLCANO_QUEUE_NAME, g.VOLCANO_SLA_WAITING_TIME),
     "coscheduling": (g.COSCHED_POD_GROUP_LABEL,),

@@ -1,4 +1,4 @@
-"""Each backend's dialect (DESIGN.md's table), on a workload, a bare gang pod and a
+"""Each backend's dialect (docs/backends.md's table), on a workload, a bare gang pod and a
 single pod: membership, minAvailable, queue and timeout keys, the gang object."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One gang policy, written in the keys of the scheduler in use (DESIGN.md's table).
+"""One gang policy, written in the keys of the scheduler in use (docs/backends.md's table).
 
 A :class:`Dialect` says which labels and annotations make a pod a gang member, which
 keys a workload itself carries, and what the gang object (a PodGroup) looks like for

@@ -259,5 +259,8 @@ async def run_demo(fixtures: Path | None, out: TextIO) -> int:
             )
     finally:
         await runner.cleanup()
-    out.write("\nNext: `corral-webhook serve --help`; the keys users type are in DESIGN.md.\n")
+    out.write(
+        "\nNext: `corral-webhook serve --help`; the keys users type are described in\n"
+        "docs/annotations.md, beside the README.\n"
+    )
     return 0

@@ -1,4 +1,4 @@
-"""The public corral.dev keys users type, in one place (see DESIGN.md).
+"""The public corral.dev keys users type, in one place (docs/annotations.md describes them).
 
 They may sit on a workload, on its pod template, or on a bare pod, as annotations or
 labels (annotations win when both are set).

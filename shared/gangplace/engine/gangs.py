@@ -41,7 +41,7 @@ __all__ = [
     "membership",
 ]
 
-# corral's own keys (DESIGN.md, "Public interface").
+# corral's own keys (docs/annotations.md).
 ANNOTATION_GANG = "corral.dev/gang"
 ANNOTATION_MIN_AVAILABLE = "corral.dev/min-available"
 ANNOTATION_QUEUE = "corral.dev/queue"
