@@ -2,14 +2,16 @@
 
 A :class:`Dialect` says which labels and annotations make a pod a gang member, which
 keys a workload itself carries, and what the gang object (a PodGroup) looks like for
-the backends that have one. Everything here is pure data in, data out.
+the backends that have one. The keys themselves are the engine's one table
+(:mod:`gangplace.engine.gangs`), which the descheduler reads back. Everything here is
+pure data in, data out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 import orjson
 from gangplace.engine import gangs
@@ -26,20 +28,6 @@ __all__ = [
     "TaskGroup",
     "dialect_for",
 ]
-
-# The backends' keys live in the engine's one table, which the descheduler reads back.
-VOLCANO_GROUP_NAME: Final = gangs.VOLCANO_GROUP_NAME
-VOLCANO_QUEUE_NAME: Final = gangs.VOLCANO_QUEUE_NAME
-VOLCANO_SLA_WAITING: Final = gangs.VOLCANO_SLA_WAITING_TIME
-COSCHED_POD_GROUP: Final = gangs.COSCHED_POD_GROUP_LABEL
-YK_APP_ID: Final = gangs.YUNIKORN_APP_ID_LABEL
-YK_QUEUE: Final = gangs.YUNIKORN_QUEUE_LABEL
-YK_TASK_GROUP_NAME: Final = gangs.YUNIKORN_TASK_GROUP_NAME
-YK_TASK_GROUPS: Final = gangs.YUNIKORN_TASK_GROUPS
-YK_POLICY: Final = gangs.YUNIKORN_POLICY
-KUEUE_POD_GROUP: Final = gangs.KUEUE_POD_GROUP_LABEL
-KUEUE_TOTAL: Final = gangs.KUEUE_TOTAL_COUNT
-KUEUE_QUEUE: Final = gangs.KUEUE_QUEUE_LABEL
 
 
 @dataclass(slots=True)
@@ -141,11 +129,26 @@ class Dialect:
         known); None for backends without one."""
         return None
 
-    def _podgroup_meta(self, gang: GangInfo, namespace: str) -> dict[str, Any]:
-        return {
+    def _podgroup_object(
+        self,
+        gang: GangInfo,
+        namespace: str,
+        spec: dict[str, Any],
+        annotations: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        assert self.podgroup is not None
+        meta: dict[str, Any] = {
             "name": gang.name,
             "namespace": namespace,
             "labels": {MANAGED_BY[0]: MANAGED_BY[1]},
+        }
+        if annotations:
+            meta["annotations"] = annotations
+        return {
+            "apiVersion": self.podgroup.api_version,
+            "kind": self.podgroup.kind,
+            "metadata": meta,
+            "spec": spec,
         }
 
 
@@ -165,16 +168,16 @@ class Volcano(Dialect):
     podgroup = PodGroupKind("scheduling.volcano.sh", "v1beta1")
 
     def membership(self, meta: Mapping[str, Any] | None) -> str | None:
-        return _get(meta, "annotations", VOLCANO_GROUP_NAME)
+        return _get(meta, "annotations", gangs.VOLCANO_GROUP_NAME)
 
     def member_keys(
         self, gang: GangInfo, *, role: str | None, task_groups: Sequence[TaskGroup] | None
     ) -> Keys:
-        ann = {VOLCANO_GROUP_NAME: gang.name}
+        ann = {gangs.VOLCANO_GROUP_NAME: gang.name}
         if gang.queue:
-            ann[VOLCANO_QUEUE_NAME] = gang.queue
+            ann[gangs.VOLCANO_QUEUE_NAME] = gang.queue
         if gang.timeout_seconds:
-            ann[VOLCANO_SLA_WAITING] = format_duration(gang.timeout_seconds)
+            ann[gangs.VOLCANO_SLA_WAITING_TIME] = format_duration(gang.timeout_seconds)
         return Keys(annotations=ann)
 
     def podgroup_body(
@@ -184,10 +187,6 @@ class Volcano(Dialect):
         priority_class: str | None,
         min_resources: Mapping[str, str],
     ) -> dict[str, Any]:
-        assert self.podgroup is not None
-        meta = self._podgroup_meta(gang, namespace)
-        if gang.timeout_seconds:
-            meta["annotations"] = {VOLCANO_SLA_WAITING: format_duration(gang.timeout_seconds)}
         spec: dict[str, Any] = {"minMember": gang.min_member}
         if gang.queue:
             spec["queue"] = gang.queue
@@ -195,12 +194,9 @@ class Volcano(Dialect):
             spec["priorityClassName"] = priority_class
         if min_resources:
             spec["minResources"] = dict(min_resources)
-        return {
-            "apiVersion": self.podgroup.api_version,
-            "kind": "PodGroup",
-            "metadata": meta,
-            "spec": spec,
-        }
+        timeout = gang.timeout_seconds
+        ann = {gangs.VOLCANO_SLA_WAITING_TIME: format_duration(timeout)} if timeout else None
+        return self._podgroup_object(gang, namespace, spec, ann)
 
 
 class Coscheduling(Dialect):
@@ -208,12 +204,12 @@ class Coscheduling(Dialect):
     podgroup = PodGroupKind("scheduling.x-k8s.io", "v1alpha1")
 
     def membership(self, meta: Mapping[str, Any] | None) -> str | None:
-        return _get(meta, "labels", COSCHED_POD_GROUP)
+        return _get(meta, "labels", gangs.COSCHED_POD_GROUP_LABEL)
 
     def member_keys(
         self, gang: GangInfo, *, role: str | None, task_groups: Sequence[TaskGroup] | None
     ) -> Keys:
-        return Keys(labels={COSCHED_POD_GROUP: gang.name})
+        return Keys(labels={gangs.COSCHED_POD_GROUP_LABEL: gang.name})
 
     def podgroup_body(
         self,
@@ -222,18 +218,12 @@ class Coscheduling(Dialect):
         priority_class: str | None,
         min_resources: Mapping[str, str],
     ) -> dict[str, Any]:
-        assert self.podgroup is not None
         spec: dict[str, Any] = {"minMember": gang.min_member}
         if min_resources:
             spec["minResources"] = dict(min_resources)
         if gang.timeout_seconds:
             spec["scheduleTimeoutSeconds"] = gang.timeout_seconds
-        return {
-            "apiVersion": self.podgroup.api_version,
-            "kind": "PodGroup",
-            "metadata": self._podgroup_meta(gang, namespace),
-            "spec": spec,
-        }
+        return self._podgroup_object(gang, namespace, spec)
 
 
 def task_groups_json(groups: Sequence[TaskGroup]) -> str:
@@ -246,20 +236,20 @@ class YuniKorn(Dialect):
     backend = Backend.YUNIKORN
 
     def membership(self, meta: Mapping[str, Any] | None) -> str | None:
-        return _get(meta, "labels", YK_APP_ID)
+        return _get(meta, "labels", gangs.YUNIKORN_APP_ID_LABEL)
 
     def member_keys(
         self, gang: GangInfo, *, role: str | None, task_groups: Sequence[TaskGroup] | None
     ) -> Keys:
-        labels = {YK_APP_ID: gang.name}
+        labels = {gangs.YUNIKORN_APP_ID_LABEL: gang.name}
         if gang.queue:
-            labels[YK_QUEUE] = gang.queue
+            labels[gangs.YUNIKORN_QUEUE_LABEL] = gang.queue
         ann: dict[str, str] = {}
         if task_groups and role:
-            ann[YK_TASK_GROUP_NAME] = role
-            ann[YK_TASK_GROUPS] = task_groups_json(task_groups)
+            ann[gangs.YUNIKORN_TASK_GROUP_NAME] = role
+            ann[gangs.YUNIKORN_TASK_GROUPS] = task_groups_json(task_groups)
             if gang.timeout_seconds:
-                ann[YK_POLICY] = f"placeholderTimeoutInSeconds={gang.timeout_seconds}"
+                ann[gangs.YUNIKORN_POLICY] = f"placeholderTimeoutInSeconds={gang.timeout_seconds}"
         return Keys(labels=labels, annotations=ann)
 
 
@@ -268,7 +258,7 @@ class Kueue(Dialect):
     templates_carry_keys = False
 
     def membership(self, meta: Mapping[str, Any] | None) -> str | None:
-        return _get(meta, "labels", KUEUE_POD_GROUP)
+        return _get(meta, "labels", gangs.KUEUE_POD_GROUP_LABEL)
 
     def member_keys(
         self, gang: GangInfo, *, role: str | None, task_groups: Sequence[TaskGroup] | None
@@ -278,15 +268,15 @@ class Kueue(Dialect):
         labels: dict[str, str] = {}
         ann: dict[str, str] = {}
         if gang.queue:
-            labels[KUEUE_QUEUE] = gang.queue
+            labels[gangs.KUEUE_QUEUE_LABEL] = gang.queue
         total = gang.size if gang.size is not None else gang.min_member
         if total > 1:
-            labels[KUEUE_POD_GROUP] = gang.name
-            ann[KUEUE_TOTAL] = str(total)
+            labels[gangs.KUEUE_POD_GROUP_LABEL] = gang.name
+            ann[gangs.KUEUE_TOTAL_COUNT] = str(total)
         return Keys(labels=labels, annotations=ann)
 
     def workload_keys(self, gang: GangInfo) -> Keys:
-        return Keys(labels={KUEUE_QUEUE: gang.queue} if gang.queue else {})
+        return Keys(labels={gangs.KUEUE_QUEUE_LABEL: gang.queue} if gang.queue else {})
 
 
 _DIALECTS: dict[Backend, type[Dialect]] = {
