@@ -208,21 +208,26 @@ def _pem_cert(cert: x509.Certificate) -> bytes:
     return cert.public_bytes(serialization.Encoding.PEM)
 
 
-def new_ca(
-    now: dt.datetime, *, days: int = CA_DAYS, name: str = CA_NAME
-) -> tuple[bytes, bytes]:
-    key = _key()
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    ski = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
-    cert = (
+def _builder(
+    subject: x509.Name,
+    issuer: x509.Name,
+    key: ec.EllipticCurvePrivateKey,
+    now: dt.datetime,
+    not_after: dt.datetime,
+    *,
+    ca: bool,
+) -> x509.CertificateBuilder:
+    """A certificate for ``key``, valid from a little before ``now``: a CA (signs
+    certificates) or a leaf (signs nothing)."""
+    return (
         x509.CertificateBuilder()
         .subject_name(subject)
-        .issuer_name(subject)
+        .issuer_name(issuer)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - _SKEW)
-        .not_valid_after(now + dt.timedelta(days=days))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None), critical=True)
         .add_extension(
             x509.KeyUsage(
                 digital_signature=True,
@@ -230,13 +235,22 @@ def new_ca(
                 key_encipherment=False,
                 data_encipherment=False,
                 key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
+                key_cert_sign=ca,
+                crl_sign=ca,
                 encipher_only=False,
                 decipher_only=False,
             ),
             critical=True,
         )
+    )
+
+
+def new_ca(now: dt.datetime, *, days: int = CA_DAYS, name: str = CA_NAME) -> tuple[bytes, bytes]:
+    key = _key()
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    ski = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
+    cert = (
+        _builder(subject, subject, key, now, now + dt.timedelta(days=days), ca=True)
         .add_extension(ski, critical=False)
         .sign(key, hashes.SHA256())
     )
@@ -261,29 +275,9 @@ def issue(
     sans: list[x509.GeneralName] = [x509.DNSName(n) for n in names]
     sans += [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
     not_after = min(now + dt.timedelta(days=days), ca_cert.not_valid_after_utc)
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - _SKEW)
-        .not_valid_after(not_after)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        _builder(subject, ca_cert.subject, key, now, not_after, ca=False)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
