@@ -589,21 +589,29 @@ def _admit_workload(
             str(meta.get("name") or ""),
             str(meta.get("uid") or ""),
         )
-        namespace = req.namespace
-
-        def body() -> dict[str, Any]:
-            out = dialect.podgroup_body(
-                gang, namespace, shaped.priority_class(), shaped.min_resources()
-            )
-            assert out is not None
-            return out
-
-        intents.append(
-            PodGroupIntent(
-                dialect.podgroup.api_version, dialect.podgroup.plural, namespace, name, body, owner
-            )
-        )
+        intents.append(_podgroup_intent(dialect, gang, req.namespace, shaped, owner))
     return _finish(req, kind, ed, warnings, intents)
+
+
+def _podgroup_intent(
+    dialect: Dialect,
+    gang: GangInfo,
+    namespace: str,
+    shaped: _GangShapes,
+    owner: OwnerRef | None,
+) -> PodGroupIntent:
+    """The gang's PodGroup for the reconciler; its body is rendered when it is made."""
+    assert dialect.podgroup is not None
+
+    def body() -> dict[str, Any]:
+        out = dialect.podgroup_body(
+            gang, namespace, shaped.priority_class(), shaped.min_resources()
+        )
+        assert out is not None
+        return out
+
+    kind = dialect.podgroup
+    return PodGroupIntent(kind.api_version, kind.plural, namespace, gang.name, body, owner)
 
 
 class _GangShapes:
@@ -810,25 +818,7 @@ def _admit_pod(
             pod_owner = (
                 OwnerRef("v1", "Pod", pod_name) if isinstance(pod_name, str) and pod_name else None
             )
-        namespace = req.namespace
-
-        def body() -> dict[str, Any]:
-            out = dialect.podgroup_body(
-                gang, namespace, shaped.priority_class(), shaped.min_resources()
-            )
-            assert out is not None
-            return out
-
-        intents.append(
-            PodGroupIntent(
-                dialect.podgroup.api_version,
-                dialect.podgroup.plural,
-                namespace,
-                name,
-                body,
-                pod_owner,
-            )
-        )
+        intents.append(_podgroup_intent(dialect, gang, req.namespace, shaped, pod_owner))
     return _finish(req, "Pod", ed, warnings, intents)
 
 
