@@ -12,7 +12,14 @@ $(STAMP): pyproject.toml constraints.txt
 	@touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/gangplace demo
+	@echo "== 1/3  The engine: fragmentation and all-or-nothing gang placement on a sample cluster"
+	@$(BIN)/gangplace demo
+	@echo
+	@echo "== 2/3  The admission webhook, served locally over TLS, answering captured AdmissionReviews"
+	@$(BIN)/corral-webhook demo
+	@echo
+	@echo "== 3/3  The descheduler's plan for a fragmented cluster built from the Alibaba GPU trace"
+	@$(BIN)/corral-descheduler plan
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
