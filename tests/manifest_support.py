@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -88,16 +89,25 @@ def combination_id(choices: dict[str, str]) -> str:
     return "+".join(choices.values())
 
 
-@functools.cache
+_SCRATCH: list[tempfile.TemporaryDirectory[str]] = []
+_SCRATCH_LOCK = threading.Lock()
+
+
 def _scratch() -> tempfile.TemporaryDirectory[str]:
-    """One folder for the generated kustomizations, removed when the tests end."""
-    return tempfile.TemporaryDirectory(prefix="corral-kustomize-")
+    """One folder for the generated kustomizations, removed when the tests end.
+
+    Locked, not ``functools.cache``: prerender's threads would each make one, and the
+    ones the cache drops are collected, deleting the folders made in them.
+    """
+    with _SCRATCH_LOCK:
+        if not _SCRATCH:
+            _SCRATCH.append(tempfile.TemporaryDirectory(prefix="corral-kustomize-"))
+        return _SCRATCH[0]
 
 
 @functools.cache
 def _combination_dir(key: tuple[tuple[str, str], ...], extra: tuple[str, ...]) -> str:
     scratch = Path(_scratch().name)
-    scratch.mkdir(parents=True, exist_ok=True)  # survive a /tmp clean-up during the run
     folder = Path(tempfile.mkdtemp(dir=scratch))
     # kustomize takes only relative paths.
     rel = os.path.relpath(MANIFESTS, folder)
