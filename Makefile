@@ -31,8 +31,8 @@ lint: $(STAMP)
 	MYPYPATH=shared $(BIN)/mypy --strict -p gangplace -p descheduler -p webhook -p kubectl_corral
 	$(BIN)/python scripts/gen_manifests.py --check
 
-# The generated RBAC (from gangplace.kube.rbac), the installed descheduler config and
-# the kubectl-corral viewer role in docs/.
+# The generated RBAC (from gangplace.kube.rbac), the installed descheduler config,
+# the kubectl-corral viewer role and the command-line reference in docs/.
 manifests: $(STAMP)
 	$(BIN)/python scripts/gen_manifests.py
 
