@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from gangplace.engine import EngineConfig
 from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_duration
+from gangplace.yamlfile import YamlFileError, read_yaml
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -262,13 +263,9 @@ def load_config(path: str | Path | None) -> DeschedulerConfig:
     if path is None:
         return DeschedulerConfig()
     try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise ConfigError(f"config {path}: {e.strerror or e}") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ConfigError(f"config {path}: not valid YAML ({e})") from None
+        raw = read_yaml(path)
+    except YamlFileError as e:
+        raise ConfigError(f"config {path}: {e}") from None
     return parse_config(raw, f"config {path}")
 
 

@@ -83,8 +83,13 @@ def test_file_errors_name_the_file(tmp_path: Path) -> None:
         load_config(tmp_path / "missing.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("limits: [unclosed")
-    with pytest.raises(ConfigError, match="not valid YAML"):
+    with pytest.raises(ConfigError, match="not valid YAML: line 1, column 18:") as e:
         load_config(bad)
+    assert "\n" not in str(e.value)  # one line, for a pod's log
+    tab = tmp_path / "tab.yaml"
+    tab.write_text("runner:\n\tdry_run: true\n")
+    with pytest.raises(ConfigError, match=r"tab\.yaml: not valid YAML: line 2, column 1: .*'\\t'"):
+        load_config(tab)
     top = tmp_path / "top.yaml"
     top.write_text("- a list\n")
     with pytest.raises(ConfigError, match="mapping"):

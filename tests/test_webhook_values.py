@@ -165,7 +165,7 @@ engine: {gpu_resources: [nvidia.com/gpu]}
             ["needs a name"],
         ),
         ("- a\n- b\n", ["expected a mapping"]),
-        ("a: [\n", ["not YAML"]),
+        ("a: [\n", ["not valid YAML: line 2, column 1:"]),
     ],
 )
 def test_config_errors_name_the_field(tmp_path: Path, text: str, fragments: list[str]) -> None:

@@ -13,8 +13,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from gangplace.engine import EngineConfig
+from gangplace.yamlfile import YamlFileError, read_yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -191,13 +191,9 @@ def load_config(path: str | Path | None) -> WebhookConfig:
         return WebhookConfig()
     where = str(path)
     try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise ConfigError(f"{where}: {e.strerror or e}") from None
-    try:
-        doc: Any = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{where}: not YAML ({e})") from None
+        doc: Any = read_yaml(path)
+    except YamlFileError as e:
+        raise ConfigError(f"{where}: {e}") from None
     if doc is None:
         doc = {}
     if not isinstance(doc, dict):
