@@ -65,6 +65,10 @@ def test_rules_are_merged_sorted_and_named_only_where_rbac_can() -> None:
             "resourceNames": [rbac.DESCHEDULER_LEDGER],
             "verbs": ["get", "update"],
         },
+    ]
+    # The Lease only for the leader-elected Deployment; the CronJob elects no leader.
+    assert rbac.rules(rbac.DESCHEDULER, own_namespace=True, when=("descheduler", "cronjob")) == []
+    assert rbac.rules(rbac.DESCHEDULER, own_namespace=True, when=("descheduler", "deployment")) == [
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
         {
             "apiGroups": ["coordination.k8s.io"],
@@ -200,6 +204,13 @@ def test_permits_follows_rbac() -> None:
             "metadata": {"name": "r", "namespace": NS},
             "rules": rbac.rules(rbac.DESCHEDULER, own_namespace=True),
         },
+        {
+            "kind": "Role",
+            "metadata": {"name": "deployment", "namespace": NS},
+            "rules": rbac.rules(
+                rbac.DESCHEDULER, own_namespace=True, when=("descheduler", "deployment")
+            ),
+        },
     ]
     lease = ("update", "coordination.k8s.io", "leases", "")
     assert rbac.permits(roles, lease, NS, rbac.DESCHEDULER_LEASE)
@@ -211,15 +222,16 @@ def test_permits_follows_rbac() -> None:
     assert not rbac.permits(roles, ("create", "", "pods", ""), "ml")
 
 
-def _roles_of(component: str) -> list[dict[str, object]]:
+def _roles_of(component: str, chosen: dict[str, str]) -> list[dict[str, object]]:
+    """The roles of an install with ``chosen`` (else each choice's first value)."""
     objs = rbac.rbac_objects(component)
     for choice, values in rbac.CHOICES.items():
-        objs += rbac.rbac_objects(component, (choice, values[0]))
+        objs += rbac.rbac_objects(component, (choice, chosen.get(choice, values[0])))
     return [x for x in objs if x["kind"] in ("Role", "ClusterRole")]
 
 
-def _check_wire(api: ApiServer, records: list[RequestRecord], component: str) -> int:
-    roles = _roles_of(component)
+def _check_wire(api: ApiServer, records: list[RequestRecord], component: str, **chosen: str) -> int:
+    roles = _roles_of(component, chosen)
     for r in records:
         call, ns, name = rbac.parse_request(r.method, r.path, r.query)
         t = _resolve(api.store, r.path)  # the fake server's own reading of the path
@@ -262,7 +274,8 @@ async def test_the_descheduler_rules_allow_what_it_does_on_the_wire(
             await asyncio.sleep(0.25)
 
         await asyncio.wait_for(elector.run(lead), 5)
-    assert _check_wire(api, api.log, rbac.DESCHEDULER) > 10
+    # Leader election: the Deployment install.
+    assert _check_wire(api, api.log, rbac.DESCHEDULER, descheduler="deployment") > 10
 
 
 def _choice_roles(component: str, choices: dict[str, str]) -> list[dict[str, object]]:

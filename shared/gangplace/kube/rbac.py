@@ -205,12 +205,20 @@ _ROWS: tuple[tuple[tuple[str, ...], Resource, str, tuple[Grant, ...]], ...] = (
             ),
         ),
     ),
-    # Leader election: one Lease in corral's own namespace.
+    # Leader election: one Lease in corral's own namespace, for the leader-elected
+    # Deployment only (the CronJob runs `run --once`, which elects no leader).
     (
         ("get", "create", "update"),
         LEASES,
         "",
-        (Grant(DESCHEDULER, own_namespace=True, resource_names=(DESCHEDULER_LEASE,)),),
+        (
+            Grant(
+                DESCHEDULER,
+                own_namespace=True,
+                resource_names=(DESCHEDULER_LEASE,),
+                when=("descheduler", "deployment"),
+            ),
+        ),
     ),
 )
 
