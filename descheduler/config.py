@@ -241,7 +241,9 @@ def _describe(e: ValidationError, where: str) -> str:
             continue
         msg = err["msg"].removeprefix("Value error, ")
         got = err.get("input")
-        shown = "" if isinstance(got, dict | list) else f" (got {got!r})"
+        text = repr(got)
+        text = text if len(text) <= 60 else f"{text[:60]}... ({len(text)} characters)"
+        shown = "" if isinstance(got, dict | list) else f" (got {text})"
         lines.append(f"{where}: {path}: {msg}{shown}")
     return "\n".join(lines)
 

@@ -138,6 +138,11 @@ def test_durations_and_times() -> None:
     for bad in ("", "m", "10x", "1h 30m", "-1m", True):
         with pytest.raises(TimeFormatError):
             parse_duration(bad)  # type: ignore[arg-type]
+    # Hundreds of digits read as inf, and datetime arithmetic overflows long before.
+    assert parse_duration("876000h") == 100 * 365 * 86400
+    for huge in ("9" * 400 + "h", "9" * 400, "876001h", 1e300, float("nan")):
+        with pytest.raises(TimeFormatError, match="too long"):
+            parse_duration(huge)
     assert format_duration(5400) == "1h30m" and format_duration(0) == "0s"
     assert parse_time("2026-12-02T12:00:00Z") == NOW
     assert parse_time("2026-12-02T14:00:00+02:00") == NOW

@@ -133,6 +133,10 @@ def broken_review(draw: st.DrawFn) -> Any:
                         st.one_of(
                             st.text(max_size=6),
                             st.sampled_from(["3", "80%", "0", "150%", "30m", "x y"]),
+                            # Past Python's int conversion, float range and int32.
+                            st.sampled_from(
+                                ["9" * 5000, "9" * 5000 + "%", "9" * 400 + "h", "2147483648"]
+                            ),
                         )
                     )
         except (KeyError, IndexError, TypeError):

@@ -50,6 +50,7 @@ def test_min_available_accepted(raw: str, size: int, pods: int) -> None:
         ("2.5", 4, "is neither"),
         ("", 4, "is neither"),
         ("80%", None, "is a percentage, but a pod on its own does not know"),
+        ("2147483648", None, "is too large: at most 2147483647 pods"),
     ],
 )
 def test_min_available_refused(raw: str, size: int | None, problem: str) -> None:
@@ -166,6 +167,11 @@ engine: {gpu_resources: [nvidia.com/gpu]}
         ),
         ("- a\n- b\n", ["expected a mapping"]),
         ("a: [\n", ["not valid YAML: line 2, column 1:"]),
+        ("gangTimeout: " + "9" * 400 + "h\n", ["gangTimeout", "is too long"]),
+        (
+            "defaultMinAvailable: {Job: '" + "9" * 5000 + "'}\n",
+            ["is too large", "(5000 characters)"],
+        ),
     ],
 )
 def test_config_errors_name_the_field(tmp_path: Path, text: str, fragments: list[str]) -> None:
@@ -188,3 +194,21 @@ def test_empty_config_file(tmp_path: Path) -> None:
     f = tmp_path / "empty.yaml"
     f.write_text("")
     assert load_config(f) == WebhookConfig()
+
+
+@pytest.mark.parametrize(
+    ("raw", "size"),
+    [("9" * 5000, None), ("9" * 5000, 8), ("9" * 5000 + "%", 8), ("+" + "0" * 30 + "3", 4)],
+)
+def test_huge_counts_are_refused_or_read_not_crashed(raw: str, size: int | None) -> None:
+    """Python refuses to convert thousands of digits; the user gets a refusal instead."""
+    try:
+        parse_min_available(KEY, raw, size)
+    except InvalidValue as e:
+        assert len(str(e)) < 300, "the value is quoted cut, not whole"
+
+
+@pytest.mark.parametrize("raw", ["9" * 400 + "h", "596524h", "9" * 20 + "s"])
+def test_huge_durations_are_refused(raw: str) -> None:
+    with pytest.raises(InvalidValue, match="is too long: at most 2147483647s"):
+        parse_duration(KEY, raw)

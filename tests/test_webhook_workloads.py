@@ -306,6 +306,20 @@ def test_all_problems_named_at_once() -> None:
     assert 'corral.dev/gang-timeout: "soon" is not a duration' in msg
 
 
+def test_values_too_large_for_python_or_the_api_are_refused_not_let_through() -> None:
+    obj = job()
+    obj["metadata"]["annotations"] = {
+        "corral.dev/min-available": "9" * 5000,
+        "corral.dev/gang-timeout": "9" * 400 + "h",
+    }
+    res, _ = checked(_review_of(obj))
+    response = res.review["response"]
+    assert response["allowed"] is False
+    msg = response["status"]["message"]
+    assert "corral.dev/min-available" in msg and "(5000 characters)" in msg
+    assert "corral.dev/gang-timeout" in msg and "is too long" in msg
+
+
 def test_bad_replica_count_is_refused_naming_the_field() -> None:
     obj = pytorchjob()
     obj["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = "three"

@@ -25,6 +25,8 @@ __all__ = [
 
 # int32 seconds: the widest timeout any backend field holds (scheduleTimeoutSeconds).
 MAX_TIMEOUT_SECONDS = 2**31 - 1
+# PodGroup minMember and the other backends' counts are int32 in the API.
+MAX_COUNT = 2**31 - 1
 MAX_NAME = 63
 
 _COUNT = re.compile(r"^[+]?[0-9]+$")
@@ -41,7 +43,17 @@ class InvalidValue(ValueError):
 
     def __init__(self, key: str, value: str, problem: str, allowed: str) -> None:
         self.key, self.value, self.problem, self.allowed = key, value, problem, allowed
-        super().__init__(f'{key}: "{value}" {problem}; allowed: {allowed}')
+        super().__init__(f'{key}: "{_shown(value)}" {problem}; allowed: {allowed}')
+
+
+# A refused value is quoted back to the user; a huge one is cut, not echoed whole.
+_SHOWN = 64
+
+
+def _shown(value: str) -> str:
+    if len(value) <= _SHOWN:
+        return value
+    return f"{value[:_SHOWN]}... ({len(value)} characters)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,13 +81,20 @@ def _min_allowed(size: int | None) -> str:
 
 
 @lru_cache(maxsize=4096)
+def _bounded_int(digits: str) -> int:
+    """The number, or MAX_COUNT + 1 for anything longer than a count can be (Python
+    refuses to convert thousands of digits, and no gang is that large)."""
+    digits = digits.lstrip("+").lstrip("0") or "0"
+    return int(digits) if len(digits) <= len(str(MAX_COUNT)) else MAX_COUNT + 1
+
+
 def parse_min_available(key: str, raw: str, size: int | None) -> MinAvailable:
     """Parse and check ``raw`` against the gang ``size`` (None: a pod alone, whose gang
     size is not known, so only a count can be checked)."""
     text = raw.strip()
     allowed = _min_allowed(size)
     if m := _PERCENT.match(text):
-        pct = int(m.group(1))
+        pct = _bounded_int(m.group(1))
         if size is None:
             raise InvalidValue(
                 key,
@@ -88,7 +107,9 @@ def parse_min_available(key: str, raw: str, size: int | None) -> MinAvailable:
             raise InvalidValue(key, raw, "is not a percentage from 1% to 100%", allowed)
         return MinAvailable(percent=pct)
     if _COUNT.match(text):
-        n = int(text)
+        n = _bounded_int(text)
+        if n > MAX_COUNT:
+            raise InvalidValue(key, raw, f"is too large: at most {MAX_COUNT} pods", allowed)
         if n < 1:
             raise InvalidValue(key, raw, "is too small: a gang needs at least 1 pod", allowed)
         if size is not None and n > size:
@@ -111,13 +132,13 @@ def parse_duration(key: str, raw: str) -> int:
     total = 0.0
     for number, unit in _DURATION_PART.findall(text):
         total += float(number) * _UNIT_SECONDS[unit]
-    seconds = math.ceil(total)
-    if seconds < 1:
-        raise InvalidValue(key, raw, "is too short: at least 1s", _DURATION_ALLOWED)
-    if seconds > MAX_TIMEOUT_SECONDS:
+    if not total <= MAX_TIMEOUT_SECONDS:  # also inf, from hundreds of digits
         raise InvalidValue(
             key, raw, f"is too long: at most {MAX_TIMEOUT_SECONDS}s", _DURATION_ALLOWED
         )
+    seconds = math.ceil(total)
+    if seconds < 1:
+        raise InvalidValue(key, raw, "is too short: at least 1s", _DURATION_ALLOWED)
     return seconds
 
 

@@ -13,6 +13,9 @@ from functools import lru_cache
 
 __all__ = ["TimeFormatError", "format_duration", "format_time", "parse_duration", "parse_time"]
 
+# Longer than any timeout or cool-down means anything (and than datetime arithmetic
+# allows): 100 years. Longer values, or hundreds of digits, are refused, not infinite.
+MAX_DURATION_SECONDS = 100 * 365 * 86400.0
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 
@@ -28,12 +31,12 @@ def parse_duration(text: str | int | float) -> float:
     if isinstance(text, int | float):
         if text < 0:
             raise TimeFormatError(f"duration {text!r}: must not be negative")
-        return float(text)
+        return _bounded(float(text), text)
     s = text.strip()
     if not s:
         raise TimeFormatError("duration '': expected a duration such as '30m', '1h30m' or '90s'")
     if re.fullmatch(r"\d+(?:\.\d+)?", s):
-        return float(s)
+        return _bounded(float(s), text)
     pos, total = 0, 0.0
     for m in _PART.finditer(s):
         if m.start() != pos:
@@ -45,7 +48,14 @@ def parse_duration(text: str | int | float) -> float:
             f"duration {text!r}: expected a duration such as '30m', '1h30m' or '90s' "
             "(units ns, us, ms, s, m, h)"
         )
-    return total
+    return _bounded(total, text)
+
+
+def _bounded(seconds: float, text: object) -> float:
+    if not seconds <= MAX_DURATION_SECONDS:  # also nan and inf
+        shown = repr(text) if len(repr(text)) <= 40 else f"{repr(text)[:40]}..."
+        raise TimeFormatError(f"duration {shown}: too long (at most 100 years)")
+    return seconds
 
 
 def format_duration(seconds: float) -> str:
