@@ -89,6 +89,21 @@ def test_pod_made_by_job_before_the_template_had_keys() -> None:
     ]
 
 
+def test_pod_of_an_ungated_job_with_a_percentage_runs_with_a_warning() -> None:
+    # The same pod, its template asking for 80%: the pod cannot know the Job's size, and
+    # refusing it would make the Job fail to create pods for good.
+    rev = fixture("pod-create-from-job-mpi-train.json")
+    pod = copy.deepcopy(rev["request"]["object"])
+    pod["metadata"]["annotations"]["corral.dev/min-available"] = "80%"
+    res, patched = checked(with_object(rev, pod))
+    response = res.review["response"]
+    assert response["allowed"] is True
+    assert res.patch == [] and res.intents == ()
+    (warning,) = response["warnings"]
+    assert '"80%" left alone' in warning and "Job mpi-train" in warning
+    assert GROUP not in annotations(patched)
+
+
 def test_pod_from_mutated_template_is_made_consistent() -> None:
     # The real flow: the Job was mutated, so its pods carry the gang keys already.
     _, job = checked(fixture("job-create-mpi-train.json"))

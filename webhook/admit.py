@@ -763,6 +763,22 @@ def _admit_pod(
         mode = "single"
     else:
         return _pass(req, "Pod", "unchanged", "not a gang member")
+    if mode == "gang" and by_workload and owner is not None:
+        raw_min = given.get(K.MIN_AVAILABLE, "").strip()
+        if raw_min.endswith("%"):
+            # Its workload was not made a gang (made before corral, or while the webhook
+            # was away): a percentage needs the workload's size, which a pod cannot
+            # know. Refusing would block the workload for good; it runs as it is.
+            return _finish(
+                req,
+                "Pod",
+                Editor(obj),
+                [
+                    f'{K.MIN_AVAILABLE}: "{raw_min}" left alone: this pod\'s '
+                    f"{owner.kind} {owner.name} was not made a gang when it was created, and "
+                    "a pod cannot resolve a percentage; recreate the workload to gang it"
+                ],
+            )
 
     values = _read_values([given], None, config, req.namespace, check_min=mode == "gang")
     if existing is not None:
