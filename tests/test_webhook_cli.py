@@ -195,5 +195,12 @@ def test_serve_self_signed_with_a_cluster_file(tmp_path: Path) -> None:
             x509.SubjectAlternativeName
         )
         assert "corral-webhook.gangs.svc" in san.value.get_values_for_type(x509.DNSName)
+        # and the webhook's own namespace is the one given: left alone at admission
+        job = fixture("job-create-mpi-train.json")
+        status, doc = _post(port, ctx, job)
+        assert status == 200 and decode_patch(doc["response"])
+        job["request"]["namespace"] = job["request"]["object"]["metadata"]["namespace"] = "gangs"
+        status, doc = _post(port, ctx, job)
+        assert status == 200 and doc["response"]["allowed"] and not decode_patch(doc["response"])
     finally:
         _stop(proc, logs)

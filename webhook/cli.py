@@ -127,7 +127,7 @@ async def _serve_with(
     def counted(ok: bool) -> None:
         metrics.tls_reloads.labels("ok" if ok else "error").inc()
 
-    namespace = args.namespace or config.own_namespace
+    namespace = config.own_namespace
     if args.self_signed:
         store: CertStore
         if kube is not None:
@@ -213,6 +213,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         config = load_config(args.config)
     except ConfigError as e:
         raise UsageError(str(e)) from None
+    if args.namespace:
+        # The namespace the webhook runs in is also the one it must never touch at
+        # admission (its own pods and Secret). Copied before any cached value is read.
+        config = config.model_copy(update={"own_namespace": args.namespace})
     return _run(_serve(args, config))
 
 
@@ -264,7 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"the webhook's Service, for --self-signed (default {DEFAULT_SERVICE})",
     )
     s.add_argument(
-        "--namespace", help="the webhook's namespace (default: ownNamespace of the config)"
+        "--namespace",
+        help="the webhook's namespace, left alone at admission and home of its Secret "
+        "(default: ownNamespace of the config)",
     )
     s.add_argument(
         "--tls-secret-name",
