@@ -174,10 +174,13 @@ class DefragmentConfig(_Section):
 
     enabled: bool = Field(default=True, description="defragment when no gang waits")
     min_gain_gpus: float = Field(
-        default=0.5, ge=0, description="each move must lower F(M) by at least this many GPUs"
+        default=0.5,
+        ge=0,
+        description="each move must gain at least this many GPUs: the fall of F(M) plus "
+        "stranding_weight x the fall of CPU-stranded GPU",
     )
     min_total_gain_gpus: float = Field(
-        default=1.0, ge=0, description="the plan's moves together must lower F(M) this much"
+        default=1.0, ge=0, description="the plan's moves together must gain this many GPUs"
     )
     max_candidates: int = Field(
         default=200, ge=1, description="victim gangs simulated per run, most fragmented first"
