@@ -16,6 +16,7 @@ from gangplace.engine import PodRecord
 from gangplace.engine.objects import PdbRecord
 
 from .config import Limits
+from .state import EvictedPod
 
 __all__ = ["Budget"]
 
@@ -62,6 +63,16 @@ class Budget:
                         f"namespace {ns})"
                     )
         return None
+
+    def carry(self, pods: Iterable[EvictedPod]) -> None:
+        """Count what a run cut short evicted (see ``MoveLedger.carried``) as this run's."""
+        for p in pods:
+            self.pods += 1
+            self.gpu_milli += p.gpu_milli
+            self.per_node[p.node] += 1
+            self.per_namespace[p.namespace] += 1
+            if p.queue:
+                self.per_queue[p.queue] += 1
 
     def exhausted(self) -> bool:
         """Nothing more can be evicted this run."""

@@ -143,6 +143,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         if seconds <= 0:
             raise ConfigError("--interval: must be more than zero")
         args.interval_seconds = seconds
+        # One interval for the loop and for the limits a run cut short passes on.
+        runner = config.runner.model_copy(update={"interval": seconds})
+        config = config.model_copy(update={"runner": runner})
     return _kube_runner(args, config)
 
 

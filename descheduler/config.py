@@ -119,7 +119,9 @@ class EvictionRules(_Section):
 
 class Limits(_Section):
     """Caps on one run; ``null`` means no cap. A gang is never split by a limit: a
-    move that does not fit the remaining budget whole is not planned."""
+    move that does not fit the remaining budget whole is not planned. A run cut short
+    (a crash, SIGTERM, a lost Lease) shares its caps with the next run that starts
+    within ``runner.interval``: what it evicted counts as that run's."""
 
     max_evictions_per_run: int | None = Field(default=50, ge=0, description="pods evicted")
     max_evictions_per_node: int | None = Field(
@@ -209,7 +211,12 @@ class StaleGangsConfig(_Section):
 class RunnerConfig(_Section):
     """``corral-descheduler run``."""
 
-    interval: Duration = Field(default=600.0, gt=0, description="time between runs (--interval)")
+    interval: Duration = Field(
+        default=600.0,
+        gt=0,
+        description="time between runs (--interval); also how long a run cut short "
+        "passes its limits on to the next",
+    )
     dry_run: bool = Field(default=False, description="plan and report, evict nothing")
     only_schedulable_gangs: bool = Field(
         default=True,

@@ -28,7 +28,7 @@ from .config import DeschedulerConfig
 from .plan import Unserved
 from .protect import gang_protection
 from .scoring import make_scorer
-from .state import GPU, ClusterState
+from .state import GPU, ClusterState, EvictedPod
 from .units import Demand, GangView, build_views, demand_of, request_of
 
 __all__ = ["PlanContext", "Victim", "cluster_total"]
@@ -88,6 +88,8 @@ class PlanContext:
     demands: list[Demand] = field(default_factory=list)
     unserved: list[Unserved] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Pods a run cut short evicted: they count against this run's limits.
+    carried: list[EvictedPod] = field(default_factory=list)
     _cost: dict[int, float] = field(default_factory=dict)
     _view_of: dict[int, GangView] = field(default_factory=dict)
 
@@ -138,6 +140,15 @@ class PlanContext:
                 why = f"{v.describe()} runs partly on nodes missing from the snapshot"
             if why is not None:
                 ctx.protected[v.key] = why
+        ctx.carried = state.ledger.carried(state.now, config.runner.interval)
+        if ctx.carried:
+            ctx.budget.carry(ctx.carried)
+            run = state.ledger.run
+            assert run is not None
+            ctx.notes.append(
+                f"{len(ctx.carried)} pod(s) evicted by run {run.plan or '?'}, cut short "
+                f"(started {format_time(run.started)}), count against this run's limits"
+            )
         ctx._queues_and_demand()
         return ctx
 

@@ -51,6 +51,7 @@ from gangplace.kube import (
     Evictor,
     Informer,
     KubeClient,
+    Limits,
     event_body,
     post_event,
 )
@@ -74,7 +75,9 @@ from .state import (
     ANNOTATION_ROOM_MADE,
     MOVE_LEDGER,
     ClusterState,
+    EvictedPod,
     MoveLedger,
+    RunRecord,
     StateError,
     drf_queue,
     ledger_from_json,
@@ -248,11 +251,19 @@ class LedgerStore:
     ) -> None:
         """Set ``field`` (``last_moved`` or ``room_made``) of ``key`` to ``when``,
         forgetting entries older than ``keep_seconds``."""
+
+        def change(ledger: MoveLedger) -> None:
+            getattr(ledger, field)[key] = when
+            ledger.prune(when, max(keep_seconds, 1.0))
+
+        await self.update(change, attempts)
+
+    async def update(self, change: Callable[[MoveLedger], None], attempts: int = 4) -> None:
+        """Read the ledger, ``change`` it, write it back (read again on a conflict)."""
         for attempt in range(attempts):
             obj = await self.read()
             ledger = ledger_from_json(obj) if obj is not None else MoveLedger()
-            getattr(ledger, field)[key] = when
-            ledger.prune(when, max(keep_seconds, 1.0))
+            change(ledger)
             body: Json = {
                 "apiVersion": "v1",
                 "kind": "ConfigMap",
@@ -336,6 +347,7 @@ class KubeIO:
             begin=self.begin,
             mark_room=self.mark_room,
             interrupted=self.interrupted,
+            finish=self.finish,
         )
 
     # --- state --------------------------------------------------------------------------
@@ -354,14 +366,42 @@ class KubeIO:
         return state
 
     async def begin(self, plan: Plan) -> None:
+        """The Evictor for ``plan``, its limits already charged with what a run cut
+        short evicted, and the run written to the ledger before anything goes."""
+        assert self.state is not None
+        carried = self.state.ledger.carried(plan.now, self.config.runner.interval)
+        limits = Limits(evictor_limits(self.config.limits))
+        limits.reserve(
+            [
+                EvictionTarget(
+                    p.namespace, p.name, node=p.node, queue=p.queue, gpu_milli=p.gpu_milli
+                )
+                for p in carried
+            ]
+        )
+        run = RunRecord(plan.plan_id, plan.now, False, list(carried))
+
+        def start(ledger: MoveLedger) -> None:
+            ledger.run = run
+
+        await self.ledger.update(start)
         self.evictor = Evictor(
             self.client,
             plan=plan.plan_id,
-            limits=evictor_limits(self.config.limits),
+            limits=limits,
             guard=self.is_leader,
             component=self.component,
             backoff_initial=self.backoff_initial,
         )
+
+    async def finish(self, plan: Plan) -> None:
+        """The run got to the end of its plan: the next run has its limits whole."""
+
+        def done(ledger: MoveLedger) -> None:
+            if ledger.run is not None and ledger.run.plan == plan.plan_id:
+                ledger.run.finished = True
+
+        await self.ledger.update(done)
 
     def _evictor(self) -> Evictor:
         if self.evictor is None:
@@ -440,15 +480,30 @@ class KubeIO:
         )
 
     async def mark_moved(self, move: Move, now: datetime) -> None:
+        """Before a gang goes: its cool-down mark, and its pods in the run's record."""
+        pods = [
+            EvictedPod(t.namespace, t.name, t.node, t.queue, t.gpu_milli)
+            for t in self._targets(move)
+        ]
+        keep = self.config.eviction.cooldown
         api = move.podgroup_api or ""
-        if move.podgroup and api in PODGROUP_APIS:
+        on_podgroup = bool(move.podgroup) and api in PODGROUP_APIS
+        if on_podgroup:
+            assert move.podgroup is not None
             await self._patch_podgroup(
                 api, move.namespace, move.podgroup, ANNOTATION_LAST_MOVED, now
             )
-            return
         rec = self._pods.get(move.pods[0].key) if move.pods else None
         key = cooldown_key(move.namespace, move.gang, rec)
-        await self.ledger.record("last_moved", key, now, self.config.eviction.cooldown)
+
+        def record(ledger: MoveLedger) -> None:
+            if not on_podgroup:
+                ledger.last_moved[key] = now
+                ledger.prune(now, max(keep, 1.0))
+            if ledger.run is not None and not ledger.run.finished:
+                ledger.run.evicted.extend(pods)
+
+        await self.ledger.update(record)
 
     async def mark_room(self, move: Move, now: datetime) -> None:
         gang = move.for_gang

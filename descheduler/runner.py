@@ -18,6 +18,10 @@ tests and against the Kubernetes layer in a cluster. Its rules:
   first eviction failed outright, the run goes on and exits 1. If it broke part way --
   some members evicted, then a refusal or an error -- a Warning Event goes on the gang,
   the run stops evicting, and it exits 1.
+- The limits hold per run, and across a run cut short (a crash, SIGTERM, a lost
+  Lease) and the run after it: ``begin`` records the run, each gang's pods are recorded
+  before they go, and ``finish`` closes the record once the plan is through; the next
+  run within ``runner.interval`` of an unclosed record counts its evictions as its own.
 - Dry-run plans and reports and touches nothing.
 """
 
@@ -107,7 +111,8 @@ class RunnerIO:
     run), and so is ``interrupted``, which names why the run must stop (SIGTERM) or
     returns None. ``begin(plan)`` is called once a plan is made, before any eviction
     (not in dry-run); ``mark_room(move, now)`` records that room is being made for
-    ``move.for_gang``."""
+    ``move.for_gang``; ``finish(plan)`` says the run got to the end of its plan (a run
+    cut short never calls it, so the next run shares its limits)."""
 
     fetch_state: FetchState
     evict_gang: EvictGang
@@ -118,6 +123,7 @@ class RunnerIO:
     begin: Begin | None = None
     mark_room: MarkMoved | None = None
     interrupted: Callable[[], str | None] | None = None
+    finish: Begin | None = None
 
 
 @dataclass(slots=True)
@@ -254,6 +260,11 @@ async def run_once(
             result.outcomes.extend(GangOutcome(m, "not-attempted", result.stopped) for m in group)
             continue
         await _run_group(io, plan, group, result)
+    if io.finish is not None and plan.moves and result.stopped is None:
+        try:
+            await io.finish(plan)
+        except Exception as e:  # the next run within the interval counts this one's too
+            log.warning("could not record the run as finished: %s", e)
     return result
 
 

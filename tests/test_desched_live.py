@@ -2,7 +2,7 @@
 evicts exactly what the plan says and leaves Events and cool-down marks; disruption
 budgets skip a gang whole; a refusal mid-gang stops the run loudly; dry-run sends no
 eviction; two replicas in a loop never act at once; a crash and a rerun never move a
-gang twice."""
+gang twice, and together keep to one run's limits."""
 
 from __future__ import annotations
 
@@ -137,6 +137,10 @@ async def test_a_full_run_evicts_what_the_plan_says(api: ApiServer) -> None:
     )
     first_evict = log.index(("POST", "/api/v1/namespaces/default/pods/pair-0/eviction"))
     assert first_patch < first_evict
+    # the run's record names every pod evicted, and is closed once the plan is through
+    run = json.loads(get(api, "configmaps", NS, MOVE_LEDGER)["data"]["run"])
+    assert run["plan"] == want.plan_id and run["finished"] is True
+    assert sorted(f"default/{e['name']}" for e in run["evicted"]) == planned
     # an Event per gang, on its PodGroup, naming the plan and the gang it makes room for
     moved = [e for e in events(api) if e["reason"] == "GangMoved"]
     assert sorted(e["involvedObject"]["name"] for e in moved) == sorted(
@@ -426,3 +430,50 @@ async def test_the_cluster_cannot_be_read(api: ApiServer) -> None:
     api.faults.fail(503, times=-1)
     code, doc = await run_once(api, sync_timeout=0.5)
     assert code == 1 and doc == {}
+
+
+def three_3948_items() -> list[Any]:
+    """Volcano issue 3948's cluster three times over: three waiting 4-GPU gangs, each
+    started by moving two 1-GPU pods of its own three nodes."""
+    items: list[Any] = []
+    for c in "abc":
+        items += [gpu_node(f"{c}{i}") for i in range(3)]
+        items += [pod(f"{c}-big-{i}", f"{c}{i}", 4, owner_kind="") for i in range(3)]
+        for i, n in ((0, 3), (1, 2), (2, 3)):
+            items += [pod(f"{c}-s{i}{k}", f"{c}{i}", 1) for k in "xyz"[:n]]
+        items += gang(f"llm-{c}", [], 4, pending=1, phase="Inqueue")
+    return items
+
+
+async def test_a_crash_and_a_rerun_together_keep_to_the_limits(api: ApiServer) -> None:
+    items = three_3948_items()
+    config = parse_config({"limits": {"max_evictions_per_run": 4}})
+    want = expected_plan(items, config)
+    names = [e["name"] for e in want.evictions]  # type: ignore[index]
+    assert len(names) == 4 and len({m.for_gang for m in want.moves}) == 2
+    assert len(expected_plan(items).evictions) == 6  # without the limit: all three gangs
+    load(api, items)
+    # The first eviction for the second gang hangs; the run is killed while waiting.
+    api.faults.delay(30, method="POST", path=rf"/pods/{names[2]}/eviction$")
+    task = asyncio.create_task(run_once(api, config))
+    for _ in range(500):
+        if names[2] in evictions(api):
+            break
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    api.faults.clear()
+    assert set(evictions(api)) == set(names[:3])
+    run = json.loads(get(api, "configmaps", NS, MOVE_LEDGER)["data"]["run"])
+    assert run["finished"] is False and {e["name"] for e in run["evicted"]} == set(names[:3])
+    # The rerun a minute later would move two pods for llm-c (a fifth and sixth
+    # eviction); the 3 recorded by the run cut short leave it room for one, so none.
+    code, doc = await run_once(api, config, clock=lambda: NOW + timedelta(minutes=1))
+    assert code == 0 and doc["evictions"] == []
+    assert any("3 pod(s) evicted by run" in n for n in doc["notes"])
+    assert len(set(evictions(api))) <= 4
+    # A run an interval later has its limit whole again.
+    later = NOW + timedelta(seconds=config.runner.interval + 60)
+    code, doc = await run_once(api, config, clock=lambda: later)
+    assert code == 0 and not any("evicted by run" in n for n in doc["notes"])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -442,6 +442,45 @@ def test_a_gang_whose_room_was_taken_waits_out_the_cool_down() -> None:
     assert p.moves == [] and p.unserved[0].reason.startswith("room was made for it")
 
 
+def run_record(finished: bool, names: list[str], started: datetime = NOW, node: str = "n0") -> str:
+    pods = [
+        {"namespace": "default", "name": n, "node": node, "queue": "default", "gpuMilli": 1000}
+        for n in names
+    ]
+    stamp = started.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return json.dumps({"plan": "plan-x", "started": stamp, "finished": finished, "evicted": pods})
+
+
+def test_a_run_cut_short_shares_its_limits_with_the_next() -> None:
+    """Volcano 3948's plan moves two pods; a run cut short 5 minutes ago had evicted
+    one, so with a limit of 2 the run now cannot make the two-pod move."""
+    limit = parse_config({"limits": {"max_evictions_per_run": 2}})
+    assert moved(plan(state(issue_3948()), limit)) == ["s1a", "s1b"]
+    five_min_ago = NOW - timedelta(minutes=5)
+    cut_short = ledger({})
+    cut_short["data"]["run"] = run_record(False, ["gone-0"], five_min_ago)
+    p = plan(state(issue_3948(), cut_short), limit)
+    assert p.moves == [] and p.waiting_after == ["default/llm"]
+    assert any("1 pod(s) evicted by run plan-x, cut short" in n for n in p.notes)
+    # a finished run, or one cut short longer than runner.interval ago, passes nothing on
+    done = ledger({})
+    done["data"]["run"] = run_record(True, ["gone-0"], five_min_ago)
+    assert moved(plan(state(issue_3948(), done), limit)) == ["s1a", "s1b"]
+    old = ledger({})
+    old["data"]["run"] = run_record(False, ["gone-0"], NOW - timedelta(minutes=11))
+    assert moved(plan(state(issue_3948(), old), limit)) == ["s1a", "s1b"]
+    # and the per-node limit counts the node the pod was evicted from
+    per_node = parse_config({"limits": {"max_evictions_per_node": 2}})
+    elsewhere = ledger({})
+    elsewhere["data"]["run"] = run_record(False, ["gone-0", "gone-1"], five_min_ago, "n0")
+    assert moved(plan(state(issue_3948(), elsewhere), per_node)) == ["s1a", "s1b"]
+    same_node = ledger({})
+    same_node["data"]["run"] = run_record(False, ["gone-0", "gone-1"], five_min_ago, "n1")
+    st = state(issue_3948(), same_node)
+    assert plan(st, per_node).moves == []
+    assert json.loads(st.ledger.to_data()["run"]) == json.loads(same_node["data"]["run"])
+
+
 def test_a_bad_ledger_is_named() -> None:
     bad = ledger({})
     bad["data"]["last-moved"] = "[1, 2"
@@ -450,3 +489,18 @@ def test_a_bad_ledger_is_named() -> None:
     bad["data"]["last-moved"] = json.dumps({"default/x": "yesterday"})
     with pytest.raises(StateError, match=r"data\.last-moved\[default/x\]"):
         state(issue_3948(), bad)
+    bad = ledger({})
+    for raw, where in (
+        ("{", r"data\.run: not a JSON object"),
+        (json.dumps({"plan": "p"}), r"data\.run\.started: missing"),
+        (json.dumps({"started": "2026-12-02T12:00:00Z", "evicted": 3}), r"\.evicted: not a list"),
+        (
+            json.dumps(
+                {"started": "2026-12-02T12:00:00Z", "evicted": [{"name": "p", "gpuMilli": -1}]}
+            ),
+            r"\.evicted\[0\]\.gpuMilli: not a count",
+        ),
+    ):
+        bad["data"]["run"] = raw
+        with pytest.raises(StateError, match=where):
+            state(issue_3948(), bad)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from cluster_builder import NOW, as_list, gang, gpu_node, pod
 
-from descheduler import DeschedulerConfig, Move, state_from_list
+from descheduler import DeschedulerConfig, Move, Plan, state_from_list
 from descheduler.metrics import Metrics
 from descheduler.runner import (
     EXIT_FAILED,
@@ -21,6 +21,7 @@ from descheduler.runner import (
     Outcome,
     PodResult,
     RunnerIO,
+    RunResult,
     run_loop,
     run_once,
 )
@@ -233,6 +234,38 @@ async def test_the_loop_runs_while_leader_and_survives_a_failed_run() -> None:
     stop2.set()
     await task
     assert len(results) == 2  # not leader: no run
+
+
+async def _run_with_lease_for(gangs: int | None) -> tuple[list[str], list[str], RunResult]:
+    """One run whose leader loses its Lease after ``gangs`` gangs (None: never)."""
+    fake = FakeCluster(two_gang_cluster())
+    began: list[str] = []
+    finished: list[str] = []
+    asked = 0
+
+    def is_leader() -> bool:
+        nonlocal asked
+        asked += 1
+        return gangs is None or asked <= gangs
+
+    async def begin(p: Plan) -> None:
+        began.append(p.plan_id)
+
+    async def finish(p: Plan) -> None:
+        finished.append(p.plan_id)
+
+    io = fake.io()
+    io.is_leader, io.begin, io.finish = is_leader, begin, finish
+    return began, finished, await run_once(io, DeschedulerConfig())
+
+
+async def test_only_a_run_through_its_plan_is_closed() -> None:
+    """``finish`` tells the next run its limits are whole: not after a run cut short."""
+    began, finished, result = await _run_with_lease_for(None)
+    assert result.stopped is None and began == finished == [result.plan.plan_id]
+    began, finished, result = await _run_with_lease_for(1)
+    assert result.stopped is not None and "leadership lost" in result.stopped
+    assert began == [result.plan.plan_id] and finished == []
 
 
 async def test_metrics_count_what_happened() -> None:

@@ -19,7 +19,9 @@ __all__ = [
     "ANNOTATION_ROOM_MADE",
     "GPU",
     "MOVE_LEDGER",
+    "EvictedPod",
     "MoveLedger",
+    "RunRecord",
     "StateError",
     "drf_queue",
     "drf_resources",
@@ -62,20 +64,65 @@ def drf_queue(q: QueueRecord, config: EngineConfig) -> Queue:
     return Queue(q.name, q.weight, drf_resources(q.capability, config), q.reclaimable)
 
 
+@dataclass(frozen=True, slots=True)
+class EvictedPod:
+    """A pod a run evicted (or was about to), with what the limits count it under."""
+
+    namespace: str
+    name: str
+    node: str = ""
+    queue: str = ""
+    gpu_milli: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "name": self.name,
+            "node": self.node,
+            "queue": self.queue,
+            "gpuMilli": self.gpu_milli,
+        }
+
+
+@dataclass(slots=True)
+class RunRecord:
+    """The last run that evicted: when it began, whether it got to the end of its plan,
+    and every pod it evicted, written before each gang goes. A run cut short (a crash,
+    SIGTERM, a lost Lease) leaves ``finished`` false, and the run after it shares its
+    limits (:meth:`MoveLedger.carried`)."""
+
+    plan: str
+    started: datetime
+    finished: bool = False
+    evicted: list[EvictedPod] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan,
+            "started": format_time(self.started),
+            "finished": self.finished,
+            "evicted": [e.to_json() for e in self.evicted],
+        }
+
+
 @dataclass(slots=True)
 class MoveLedger:
-    """``last_moved`` and ``room_made`` by cool-down key (see ``units.cooldown_key``).
-    The ConfigMap holds each map as JSON under the data key of the same name, written
-    with dashes (``last-moved``, ``room-made``)."""
+    """``last_moved`` and ``room_made`` by cool-down key (see ``units.cooldown_key``),
+    and the last evicting ``run``. The ConfigMap holds each as JSON under the data key of
+    the same name, written with dashes (``last-moved``, ``room-made``, ``run``)."""
 
     last_moved: dict[str, datetime] = field(default_factory=dict)
     room_made: dict[str, datetime] = field(default_factory=dict)
+    run: RunRecord | None = None
 
     def to_data(self) -> dict[str, str]:
         def dump(m: Mapping[str, datetime]) -> str:
             return json.dumps({k: format_time(v) for k, v in sorted(m.items())}, indent=0)
 
-        return {"last-moved": dump(self.last_moved), "room-made": dump(self.room_made)}
+        out = {"last-moved": dump(self.last_moved), "room-made": dump(self.room_made)}
+        if self.run is not None:
+            out["run"] = json.dumps(self.run.to_json(), indent=0)
+        return out
 
     def prune(self, now: datetime, keep_seconds: float) -> None:
         """Forget entries older than ``keep_seconds`` (the cool-down)."""
@@ -83,12 +130,25 @@ class MoveLedger:
             for k in [k for k, t in m.items() if (now - t).total_seconds() >= keep_seconds]:
                 del m[k]
 
+    def carried(self, now: datetime, window_seconds: float) -> list[EvictedPod]:
+        """What a run cut short less than ``window_seconds`` before ``now`` evicted: it
+        counts against the limits of the run now, so a crash and a rerun together
+        never evict more than one run may."""
+        r = self.run
+        if r is None or r.finished:
+            return []
+        if not 0 <= (now - r.started).total_seconds() < window_seconds:
+            return []
+        return list(r.evicted)
+
 
 def ledger_from_json(obj: Mapping[str, Any]) -> MoveLedger:
     """The move ledger ConfigMap; StateError names a key that cannot be read."""
     ns, name, _ = object_meta(obj, "ConfigMap")
     data = obj.get("data") or {}
     out = MoveLedger()
+    if data.get("run"):
+        out.run = _run_record(data["run"], f"ConfigMap {ns}/{name}: data.run")
     for key, target in (("last-moved", out.last_moved), ("room-made", out.room_made)):
         raw = data.get(key)
         if not raw:
@@ -105,3 +165,35 @@ def ledger_from_json(obj: Mapping[str, Any]) -> MoveLedger:
             if t is not None:
                 target[str(unit)] = t
     return out
+
+
+def _run_record(raw: Any, what: str) -> RunRecord:
+    try:
+        doc = json.loads(raw)
+    except (TypeError, ValueError):
+        raise StateError(f"{what}: not a JSON object") from None
+    if not isinstance(doc, dict):
+        raise StateError(f"{what}: not a JSON object")
+    started = timestamp(doc.get("started"), f"{what}.started")
+    if started is None:
+        raise StateError(f"{what}.started: missing")
+    evicted = doc.get("evicted") or []
+    if not isinstance(evicted, list):
+        raise StateError(f"{what}.evicted: not a list")
+    pods: list[EvictedPod] = []
+    for i, e in enumerate(evicted):
+        if not isinstance(e, dict) or not isinstance(e.get("name"), str):
+            raise StateError(f"{what}.evicted[{i}]: not a pod")
+        gpu = e.get("gpuMilli", 0)
+        if not isinstance(gpu, int) or isinstance(gpu, bool) or gpu < 0:
+            raise StateError(f"{what}.evicted[{i}].gpuMilli: not a count")
+        pods.append(
+            EvictedPod(
+                str(e.get("namespace") or ""),
+                e["name"],
+                str(e.get("node") or ""),
+                str(e.get("queue") or ""),
+                gpu,
+            )
+        )
+    return RunRecord(str(doc.get("plan") or ""), started, doc.get("finished") is True, pods)
