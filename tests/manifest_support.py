@@ -127,11 +127,18 @@ def render_choices(choices: dict[str, str], extra: tuple[str, ...] = ()) -> list
     return render(_combination_dir(tuple(choices.items()), extra))
 
 
-def targets() -> list[tuple[str, Path | dict[str, str]]]:
-    """(id, what to render): manifests/, each overlay, each combination."""
-    out: list[tuple[str, Path | dict[str, str]]] = [("manifests", MANIFESTS)]
+# A kustomization folder, or install choices with extra components.
+Target = Path | tuple[dict[str, str], tuple[str, ...]]
+
+
+def targets() -> list[tuple[str, Target]]:
+    """(id, what to render): manifests/, each overlay, each combination, and the
+    default choices with the optional fail-open component."""
+    out: list[tuple[str, Target]] = [("manifests", MANIFESTS)]
     out += [(f"overlays/{p.name}", p) for p in OVERLAYS]
-    out += [(f"combo:{combination_id(c)}", c) for c in combinations()]
+    out += [(f"combo:{combination_id(c)}", (c, ())) for c in combinations()]
+    default = {name: values[0] for name, values in rbac.CHOICES.items()}
+    out.append((f"combo:{combination_id(default)}+fail-open", (default, ("fail-open",))))
     return out
 
 
@@ -143,8 +150,8 @@ def prerender() -> None:
         list(pool.map(lambda t: render_target(t[1]), targets()))
 
 
-def render_target(what: Path | dict[str, str]) -> list[Obj]:
-    return render(what) if isinstance(what, Path) else render_choices(what)
+def render_target(what: Target) -> list[Obj]:
+    return render(what) if isinstance(what, Path) else render_choices(*what)
 
 
 # --- reading a render -------------------------------------------------------------------
