@@ -129,13 +129,13 @@ def _one(job: dict[str, Any]) -> dict[str, Any]:
 
 def _pcts(args: argparse.Namespace) -> list[float]:
     try:
-        if args.at:
-            return sorted({float(x) for x in args.at.split(",") if x.strip()})
-        step = float(args.every.rstrip("%"))
+        if args.plan_at:
+            return sorted({float(x) for x in args.plan_at.split(",") if x.strip()})
+        step = float(args.plan_every.rstrip("%"))
     except ValueError:
-        die("--every/--at: expected percentages")
+        die("--plan-every/--plan-at: expected percentages")
     if step <= 0:
-        die(f"--every {args.every}: must be > 0")
+        die(f"--plan-every {args.plan_every}: must be > 0")
     return [float(x) for x in np.arange(step, args.inflate * 100 + 1e-9, step)]
 
 
@@ -150,8 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policies", default="fgd,corral", help="comma-separated")
     ap.add_argument("--seeds", default="42-51", help="e.g. 42-51 or 42,43")
     ap.add_argument("--inflate", type=float, default=1.3)
-    ap.add_argument("--every", default="10%", help="plan every N%% of capacity arrived")
-    ap.add_argument("--at", help="plan at these %% of capacity arrived instead")
+    ap.add_argument("--plan-every", default="10%", help="plan every N%% of capacity arrived")
+    ap.add_argument("--plan-at", help="plan at these %% of capacity arrived instead")
     ap.add_argument("--max-moves", type=int, default=50, help="pods moved per round at most")
     ap.add_argument("--min-gain", type=float, default=0.01, help="GPUs a move must gain")
     ap.add_argument("--repack", action="store_true", help="add the re-layout figures")

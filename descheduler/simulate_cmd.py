@@ -2,7 +2,7 @@
 same flags and ``--json`` keys) with the planner run at chosen points and its moves
 made, to measure what moving pods buys.
 
-    corral-descheduler simulate [--policy corral] [--every 10% | --at 90,95,100,110,120]
+    corral-descheduler simulate [--policy corral] [--plan-every 10% | --plan-at 90,95,110]
                                 [--max-moves 50] [--min-gain 0.01] [--config FILE]
                                 [--compare] [--json] [gangplace simulate's other flags]
 
@@ -10,8 +10,8 @@ The planner runs after the arrival at which the arrived GPU demand first reaches
 point (a percentage of GPU capacity, as the paper's curve counts it). A pod that fits
 nowhere at its arrival stays unallocated, as in the paper: moves only help later
 arrivals. ``--json`` adds ``pods_moved`` and ``pods_total`` (arrivals), the rounds, and
-with ``--compare`` the same replay without moves beside it. The table's row interval
-is ``--rows-every`` here (``--every`` says when to plan).
+with ``--compare`` the same replay without moves beside it. ``--every`` is the table's
+row interval, as in ``gangplace simulate``.
 
 Settings: the descheduler's config (``--config``, else the defaults), with the limits
 made for a trace -- ``--max-moves`` pods per round, no per-node, per-namespace,
@@ -72,14 +72,14 @@ def _pct(text: str, flag: str) -> float:
 
 
 def plan_percentages(args: argparse.Namespace) -> list[float]:
-    """Where to plan, in % of capacity arrived: ``--at`` as given, else every
-    ``--every`` up to the replay's end (``--inflate``)."""
-    if args.at is not None:
-        parts = [x for x in args.at.split(",") if x.strip()]
+    """Where to plan, in % of capacity arrived: ``--plan-at`` as given, else every
+    ``--plan-every`` up to the replay's end (``--inflate``)."""
+    if args.plan_at is not None:
+        parts = [x for x in args.plan_at.split(",") if x.strip()]
         if not parts:
-            raise CliError(f"--at {args.at!r}: expected comma-separated percentages")
-        return sorted({_pct(x, "--at") for x in parts})
-    step = _pct(args.every, "--every")
+            raise CliError(f"--plan-at {args.plan_at!r}: expected comma-separated percentages")
+        return sorted({_pct(x, "--plan-at") for x in parts})
+    step = _pct(args.plan_every, "--plan-every")
     end = args.inflate * 100.0
     return [float(x) for x in np.arange(step, end + 1e-9, step)]
 
@@ -230,12 +230,16 @@ def add_simulate_command(sub: argparse._SubParsersAction[argparse.ArgumentParser
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_common_arguments(s)
-    add_replay_arguments(s, rows_flag="--rows-every")
+    add_replay_arguments(s)
     when = s.add_mutually_exclusive_group()
     when.add_argument(
-        "--every", default="10%", help="plan every N%% of GPU capacity arrived (default: 10%%)"
+        "--plan-every",
+        default="10%",
+        help="plan every N%% of GPU capacity arrived (default: 10%%)",
     )
-    when.add_argument("--at", help="plan at these %% of capacity arrived, e.g. 90,95,100,110,120")
+    when.add_argument(
+        "--plan-at", help="plan at these %% of capacity arrived, e.g. 90,95,100,110,120"
+    )
     s.add_argument("--max-moves", type=int, default=50, help="pods moved per round at most")
     s.add_argument(
         "--min-gain",

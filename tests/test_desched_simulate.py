@@ -137,7 +137,7 @@ def test_simulate_json_has_gangplace_keys_and_the_moves(
 
 
 def test_simulate_at_points_and_text(files: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run_cli(capsys, *files, "--at", "50,90%", "--rows-every", "50")
+    code, out, _ = run_cli(capsys, *files, "--plan-at", "50,90%", "--every", "50")
     assert code == 0
     assert "policy corral" in out and "% arrived: allocated" in out
     assert "pods moved" in out and "in 2 planning rounds of at most 50" in out
@@ -146,16 +146,16 @@ def test_simulate_at_points_and_text(files: list[str], capsys: pytest.CaptureFix
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--every", "abc"], "--every 'abc'"),
-        (["--every", "0%"], "--every '0%'"),
-        (["--at", ","], "--at ','"),
-        (["--at", "90,x"], "--at 'x'"),
+        (["--plan-every", "abc"], "--plan-every 'abc'"),
+        (["--plan-every", "0%"], "--plan-every '0%'"),
+        (["--plan-at", ","], "--plan-at ','"),
+        (["--plan-at", "90,x"], "--plan-at 'x'"),
         (["--max-moves", "-1"], "--max-moves -1"),
         (["--min-gain", "-0.5"], "--min-gain -0.5"),
         (["--config", "/no/such.yaml"], "--config: config /no/such.yaml"),
         (["--policy", "nope"], "--policy nope: unknown"),
         (["--inflate", "-1"], "--inflate -1.0"),
-        (["--rows-every", "0"], "--rows-every 0"),
+        (["--every", "0"], "--every 0"),
         (["--pods", "/no/such.csv"], "--pods: /no/such.csv"),
     ],
 )

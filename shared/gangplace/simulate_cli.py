@@ -174,7 +174,7 @@ def load_trace_input(args: argparse.Namespace) -> TraceInput:
     if args.inflate <= 0 or args.inflate > 10:
         raise CliError(f"--inflate {args.inflate}: must be in (0, 10]")
     if args.rows_every < 1:
-        raise CliError(f"{args.rows_flag} {args.rows_every}: must be >= 1")
+        raise CliError(f"--every {args.rows_every}: must be >= 1")
     if args.policy not in POLICIES:
         raise CliError(f"--policy {args.policy}: unknown; choose from {', '.join(POLICIES)}")
     trace_dir = _trace_dir(args.trace_dir)
@@ -331,10 +331,9 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object instead of text")
 
 
-def add_replay_arguments(p: argparse.ArgumentParser, rows_flag: str = "--every") -> None:
-    """``simulate``'s own flags (beside :func:`add_common_arguments`). ``rows_flag``
-    names the flag for the table's row interval: ``corral-descheduler simulate`` keeps
-    ``--every`` for when it plans and prints rows with ``--rows-every``."""
+def add_replay_arguments(p: argparse.ArgumentParser) -> None:
+    """``simulate``'s own flags (beside :func:`add_common_arguments`), the same in
+    ``corral-descheduler simulate``."""
     p.add_argument(
         "--pods", default="default", help="pod list CSV, or a name in the trace folder (default)"
     )
@@ -348,14 +347,13 @@ def add_replay_arguments(p: argparse.ArgumentParser, rows_flag: str = "--every")
         "--inflate", type=float, default=1.3, help="replay until GPU demand is this x capacity"
     )
     p.add_argument(
-        rows_flag,
+        "--every",
         dest="rows_every",
         type=int,
         default=10,
         metavar="N",
-        help="print a row every N %% arrived",
+        help="print a row every N %% arrived (the JSON curve has every 1 %%)",
     )
-    p.set_defaults(rows_flag=rows_flag)
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
