@@ -314,6 +314,22 @@ def test_victims_come_first_from_a_queue_above_its_deserved_share() -> None:
     assert [m.unit for m in p.moves] == ["default/a-small"]
 
 
+def test_defragment_too_moves_pods_of_a_queue_above_its_share_first() -> None:
+    # Both lonely pods free a node for 8-GPU jobs alike; one move is allowed. Queue "a"
+    # may hold no GPU (capability 0), so its pod, lonely-1, is the one that goes.
+    items = [*defrag_cluster(), queue("a", capability={"nvidia.com/gpu": "0"})]
+    for o in items:
+        if o["kind"] == "Pod" and o["metadata"]["name"] == "lonely-1":
+            o["metadata"].setdefault("annotations", {})["corral.dev/queue"] = "a"
+    one = parse_config(
+        {"limits": {"max_evictions_per_run": 1}, "defragment": {"min_total_gain_gpus": 0.5}}
+    )
+    p = plan(state(items), one)
+    assert [m.kind for m in p.moves] == ["defragment"] and moved(p) == ["lonely-1"]
+    # without the queue's cap, the tie goes by name
+    assert moved(plan(state(defrag_cluster()), one)) == ["lonely-0"]
+
+
 def test_waiting_gangs_are_served_in_drf_order() -> None:
     # One 4-GPU hole can be made; two 4-GPU jobs wait. Queue "rich" already uses most of
     # the cluster, so the job of queue "poor" gets the room.

@@ -15,7 +15,8 @@ candidate's gain is first estimated at once, with numpy: the fall on its node wh
 leaves, plus the best fall a pod of its shape could bring anywhere else. The
 ``max_candidates`` best estimates are then tried with the engine -- removed and placed
 again by the scheduler's scoring, exactly as the scheduler would after the eviction --
-and ranked by gain per unit of cost; best first, each is tried again on the snapshot as
+and ranked by gain per unit of cost (units of queues above their deserved share first,
+as when making room); best first, each is tried again on the snapshot as
 earlier moves left it and kept when it still gains at least ``min_gain_gpus``. If all
 kept moves together gain less than ``min_total_gain_gpus``, none is kept: small gains
 are not worth restarting pods.
@@ -197,7 +198,12 @@ def _candidates(ctx: PlanContext, measure: Measure, now: FloatArray) -> list[Vic
         est[i] = leave[i] + land
     order = sorted(
         (i for i in range(len(victims)) if est[i] > 0),
-        key=lambda i: (-est[i] / max(victims[i].cost, 1e-9), victims[i].cost, victims[i].view.key),
+        key=lambda i: (
+            ctx.tier(victims[i].view),  # queues above their deserved share first
+            -est[i] / max(victims[i].cost, 1e-9),
+            victims[i].cost,
+            victims[i].view.key,
+        ),
     )
     return [victims[i] for i in order[: cfg.max_candidates]]
 
@@ -215,7 +221,7 @@ def defragment(ctx: PlanContext) -> list[Move]:
         gain, _ = _attempt(ctx, v, measure, now, None)
         if gain >= floor and gain > 0:
             scored.append((gain / max(v.cost, 1e-9), gain, v))
-    scored.sort(key=lambda t: (-t[0], -t[1], t[2].view.key))
+    scored.sort(key=lambda t: (ctx.tier(t[2].view), -t[0], -t[1], t[2].view.key))
     token = snap.fork()
     saved = ctx.budget.snapshot()
     moves: list[Move] = []
