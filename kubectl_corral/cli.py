@@ -187,7 +187,9 @@ async def run(
     except SystemExit as e:
         return int(e.code or 0)
     try:
-        cfg = await load_configuration(args.kubeconfig, context=args.context, environ=env)
+        cfg = await load_configuration(
+            args.kubeconfig, context=args.context, environ=env, prefer_kubeconfig=True
+        )
     except KubeConfigError as e:
         err.write(f"kubectl corral: {e}\n")
         return EXIT_FAILED

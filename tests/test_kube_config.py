@@ -177,3 +177,29 @@ async def test_precedence(secured: ApiServer, tmp_path: Path) -> None:
     await _nodes(await load_configuration(explicit, environ=env, home=tmp_path))
     await _nodes(await load_configuration(environ=env, home=tmp_path))
     assert [r.authorization for r in secured.log] == ["Bearer t1", "Bearer t2"]
+
+
+def _service_account(folder: Path) -> Path:
+    folder.mkdir()
+    (folder / "token").write_text("pod-token")
+    (folder / "ca.crt").write_text("not read before a request")
+    (folder / "namespace").write_text("corral-system")
+    return folder
+
+
+async def test_in_cluster_beats_home_but_not_for_a_person(
+    secured: ApiServer, tmp_path: Path
+) -> None:
+    """The components prefer the pod's service account; kubectl corral, like kubectl,
+    prefers a ~/.kube/config the user wrote, even inside a pod."""
+    (tmp_path / ".kube").mkdir()
+    kubeconfig(tmp_path / ".kube" / "config", secured.url, "t3")
+    sa = _service_account(tmp_path / "sa")
+    env = {"KUBERNETES_SERVICE_HOST": "10.9.9.9", "KUBERNETES_SERVICE_PORT": "443"}
+    pod = await load_configuration(environ=env, home=tmp_path, service_account_dir=sa)
+    assert pod.host == "https://10.9.9.9:443"
+    person = await load_configuration(
+        environ=env, home=tmp_path, service_account_dir=sa, prefer_kubeconfig=True
+    )
+    await _nodes(person)
+    assert [r.authorization for r in secured.log] == ["Bearer t3"]

@@ -7,6 +7,10 @@ Lookup order, first match wins (as kubectl and controller tooling do):
 3. in-cluster: ``$KUBERNETES_SERVICE_HOST``/``PORT`` and the service-account token and CA;
 4. ``~/.kube/config``.
 
+A program run by a person (``kubectl corral``) passes ``prefer_kubeconfig``: then
+``~/.kube/config`` comes before in-cluster, as kubectl has it, so inside a pod a
+kubeconfig the user wrote wins over the pod's service account.
+
 Nothing found is a :class:`KubeConfigError` that lists every place that was tried.
 
 In-cluster, the kubelet rotates the projected service-account token (about hourly). The
@@ -133,10 +137,12 @@ async def load_configuration(
     environ: Mapping[str, str] | None = None,
     service_account_dir: Path | None = None,
     home: Path | None = None,
+    prefer_kubeconfig: bool = False,
 ) -> Configuration:
     """The client configuration, found in the order of the module docstring."""
     env = os.environ if environ is None else environ
     tried: list[str] = []
+    default = (Path.home() if home is None else home) / ".kube" / "config"
     if kubeconfig is not None:
         path = Path(kubeconfig).expanduser()
         if not path.is_file():
@@ -148,6 +154,8 @@ async def load_configuration(
         if not existing:
             raise KubeConfigError(f"$KUBECONFIG={env['KUBECONFIG']}: none of its files exist")
         cfg = await _from_kubeconfig(os.pathsep.join(existing), context)
+    elif prefer_kubeconfig and default.is_file():
+        cfg = await _from_kubeconfig(str(default), context)
     else:
         tried.append("--kubeconfig: not given")
         tried.append("$KUBECONFIG: not set")
@@ -155,7 +163,6 @@ async def load_configuration(
             cfg = in_cluster_configuration(env, service_account_dir)
         except KubeConfigError as e:
             tried.append(f"in-cluster: {e}")
-            default = (Path.home() if home is None else home) / ".kube" / "config"
             if not default.is_file():
                 tried.append(f"{default}: does not exist")
                 raise KubeConfigError(
