@@ -23,6 +23,21 @@ def test_report_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert {"shape": "cpu=64 memory=512Gi gpu=8", "pods": 0} in doc["largest_gang"]
 
 
+def test_report_per_node(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "--json"]) == 0
+    assert "nodes" not in json.loads(capsys.readouterr().out)
+    assert main(["report", "--json", "--per-node"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert sum(n["gpus"] for n in doc["nodes"]) == doc["total"]["gpus"] == 72
+    assert sum(n["idle"] for n in doc["nodes"]) == doc["total"]["idle"]
+    assert main(["report", "--per-node"]) == 0
+    out = capsys.readouterr().out.split("Every GPU node, most fragmented first:")[1]
+    rows = out.strip().splitlines()[2:]
+    assert len(rows) == len(doc["nodes"])
+    frag = [float(r.split()[4]) for r in rows]
+    assert frag == sorted(frag, reverse=True)
+
+
 def test_place_on_a_dump(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     dump = tmp_path / "cluster.json"
     items = [node_json("a", gpus=8), node_json("b", gpus=8), pod_json("x", "a", gpus=6)]

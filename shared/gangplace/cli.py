@@ -23,7 +23,7 @@ from .engine import (
 from .engine.fragmentation import TargetWorkload
 from .engine.gang import GangError, GangPlacement
 from .engine.quantity import to_int, to_milli
-from .engine.report import fragmentation_report, render_report
+from .engine.report import fragmentation_report, render_nodes, render_report
 from .snapshot_io import load_snapshot
 
 __all__ = ["main"]
@@ -68,9 +68,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     snap = load_snapshot(args.snapshot, EngineConfig())
     rep = fragmentation_report(snap, workload_of(snap), _probe_shapes())
     if args.json:
-        print(json.dumps(rep.to_dict(), indent=2))
-    else:
-        print(render_report(rep, f"GPU fragmentation of {args.snapshot or 'the sample cluster'}"))
+        print(json.dumps(rep.to_dict(with_nodes=args.per_node), indent=2))
+        return EXIT_OK
+    print(render_report(rep, f"GPU fragmentation of {args.snapshot or 'the sample cluster'}"))
+    if args.per_node:
+        print()
+        print("Every GPU node, most fragmented first:")
+        print(render_nodes(rep))
     return EXIT_OK
 
 
@@ -134,6 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--snapshot", help="kubectl get nodes,pods -A -o json output (default: the sample)"
     )
     r.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    r.add_argument(
+        "--per-node",
+        action="store_true",
+        help="also every GPU node: idle, fragmented and stranded GPUs, free CPU "
+        "(with --json: a nodes list)",
+    )
     r.set_defaults(func=cmd_report)
 
     pl = sub.add_parser("place", help="place a gang of identical pods, all or nothing")

@@ -224,11 +224,13 @@ def render_report(rep: FragmentationReport, title: str = "GPU fragmentation") ->
 def render_nodes(rep: FragmentationReport, limit: int | None = None) -> str:
     """One line per GPU node, most fragmented first."""
     rows = sorted(rep.nodes, key=lambda n: (-n.fragmented, n.node))[:limit]
-    head = f"{'node':<28}{'model':<10}{'GPUs':>5}{'idle':>8}{'frag':>8}"
+    nw = max([26, *(len(n.node) for n in rows)]) + 2
+    mw = max([8, *(len(n.model) for n in rows)]) + 2
+    head = f"{'node':<{nw}}{'model':<{mw}}{'GPUs':>5}{'idle':>8}{'frag':>8}"
     head += f"{'stranded':>10}{'free cpu':>10}"
     lines = [head, "-" * len(head)]
     lines.extend(
-        f"{n.node:<28}{n.model:<10}{n.gpus:>5}{_fmt(n.idle):>8}{_fmt(n.fragmented):>8}"
+        f"{n.node:<{nw}}{n.model:<{mw}}{n.gpus:>5}{_fmt(n.idle):>8}{_fmt(n.fragmented):>8}"
         f"{_fmt(n.stranded):>10}{n.free_cpu / 1000:>10g}"
         for n in rows
     )
