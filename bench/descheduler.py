@@ -46,8 +46,10 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 from gangplace.engine import PodRecord, place_gang, place_pod
 from gangplace.engine.feasibility import fits
 from gangplace.engine.fragmentation import fragmentation
+from gangplace.engine.timeparse import parse_time
 
 from descheduler import DeschedulerConfig, Plan, plan, state_from_list
+from descheduler.cli import SAMPLES, SNAPSHOT_TIME
 from descheduler.context import PlanContext
 from descheduler.protect import pod_protection
 from descheduler.state import ClusterState
@@ -283,8 +285,11 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     a = ap.parse_args()
     results = []
-    text = resources.files("descheduler.data").joinpath("sample-fragmented.json").read_text()
-    results.append(measure("bundled sample", json.loads(text), SAMPLE_NOW, a.reps))
+    for name, file in SAMPLES.items():  # the bundled clusters, `plan`'s default first
+        doc = json.loads(resources.files("descheduler.data").joinpath(file).read_text())
+        stamp = ((doc.get("metadata") or {}).get("annotations") or {}).get(SNAPSHOT_TIME)
+        when = parse_time(stamp) if stamp else SAMPLE_NOW
+        results.append(measure(f"sample:{name}", doc, when, a.reps))
     nodes, pods = node_rows(), pod_rows()
     for n in (int(x) for x in a.sizes.split(",") if x):
         doc = make_cluster(n, fill=a.fill, seed=a.seed, nodes=nodes, pods=pods)
