@@ -187,7 +187,12 @@ class DefragmentConfig(_Section):
     max_candidates: int = Field(
         default=200, ge=1, description="victim gangs simulated per run, most fragmented first"
     )
-    max_pods_per_move: int = Field(default=4, ge=1, description="only small gangs are moved")
+    max_pods_per_move: int = Field(
+        default=4,
+        ge=1,
+        description="only gangs this small are moved whole; of larger gangs, single members "
+        "above minAvailable",
+    )
     stranding_weight: float = Field(
         default=1.0,
         ge=0,

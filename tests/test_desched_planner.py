@@ -290,6 +290,23 @@ def test_defragment_when_nobody_waits() -> None:
     )
 
 
+def test_defragment_moves_a_member_above_min_available_of_a_big_gang() -> None:
+    # The lonely pods belong to a gang of 8 (min 6) too big to move whole: one member
+    # at a time may go, the gang keeps running, and each is moved on its own.
+    items = [gpu_node(f"n{i}") for i in range(4)] + [pod("w8", "n3", 8, owner_kind="")]
+    items += gang("sweep", ["n0", "n1", *["n2"] * 6], 1, min_member=6)
+    cfg = parse_config({"defragment": {"min_total_gain_gpus": 0.5}})
+    p = plan(state(items), cfg)
+    assert {m.kind for m in p.moves} == {"defragment"} and all(m.partial for m in p.moves)
+    assert moved(p) == ["sweep-0", "sweep-1"]
+    assert all(pm.target == "n2" for m in p.moves for pm in m.pods)
+    assert "member above minAvailable of" in p.moves[0].reason
+    # a gang that must keep every member is never thinned
+    items = [gpu_node(f"n{i}") for i in range(4)] + [pod("w8", "n3", 8, owner_kind="")]
+    items += gang("sweep", ["n0", "n1", *["n2"] * 6], 1)
+    assert plan(state(items), cfg).moves == []
+
+
 def test_defragment_needs_its_minimum_gain() -> None:
     cfg = parse_config({"defragment": {"min_total_gain_gpus": 100}})
     p = plan(state(defrag_cluster()), cfg)

@@ -10,7 +10,9 @@ it is F(M) alone. The gain of a move is the fall of this measure on the nodes it
 touches, in GPUs.
 
 Candidates are small movable units with a GPU share, and CPU-only units when stranding
-counts (moving a CPU-only pod off a GPU node whose CPU it exhausts frees GPUs). Every
+counts (moving a CPU-only pod off a GPU node whose CPU it exhausts frees GPUs), and
+single members above minAvailable of gangs of any size (the gang keeps running; a
+gang gives up at most its extras, and never both a member and itself whole). Every
 candidate's gain is first estimated at once, with numpy: the fall on its node when it
 leaves, plus the best fall a pod of its shape could bring anywhere else. The
 ``max_candidates`` best estimates are then tried with the engine -- removed and placed
@@ -126,17 +128,22 @@ def _attempt(
 
 
 def _units(ctx: PlanContext, with_cpu_only: bool) -> list[Victim]:
+    """Small movable units whole, and single members above minAvailable of gangs that
+    have them (the gang keeps running while one member moves)."""
     cfg = ctx.config.defragment
     out: list[Victim] = []
     for v in ctx.views.values():
         placed = v.placed
-        if not placed or not ctx.movable(v) or len(placed) > cfg.max_pods_per_move:
+        if not placed or not ctx.movable(v):
             continue
-        if not with_cpu_only and not any(p.shape.is_gpu for p in placed):
-            continue
-        if ctx.refusal(placed, v.queue) is not None:
-            continue
-        out.append(ctx.victim(v))
+        small = len(placed) <= cfg.max_pods_per_move
+        has_gpu = with_cpu_only or any(p.shape.is_gpu for p in placed)
+        if small and has_gpu and ctx.refusal(placed, v.queue) is None:
+            out.append(ctx.victim(v))
+        if v.is_gang and v.extras > 0 and len(v.running) == len(placed):
+            for p in placed:
+                if (with_cpu_only or p.shape.is_gpu) and ctx.refusal([p], v.queue) is None:
+                    out.append(ctx.victim(v, [p]))
     return out
 
 
@@ -226,13 +233,21 @@ def defragment(ctx: PlanContext) -> list[Move]:
     saved = ctx.budget.snapshot()
     moves: list[Move] = []
     total = 0.0
+    # Members moved per unit: a unit moves whole once, or member by member up to its
+    # members above minAvailable.
+    taken: dict[str, int] = {}
     for _, _, v in scored:
+        key = v.view.key
+        room = v.view.extras - taken.get(key, 0) if v.partial else 0 if key in taken else 1
+        if room < (len(v.pods) if v.partial else 1):
+            continue
         if ctx.refusal(v.pods, v.view.queue) is not None:
             continue
         gain, targets = _attempt(ctx, v, measure, now, max(floor, 1e-9))
         if not (gain >= floor and gain > 0):
             continue
         ctx.budget.take(v.pods, v.view.queue)
+        taken[key] = taken.get(key, 0) + (len(v.pods) if v.partial else 1 << 30)
         total += gain
         moves.append(_move(v, targets, gain, cfg.stranding_weight))
     if moves and total < cfg.min_total_gain_gpus * 1000:
@@ -252,6 +267,7 @@ def defragment(ctx: PlanContext) -> list[Move]:
 def _move(v: Victim, targets: Targets, gain: float, weight: float) -> Move:
     pg = v.view.podgroup
     what = "FGD fragmentation" if weight == 0 else "FGD fragmentation and CPU-stranded GPU"
+    who = f"a member above minAvailable of {v.view.describe()}" if v.partial else v.view.describe()
     return Move(
         kind="defragment",
         unit=v.view.key,
@@ -270,10 +286,10 @@ def _move(v: Victim, targets: Targets, gain: float, weight: float) -> Move:
             )
             for p in v.pods
         ],
-        partial=False,
+        partial=v.partial,
         cost=v.cost,
         gain_gpus=gain / 1000.0,
-        reason=f"moves {v.view.describe()}: {what} falls by {gain / 1000:.2f} GPUs",
+        reason=f"moves {who}: {what} falls by {gain / 1000:.2f} GPUs",
         podgroup=pg.name if pg is not None else None,
         podgroup_api=pg.api_group if pg is not None else None,
     )
