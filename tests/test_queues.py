@@ -55,6 +55,23 @@ def test_order_serves_lowest_share_then_priority_then_smaller() -> None:
     assert order == ["poor-urgent", "poor-small", "poor-big", "rich-1"]
 
 
+def test_queues_are_served_by_weighted_dominant_share() -> None:
+    # a holds 30% of the GPUs (its dominant resource), b with weight 2 holds 26% of the
+    # CPU: 0.13 per unit of weight. DRF serves b first, though a is further below what
+    # it deserves (0.6 of it against b's 0.83).
+    qs = [Queue("a", weight=1), Queue("b", weight=2)]
+    alloc = {"a": {"cpu": 15, "nvidia.com/gpu": 12}, "b": {"cpu": 26, "nvidia.com/gpu": 5}}
+    waiting = [
+        WaitingGang("ga", "a", {"cpu": 24, "nvidia.com/gpu": 8}),
+        WaitingGang("gb", "b", {"cpu": 24, "nvidia.com/gpu": 1}),
+    ]
+    st = deserved_shares(qs, TOTAL, alloc, waiting)
+    assert st["a"].dominant_share(TOTAL) == pytest.approx(0.3)
+    assert st["b"].dominant_share(TOTAL) == pytest.approx(0.13)
+    assert st["a"].share == pytest.approx(0.6) and st["b"].share == pytest.approx(0.8333, rel=1e-3)
+    assert [g.name for g in order_waiting(waiting, st, TOTAL)] == ["gb", "ga"]
+
+
 def test_bad_weight() -> None:
     with pytest.raises(ValueError, match="weight"):
         Queue("q", weight=0)

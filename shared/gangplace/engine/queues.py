@@ -3,9 +3,11 @@
 A queue's *deserved* share is found by water-filling: the cluster is divided by weight
 among the queues that still want more, each capped by its capability and by what it
 asks for (allocated + waiting), and what a capped queue leaves goes round again. A
-queue's *share* is its largest allocated/deserved ratio over resources; a gang's
-dominant share is DRF's (Ghodsi et al., NSDI 2011): its largest fraction of any
-resource of the cluster. Waiting gangs are served lowest queue share first.
+queue's *share* is its largest allocated/deserved ratio over resources (Volcano's
+proportion); its *dominant share* is DRF's (Ghodsi et al., NSDI 2011): the largest
+fraction of any cluster resource it holds, divided by its weight. Waiting gangs are
+served lowest queue dominant share first (then lowest share), and within a queue by
+priority, then the gang's own dominant share, then age.
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ class QueueState:
             d = self.deserved.get(r, 0.0)
             best = max(best, used / d if d > 0 else float("inf"))
         return best
+
+    def dominant_share(self, total: Resources) -> float:
+        """Weighted DRF: the largest fraction of any cluster resource the queue holds,
+        divided by its weight."""
+        return dominant_share(self.allocated, total) / self.queue.weight
 
     @property
     def overused(self) -> bool:
@@ -134,12 +141,21 @@ def dominant_share(request: Resources, total: Resources) -> float:
 def order_waiting(
     waiting: Sequence[WaitingGang], states: Mapping[str, QueueState], total: Resources
 ) -> list[WaitingGang]:
-    """Waiting gangs in the order they should get room: queues with the lowest share
-    first; within a queue, higher priority, then smaller dominant share, then older."""
+    """Waiting gangs in the order they should get room: queues with the lowest weighted
+    dominant share first (then the lowest share of what they deserve); within a queue,
+    higher priority, then smaller dominant share, then older."""
 
-    def key(g: WaitingGang) -> tuple[float, int, float, str, str]:
+    def key(g: WaitingGang) -> tuple[float, float, int, float, str, str]:
         st = states.get(g.queue)
-        share = st.share if st is not None else float("inf")
-        return (share, -g.priority, dominant_share(g.request, total), g.created, g.name)
+        if st is None:
+            return (float("inf"), float("inf"), -g.priority, 0.0, g.created, g.name)
+        return (
+            st.dominant_share(total),
+            st.share,
+            -g.priority,
+            dominant_share(g.request, total),
+            g.created,
+            g.name,
+        )
 
     return sorted(waiting, key=key)
