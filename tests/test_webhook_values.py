@@ -212,3 +212,22 @@ def test_huge_counts_are_refused_or_read_not_crashed(raw: str, size: int | None)
 def test_huge_durations_are_refused(raw: str) -> None:
     with pytest.raises(InvalidValue, match="is too long: at most 2147483647s"):
         parse_duration(KEY, raw)
+
+
+def test_long_values_are_not_kept_in_the_parse_caches() -> None:
+    """An annotation may hold 256 KiB; caching such values would let requests fill the
+    webhook's memory. Valid values are short, so only short ones are cached."""
+    from webhook import validate
+
+    before = (
+        validate._parse_min_cached.cache_info().currsize,
+        validate._parse_duration_cached.cache_info().currsize,
+    )
+    for i in range(1, 50):
+        assert parse_min_available(KEY, " " * 10_000 + str(i), None).count == i
+        assert parse_duration(KEY, "1s" * 5_000 + f"{i}s") == 5_000 + i
+    after = (
+        validate._parse_min_cached.cache_info().currsize,
+        validate._parse_duration_cached.cache_info().currsize,
+    )
+    assert after == before

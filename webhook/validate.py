@@ -80,7 +80,6 @@ def _min_allowed(size: int | None) -> str:
     )
 
 
-@lru_cache(maxsize=4096)
 def _bounded_int(digits: str) -> int:
     """The number, or MAX_COUNT + 1 for anything longer than a count can be (Python
     refuses to convert thousands of digits, and no gang is that large)."""
@@ -88,9 +87,20 @@ def _bounded_int(digits: str) -> int:
     return int(digits) if len(digits) <= len(str(MAX_COUNT)) else MAX_COUNT + 1
 
 
+# Parses are cached only for short values: every valid one is short, and a cache keyed
+# by whatever fits in an annotation (256 KiB) would let requests fill the memory.
+_CACHED_LEN = 32
+
+
 def parse_min_available(key: str, raw: str, size: int | None) -> MinAvailable:
     """Parse and check ``raw`` against the gang ``size`` (None: a pod alone, whose gang
     size is not known, so only a count can be checked)."""
+    if len(raw) <= _CACHED_LEN:
+        return _parse_min_cached(key, raw, size)
+    return _parse_min(key, raw, size)
+
+
+def _parse_min(key: str, raw: str, size: int | None) -> MinAvailable:
     text = raw.strip()
     allowed = _min_allowed(size)
     if m := _PERCENT.match(text):
@@ -123,9 +133,17 @@ _DURATION_ALLOWED = (
 )
 
 
-@lru_cache(maxsize=1024)
+_parse_min_cached = lru_cache(maxsize=4096)(_parse_min)
+
+
 def parse_duration(key: str, raw: str) -> int:
     """Seconds in a Go-style duration (``30m``, ``1h30m``, ``90s``), rounded up."""
+    if len(raw) <= _CACHED_LEN:
+        return _parse_duration_cached(key, raw)
+    return _parse_duration(key, raw)
+
+
+def _parse_duration(key: str, raw: str) -> int:
     text = raw.strip()
     if not _DURATION.match(text):
         raise InvalidValue(key, raw, "is not a duration", _DURATION_ALLOWED)
@@ -140,6 +158,9 @@ def parse_duration(key: str, raw: str) -> int:
     if seconds < 1:
         raise InvalidValue(key, raw, "is too short: at least 1s", _DURATION_ALLOWED)
     return seconds
+
+
+_parse_duration_cached = lru_cache(maxsize=1024)(_parse_duration)
 
 
 def format_duration(seconds: int) -> str:
