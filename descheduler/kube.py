@@ -258,12 +258,14 @@ class LedgerStore:
 
         await self.update(change, attempts)
 
-    async def update(self, change: Callable[[MoveLedger], None], attempts: int = 4) -> None:
-        """Read the ledger, ``change`` it, write it back (read again on a conflict)."""
+    async def update(self, change: Callable[[MoveLedger], bool | None], attempts: int = 4) -> None:
+        """Read the ledger, ``change`` it, write it back (read again on a conflict);
+        nothing is written when ``change`` returns False."""
         for attempt in range(attempts):
             obj = await self.read()
             ledger = ledger_from_json(obj) if obj is not None else MoveLedger()
-            change(ledger)
+            if change(ledger) is False:
+                return
             body: Json = {
                 "apiVersion": "v1",
                 "kind": "ConfigMap",
@@ -335,6 +337,7 @@ class KubeIO:
         self.state: ClusterState | None = None
         self.evictor: Evictor | None = None
         self._pods: dict[str, PodRecord] = {}
+        self._recording = False  # this run keeps a record of its evictions
 
     def io(self) -> RunnerIO:
         return RunnerIO(
@@ -360,6 +363,7 @@ class KubeIO:
             raise StateError(f"the cluster's objects: {e}") from None
         self.state = state
         self.evictor = None
+        self._recording = False
         self._pods = {p.key: p for p in state.snapshot.pods}
         for what, why in self.view.invalid().items():
             log.warning("object left out: %s", why, extra={"fields": {"object": what}})
@@ -370,7 +374,8 @@ class KubeIO:
         short evicted, and the run written to the ledger before anything goes."""
         assert self.state is not None
         carried = self.state.ledger.carried(plan.now, self.config.runner.interval)
-        limits = Limits(evictor_limits(self.config.limits))
+        budgets = evictor_limits(self.config.limits)
+        limits = Limits(budgets)
         limits.reserve(
             [
                 EvictionTarget(
@@ -379,12 +384,15 @@ class KubeIO:
                 for p in carried
             ]
         )
-        run = RunRecord(plan.plan_id, plan.now, False, list(carried))
+        # With no limit at all there is nothing to pass on, and nothing is recorded.
+        self._recording = bool(budgets)
+        if self._recording:
+            run = RunRecord(plan.plan_id, plan.now, False, list(carried), self.clock())
 
-        def start(ledger: MoveLedger) -> None:
-            ledger.run = run
+            def start(ledger: MoveLedger) -> None:
+                ledger.run = run
 
-        await self.ledger.update(start)
+            await self.ledger.update(start)
         self.evictor = Evictor(
             self.client,
             plan=plan.plan_id,
@@ -395,11 +403,14 @@ class KubeIO:
         )
 
     async def finish(self, plan: Plan) -> None:
-        """The run got to the end of its plan: the next run has its limits whole."""
+        """The run got to the end of its plan: the next run has its limits whole. An
+        open record of a run cut short before is closed too: this run took it over."""
 
-        def done(ledger: MoveLedger) -> None:
-            if ledger.run is not None and ledger.run.plan == plan.plan_id:
-                ledger.run.finished = True
+        def done(ledger: MoveLedger) -> bool:
+            if ledger.run is None or ledger.run.finished:
+                return False
+            ledger.run.finished = True
+            return True
 
         await self.ledger.update(done)
 
@@ -488,22 +499,31 @@ class KubeIO:
         keep = self.config.eviction.cooldown
         api = move.podgroup_api or ""
         on_podgroup = bool(move.podgroup) and api in PODGROUP_APIS
+        rec = self._pods.get(move.pods[0].key) if move.pods else None
+        key = cooldown_key(move.namespace, move.gang, rec)
+        recording = self._recording
+        stamp = self.clock()
+
+        def record(ledger: MoveLedger) -> bool:
+            changed = False
+            if not on_podgroup:
+                ledger.last_moved[key] = now
+                ledger.prune(now, max(keep, 1.0))
+                changed = True
+            if recording and ledger.run is not None and not ledger.run.finished:
+                ledger.run.evicted.extend(pods)
+                ledger.run.last = stamp
+                changed = True
+            return changed
+
+        # The ledger first: if it cannot be written the gang is skipped, and must not
+        # be left cooling down on its PodGroup without having moved.
+        await self.ledger.update(record)
         if on_podgroup:
             assert move.podgroup is not None
             await self._patch_podgroup(
                 api, move.namespace, move.podgroup, ANNOTATION_LAST_MOVED, now
             )
-        rec = self._pods.get(move.pods[0].key) if move.pods else None
-        key = cooldown_key(move.namespace, move.gang, rec)
-
-        def record(ledger: MoveLedger) -> None:
-            if not on_podgroup:
-                ledger.last_moved[key] = now
-                ledger.prune(now, max(keep, 1.0))
-            if ledger.run is not None and not ledger.run.finished:
-                ledger.run.evicted.extend(pods)
-
-        await self.ledger.update(record)
 
     async def mark_room(self, move: Move, now: datetime) -> None:
         gang = move.for_gang

@@ -20,8 +20,10 @@ tests and against the Kubernetes layer in a cluster. Its rules:
   the run stops evicting, and it exits 1.
 - The limits hold per run, and across a run cut short (a crash, SIGTERM, a lost
   Lease) and the run after it: ``begin`` records the run, each gang's pods are recorded
-  before they go, and ``finish`` closes the record once the plan is through; the next
-  run within ``runner.interval`` of an unclosed record counts its evictions as its own.
+  before they go, and ``finish`` closes the record when the run ends on its own (its
+  plan through, or stopped by a gang broken part way), a run without moves too; the
+  next run within ``runner.interval`` of the last eviction of a record left open counts
+  its evictions as its own.
 - Dry-run plans and reports and touches nothing.
 """
 
@@ -111,8 +113,8 @@ class RunnerIO:
     run), and so is ``interrupted``, which names why the run must stop (SIGTERM) or
     returns None. ``begin(plan)`` is called once a plan is made, before any eviction
     (not in dry-run); ``mark_room(move, now)`` records that room is being made for
-    ``move.for_gang``; ``finish(plan)`` says the run got to the end of its plan (a run
-    cut short never calls it, so the next run shares its limits)."""
+    ``move.for_gang``; ``finish(plan)`` says the run ended on its own (not in dry-run;
+    a run cut short from outside never calls it, so the next run shares its limits)."""
 
     fetch_state: FetchState
     evict_gang: EvictGang
@@ -141,6 +143,9 @@ class RunResult:
     plan_seconds: float
     exit_code: int = EXIT_OK
     stopped: str | None = None
+    # Stopped from outside (SIGTERM, a lost Lease) before the plan was through: the
+    # run's record stays open, and the next run shares its limits.
+    cut_short: bool = False
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
@@ -260,7 +265,7 @@ async def run_once(
             result.outcomes.extend(GangOutcome(m, "not-attempted", result.stopped) for m in group)
             continue
         await _run_group(io, plan, group, result)
-    if io.finish is not None and plan.moves and result.stopped is None:
+    if io.finish is not None and not result.cut_short:
         try:
             await io.finish(plan)
         except Exception as e:  # the next run within the interval counts this one's too
@@ -282,13 +287,17 @@ async def _run_group(io: RunnerIO, plan: Plan, group: list[Move], result: RunRes
         stop = _stop_reason(io)
         if stop is not None:
             result.stopped = stop
+            result.cut_short = True
             result.outcomes.extend(GangOutcome(m, "not-attempted", stop) for m in group[i:])
             return
         if io.mark_moved is not None:
             try:
                 await io.mark_moved(move, plan.now)
             except Exception as e:
+                # Nothing went, but the cluster refused a write: the run reports failure.
                 why = f"could not record the move on the gang: {e}"
+                log.error("%s: %s", move.unit, why)
+                result.exit_code = EXIT_FAILED
                 result.outcomes.append(GangOutcome(move, "skipped", why))
                 result.outcomes.extend(GangOutcome(m, "not-attempted", why) for m in rest)
                 return

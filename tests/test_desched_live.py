@@ -473,7 +473,25 @@ async def test_a_crash_and_a_rerun_together_keep_to_the_limits(api: ApiServer) -
     assert code == 0 and doc["evictions"] == []
     assert any("3 pod(s) evicted by run" in n for n in doc["notes"])
     assert len(set(evictions(api))) <= 4
+    # the rerun ended on its own: it took the open record over and closed it
+    run = json.loads(get(api, "configmaps", NS, MOVE_LEDGER)["data"]["run"])
+    assert run["finished"] is True and len(run["evicted"]) == 3
     # A run an interval later has its limit whole again.
     later = NOW + timedelta(seconds=config.runner.interval + 60)
     code, doc = await run_once(api, config, clock=lambda: later)
     assert code == 0 and not any("evicted by run" in n for n in doc["notes"])
+
+
+async def test_a_move_the_ledger_cannot_record_is_skipped_and_leaves_no_mark(
+    api: ApiServer,
+) -> None:
+    items = two_gang_items()
+    load(api, items)
+    # The run's record is created (POST); every later write of it (PUT) fails.
+    api.faults.fail(500, times=-1, method="PUT", path=rf"/configmaps/{MOVE_LEDGER}$")
+    code, doc = await run_once(api)
+    assert code == 1 and evictions(api) == []  # nothing went, but a write was refused
+    assert {o["status"] for o in doc["run"]["outcomes"]} <= {"skipped", "not-attempted"}
+    for m in expected_plan(items).moves:
+        pg = get(api, "podgroups", "default", m.gang or "", "scheduling.volcano.sh")
+        assert ANNOTATION_LAST_MOVED not in (pg["metadata"].get("annotations") or {})

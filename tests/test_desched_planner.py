@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from cluster_builder import NOW, as_list, gang, gpu_node, pdb, pod, podgroup, queue
 from gangplace.engine import GangOptions, place_gang
+from gangplace.engine.timeparse import format_time
 
 from descheduler import (
     DeschedulerConfig,
@@ -475,13 +476,21 @@ def test_a_gang_whose_room_was_taken_waits_out_the_cool_down() -> None:
     assert p.moves == [] and p.unserved[0].reason.startswith("room was made for it")
 
 
-def run_record(finished: bool, names: list[str], started: datetime = NOW, node: str = "n0") -> str:
+def run_record(
+    finished: bool,
+    names: list[str],
+    started: datetime = NOW,
+    node: str = "n0",
+    last: datetime | None = None,
+) -> str:
     pods = [
         {"namespace": "default", "name": n, "node": node, "queue": "default", "gpuMilli": 1000}
         for n in names
     ]
-    stamp = started.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return json.dumps({"plan": "plan-x", "started": stamp, "finished": finished, "evicted": pods})
+    doc = {"plan": "plan-x", "started": started.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    if last is not None:
+        doc["last"] = last.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return json.dumps({**doc, "finished": finished, "evicted": pods})
 
 
 def test_a_run_cut_short_shares_its_limits_with_the_next() -> None:
@@ -502,6 +511,12 @@ def test_a_run_cut_short_shares_its_limits_with_the_next() -> None:
     old = ledger({})
     old["data"]["run"] = run_record(False, ["gone-0"], NOW - timedelta(minutes=11))
     assert moved(plan(state(issue_3948(), old), limit)) == ["s1a", "s1b"]
+    # the window counts from the run's last eviction: a long run that died late
+    long = ledger({})
+    long["data"]["run"] = run_record(
+        False, ["gone-0"], NOW - timedelta(minutes=30), last=five_min_ago
+    )
+    assert plan(state(issue_3948(), long), limit).moves == []
     # and the per-node limit counts the node the pod was evicted from
     per_node = parse_config({"limits": {"max_evictions_per_node": 2}})
     elsewhere = ledger({})
@@ -511,7 +526,10 @@ def test_a_run_cut_short_shares_its_limits_with_the_next() -> None:
     same_node["data"]["run"] = run_record(False, ["gone-0", "gone-1"], five_min_ago, "n1")
     st = state(issue_3948(), same_node)
     assert plan(st, per_node).moves == []
-    assert json.loads(st.ledger.to_data()["run"]) == json.loads(same_node["data"]["run"])
+    assert json.loads(st.ledger.to_data()["run"]) == {
+        **json.loads(same_node["data"]["run"]),
+        "last": format_time(five_min_ago),  # none recorded: the start
+    }
 
 
 def test_a_bad_ledger_is_named() -> None:

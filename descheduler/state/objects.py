@@ -95,11 +95,17 @@ class RunRecord:
     started: datetime
     finished: bool = False
     evicted: list[EvictedPod] = field(default_factory=list)
+    last: datetime | None = None  # when the last pods were recorded (None: started)
+
+    @property
+    def active(self) -> datetime:
+        return self.last or self.started
 
     def to_json(self) -> dict[str, Any]:
         return {
             "plan": self.plan,
             "started": format_time(self.started),
+            "last": format_time(self.active),
             "finished": self.finished,
             "evicted": [e.to_json() for e in self.evicted],
         }
@@ -131,13 +137,13 @@ class MoveLedger:
                 del m[k]
 
     def carried(self, now: datetime, window_seconds: float) -> list[EvictedPod]:
-        """What a run cut short less than ``window_seconds`` before ``now`` evicted: it
-        counts against the limits of the run now, so a crash and a rerun together
-        never evict more than one run may."""
+        """What a run cut short evicted, when its last eviction was less than
+        ``window_seconds`` before ``now``: it counts against the limits of the run now,
+        so a crash and a rerun together never evict more than one run may."""
         r = self.run
         if r is None or r.finished:
             return []
-        if not 0 <= (now - r.started).total_seconds() < window_seconds:
+        if not 0 <= (now - r.active).total_seconds() < window_seconds:
             return []
         return list(r.evicted)
 
@@ -196,4 +202,5 @@ def _run_record(raw: Any, what: str) -> RunRecord:
                 gpu,
             )
         )
-    return RunRecord(str(doc.get("plan") or ""), started, doc.get("finished") is True, pods)
+    last = timestamp(doc.get("last"), f"{what}.last")
+    return RunRecord(str(doc.get("plan") or ""), started, doc.get("finished") is True, pods, last)
