@@ -199,8 +199,10 @@ def test_serve_self_signed_with_a_cluster_file(tmp_path: Path) -> None:
         job = fixture("job-create-mpi-train.json")
         status, doc = _post(port, ctx, job)
         assert status == 200 and decode_patch(doc["response"])
-        job["request"]["namespace"] = job["request"]["object"]["metadata"]["namespace"] = "gangs"
-        status, doc = _post(port, ctx, job)
-        assert status == 200 and doc["response"]["allowed"] and not decode_patch(doc["response"])
+        for ns in ("gangs", "corral-system"):  # the flag's, and the config's ownNamespace
+            job["request"]["namespace"] = job["request"]["object"]["metadata"]["namespace"] = ns
+            status, doc = _post(port, ctx, job)
+            assert status == 200 and doc["response"]["allowed"]
+            assert not decode_patch(doc["response"])
     finally:
         _stop(proc, logs)

@@ -213,10 +213,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         config = load_config(args.config)
     except ConfigError as e:
         raise UsageError(str(e)) from None
-    if args.namespace:
-        # The namespace the webhook runs in is also the one it must never touch at
-        # admission (its own pods and Secret). Copied before any cached value is read.
-        config = config.model_copy(update={"own_namespace": args.namespace})
+    if args.namespace and args.namespace != config.own_namespace:
+        # The namespace the webhook runs in is also one it must never touch at admission
+        # (its own pods and Secret); the config's ownNamespace stays left alone too.
+        # Copied before any cached value is read.
+        config = config.model_copy(
+            update={
+                "own_namespace": args.namespace,
+                "excluded_namespaces": (*config.excluded_namespaces, config.own_namespace),
+            }
+        )
     return _run(_serve(args, config))
 
 
@@ -269,8 +275,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--namespace",
-        help="the webhook's namespace, left alone at admission and home of its Secret "
-        "(default: ownNamespace of the config)",
+        help="the webhook's namespace, left alone at admission (as the config's "
+        "ownNamespace stays) and home of its Secret (default: ownNamespace of the config)",
     )
     s.add_argument(
         "--tls-secret-name",

@@ -128,19 +128,19 @@ def _attempt(
 
 
 def _units(ctx: PlanContext, with_cpu_only: bool) -> list[Victim]:
-    """Small movable units whole, and single members above minAvailable of gangs that
-    have them (the gang keeps running while one member moves)."""
+    """Small movable units whole, and single members above minAvailable of larger gangs
+    that have them (the gang keeps running while one member moves)."""
     cfg = ctx.config.defragment
     out: list[Victim] = []
     for v in ctx.views.values():
         placed = v.placed
         if not placed or not ctx.movable(v):
             continue
-        small = len(placed) <= cfg.max_pods_per_move
-        has_gpu = with_cpu_only or any(p.shape.is_gpu for p in placed)
-        if small and has_gpu and ctx.refusal(placed, v.queue) is None:
-            out.append(ctx.victim(v))
-        if v.is_gang and v.extras > 0 and len(v.running) == len(placed):
+        if len(placed) <= cfg.max_pods_per_move:
+            has_gpu = with_cpu_only or any(p.shape.is_gpu for p in placed)
+            if has_gpu and ctx.refusal(placed, v.queue) is None:
+                out.append(ctx.victim(v))
+        elif v.is_gang and v.extras > 0 and len(v.running) == len(placed):
             for p in placed:
                 if (with_cpu_only or p.shape.is_gpu) and ctx.refusal([p], v.queue) is None:
                     out.append(ctx.victim(v, [p]))
@@ -212,7 +212,20 @@ def _candidates(ctx: PlanContext, measure: Measure, now: FloatArray) -> list[Vic
             victims[i].view.key,
         ),
     )
-    return [victims[i] for i in order[: cfg.max_candidates]]
+    # A gang gives up at most its extras: more of its members would crowd out others.
+    per_gang: dict[str, int] = {}
+    kept: list[Victim] = []
+    for i in order:
+        v = victims[i]
+        if v.partial:
+            n = per_gang.get(v.view.key, 0)
+            if n >= v.view.extras:
+                continue
+            per_gang[v.view.key] = n + 1
+        kept.append(v)
+        if len(kept) == cfg.max_candidates:
+            break
+    return kept
 
 
 def defragment(ctx: PlanContext) -> list[Move]:

@@ -147,11 +147,10 @@ def order_waiting(
 
     def key(g: WaitingGang) -> tuple[float, float, int, float, str, str]:
         st = states.get(g.queue)
-        if st is None:
-            return (float("inf"), float("inf"), -g.priority, 0.0, g.created, g.name)
+        inf = float("inf")
         return (
-            st.dominant_share(total),
-            st.share,
+            st.dominant_share(total) if st is not None else inf,
+            st.share if st is not None else inf,
             -g.priority,
             dominant_share(g.request, total),
             g.created,
