@@ -160,26 +160,25 @@ def ledger_from_json(obj: Mapping[str, Any]) -> MoveLedger:
         if not raw:
             continue
         what = f"ConfigMap {ns}/{name}: data.{key}"
-        try:
-            doc = json.loads(raw)
-        except (TypeError, ValueError):
-            raise StateError(f"{what}: not a JSON object") from None
-        if not isinstance(doc, dict):
-            raise StateError(f"{what}: not a JSON object")
-        for unit, stamp in doc.items():
+        for unit, stamp in _json_object(raw, what).items():
             t = timestamp(stamp, f"{what}[{unit}]")
             if t is not None:
                 target[str(unit)] = t
     return out
 
 
-def _run_record(raw: Any, what: str) -> RunRecord:
+def _json_object(raw: Any, what: str) -> dict[str, Any]:
     try:
         doc = json.loads(raw)
     except (TypeError, ValueError):
         raise StateError(f"{what}: not a JSON object") from None
     if not isinstance(doc, dict):
         raise StateError(f"{what}: not a JSON object")
+    return doc
+
+
+def _run_record(raw: Any, what: str) -> RunRecord:
+    doc = _json_object(raw, what)
     started = timestamp(doc.get("started"), f"{what}.started")
     if started is None:
         raise StateError(f"{what}.started: missing")
