@@ -87,3 +87,29 @@ def test_gangstudy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert len(rows) == 4
     assert main([*args, "--loads", "abc"]) == 2
     assert "--loads" in capsys.readouterr().err
+
+
+def test_gangstudy_with_given_job_shapes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    n = tmp_path / "n.csv"
+    n.write_text(NODES)
+    base = ["gangstudy", "--nodes", str(n), "--loads", "90", "--jobs", "40", "--json"]
+    jobs = ["--job", "4:gpus=1,cpu=2,memory=8Gi", "--job", "2:gpu-milli=500"]
+    assert main([*base, *jobs]) == 0
+    rows = json.loads(capsys.readouterr().out)["results"]
+    assert {r["mode"] for r in rows} == {"pod-by-pod", "all-or-nothing"}
+    assert all(r["load_pct"] == 90 and r["jobs"] == 40 for r in rows)
+    assert main([*base[:-1], *jobs]) == 0
+    assert "from 2 given job shape(s)" in capsys.readouterr().out
+    for bad, says in (
+        ("4", "expected WORKERS"),
+        ("0:gpus=1", "at least 1"),
+        ("4:gpus=two", "gpus 'two': expected a whole number"),
+        ("4:cpu=lots", "invalid quantity 'lots'"),
+        ("4:colour=red", "expected one of gpus, gpu-milli, cpu, memory"),
+        ("4:gpu-milli=1000", "a share of one GPU, 1 to 999"),
+    ):
+        assert main([*base, "--job", bad]) == 2
+        err = capsys.readouterr().err
+        assert f"--job '{bad}'" in err and says in err, err

@@ -15,8 +15,10 @@ from typing import Any, TextIO, TypeVar
 from .engine import Snapshot
 from .engine.arrivals import Arrivals, TracePod, paper_arrivals
 from .engine.fragmentation import TargetWorkload
-from .engine.gangstudy import MODES, LoadResult, jobs_from_pods, run_study
+from .engine.gangstudy import MODES, JobTemplate, LoadResult, jobs_from_pods, run_study
+from .engine.model import PodShape
 from .engine.policies import POLICIES, PolicyContext, make_policy
+from .engine.quantity import QuantityError, to_int, to_milli
 from .engine.replay import Hook, ReplayResult, replay
 from .engine.scoring import Scorer
 from .snapshot_io import load_snapshot
@@ -255,6 +257,48 @@ def render_study(results: list[LoadResult]) -> str:
     return "\n".join(lines)
 
 
+_JOB_KEYS = ("gpus", "gpu-milli", "cpu", "memory")
+
+
+def parse_job(spec: str) -> JobTemplate:
+    """``WORKERS:gpus=G,cpu=C,memory=M[,gpu-milli=N]``: a job of WORKERS pods, each
+    with G GPUs (or N thousandths of one), C CPU and M memory."""
+    what = f"--job {spec!r}"
+    size_text, sep, rest = spec.partition(":")
+    try:
+        size = int(size_text)
+    except ValueError:
+        raise CliError(f"{what}: expected WORKERS:gpus=G,cpu=C,memory=M") from None
+    if not sep or size < 1:
+        raise CliError(f"{what}: expected WORKERS (at least 1):gpus=G,cpu=C,memory=M")
+    values: dict[str, str] = {}
+    for part in rest.split(","):
+        key, eq, value = part.strip().partition("=")
+        if not eq or key not in _JOB_KEYS:
+            raise CliError(
+                f"{what}: {part.strip()!r}: expected one of {', '.join(_JOB_KEYS)}=VALUE"
+            )
+        values[key] = value.strip()
+    try:
+        req = {
+            "cpu": to_milli(values.get("cpu", "1")),
+            "memory": to_int(values.get("memory", "4Gi")),
+        }
+    except QuantityError as e:
+        raise CliError(f"{what}: {e}") from None
+    for key in ("gpus", "gpu-milli"):
+        if key in values and not values[key].isdigit():
+            raise CliError(f"{what}: {key} {values[key]!r}: expected a whole number")
+    gpus = int(values.get("gpus", "1"))
+    milli = int(values["gpu-milli"]) if "gpu-milli" in values else None
+    if milli is not None and not 0 < milli < 1000:
+        raise CliError(f"{what}: gpu-milli {milli}: a share of one GPU, 1 to 999")
+    if gpus < 1:
+        raise CliError(f"{what}: gpus {gpus}: a gang study job needs GPUs")
+    shape = PodShape.of(req, gpus=1 if milli else gpus, gpu_milli=milli)
+    return JobTemplate(shape, size)
+
+
 def cmd_gangstudy(args: argparse.Namespace) -> int:
     loads = _loads(args.loads)
     if args.jobs < 1:
@@ -267,11 +311,16 @@ def cmd_gangstudy(args: argparse.Namespace) -> int:
             "bestfit, gpuclustering"
         )
     trace_dir = _trace_dir(args.trace_dir)
-    pods_path = pod_list_path(args.pods, trace_dir)
-    pods = _load("--pods", lambda: load_pods(pods_path))
-    templates = jobs_from_pods([p.shape for p in pods], args.size, args.split)
-    if not templates:
-        raise CliError(f"--pods {pods_path}: no multi-GPU pods to make jobs from")
+    if args.job:
+        templates = [parse_job(j) for j in args.job]
+        source = f"{len(templates)} given job shape(s)"
+    else:
+        pods_path = pod_list_path(args.pods, trace_dir)
+        pods = _load("--pods", lambda: load_pods(pods_path))
+        templates = jobs_from_pods([p.shape for p in pods], args.size, args.split)
+        if not templates:
+            raise CliError(f"--pods {pods_path}: no multi-GPU pods to make jobs from")
+        source = f"{pods_path.name} ({len(templates)} multi-GPU shapes)"
     nodes_path = _nodes_path(args.nodes, trace_dir)
     nodes = _load("--nodes", lambda: load_nodes(nodes_path))
     if args.cluster_nodes < 1:
@@ -296,8 +345,8 @@ def cmd_gangstudy(args: argparse.Namespace) -> int:
         return EXIT_OK
     gpus = sum(n.gpu_count for n in sample)
     print(
-        f"{len(sample)} nodes ({gpus} GPUs), {args.jobs} jobs per run from {pods_path.name} "
-        f"({len(templates)} multi-GPU shapes), policy {args.policy}; wait in mean job lengths"
+        f"{len(sample)} nodes ({gpus} GPUs), {args.jobs} jobs per run from {source}, "
+        f"policy {args.policy}; wait in mean job lengths"
     )
     print(render_study(results))
     return EXIT_OK
@@ -377,6 +426,13 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     g.add_argument("--size", type=int, help="workers per job (default: the pod's GPU count)")
     g.add_argument("--split", action="store_true", help="one-GPU workers (the pod split per GPU)")
+    g.add_argument(
+        "--job",
+        action="append",
+        metavar="WORKERS:gpus=G,cpu=C,memory=M",
+        help="a job shape to use instead of the trace's (repeat for a mix, drawn evenly); "
+        "keys gpus (default 1), gpu-milli (a share of one GPU), cpu (1), memory (4Gi)",
+    )
     g.add_argument("--loads", default="50,60,70,80,85,90,95", help="offered loads, %% of GPUs")
     g.add_argument("--jobs", type=int, default=800, help="jobs per run (default: 800)")
     g.add_argument(
