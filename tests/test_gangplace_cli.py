@@ -62,3 +62,17 @@ def test_bad_input_exits_2_with_a_clear_message(
     assert "'two'" in capsys.readouterr().err
     assert main(["place", "--pods", "2", "--min-available", "3"]) == 2
     assert "minAvailable 3" in capsys.readouterr().err
+
+
+def test_place_bad_shapes_are_named(capsys: pytest.CaptureFixture[str]) -> None:
+    for flags, says in (
+        (["--cpu", "lots"], "invalid quantity 'lots'"),
+        (["--gpu-milli", "1500"], "GPU demand 1 x 1500 milli is out of range"),
+        (["--gpus", "2", "--gpu-milli", "500"], "may use only one GPU"),
+    ):
+        assert main(["place", "--pods", "2", *flags]) == 2
+        assert says in capsys.readouterr().err
+    # a share alone is a share of one GPU
+    assert main(["place", "--pods", "2", "--gpu-milli", "500", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert all(len(a["gpus"]) == 1 for a in doc["assignments"])

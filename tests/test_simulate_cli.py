@@ -108,7 +108,9 @@ def test_gangstudy_with_given_job_shapes(
         ("4:gpus=two", "gpus 'two': expected a whole number"),
         ("4:cpu=lots", "invalid quantity 'lots'"),
         ("4:colour=red", "expected one of gpus, gpu-milli, cpu, memory"),
-        ("4:gpu-milli=1000", "a share of one GPU, 1 to 999"),
+        ("4:gpu-milli=1500", "GPU demand 1 x 1500 milli is out of range"),
+        ("4:gpus=2,gpu-milli=500", "a pod that shares a GPU may use only one GPU"),
+        ("4:gpus=0", "a gang study job needs GPUs"),
     ):
         assert main([*base, "--job", bad]) == 2
         err = capsys.readouterr().err

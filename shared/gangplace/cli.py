@@ -22,7 +22,6 @@ from .engine import (
 )
 from .engine.fragmentation import TargetWorkload
 from .engine.gang import GangError, GangPlacement
-from .engine.quantity import to_int, to_milli
 from .engine.report import fragmentation_report, render_nodes, render_report
 from .snapshot_io import load_snapshot
 
@@ -49,8 +48,7 @@ def workload_of(snap: Snapshot) -> TargetWorkload:
 
 
 def _shape_from_args(args: argparse.Namespace) -> PodShape:
-    req = {"cpu": to_milli(args.cpu), "memory": to_int(args.memory)}
-    return PodShape.of(req, gpus=args.gpus, gpu_milli=args.gpu_milli)
+    return PodShape.typed(args.cpu, args.memory, args.gpus, args.gpu_milli)
 
 
 def _print_placement(res: GangPlacement) -> None:
@@ -157,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pl.add_argument("--cpu", default="1", help="CPU per pod, a quantity (default: 1)")
     pl.add_argument("--memory", default="1Gi", help="memory per pod, a quantity (default: 1Gi)")
-    pl.add_argument("--gpus", type=int, default=0, help="GPUs per pod (default: 0)")
+    pl.add_argument("--gpus", type=int, help="GPUs per pod (default: 0, or 1 with --gpu-milli)")
     pl.add_argument(
         "--gpu-milli", type=int, default=None, help="thousandths of one GPU, for a shared GPU"
     )

@@ -18,7 +18,6 @@ from .engine.fragmentation import TargetWorkload
 from .engine.gangstudy import MODES, JobTemplate, LoadResult, jobs_from_pods, run_study
 from .engine.model import PodShape
 from .engine.policies import POLICIES, PolicyContext, make_policy
-from .engine.quantity import QuantityError, to_int, to_milli
 from .engine.replay import Hook, ReplayResult, replay
 from .engine.scoring import Scorer
 from .snapshot_io import load_snapshot
@@ -279,23 +278,20 @@ def parse_job(spec: str) -> JobTemplate:
                 f"{what}: {part.strip()!r}: expected one of {', '.join(_JOB_KEYS)}=VALUE"
             )
         values[key] = value.strip()
-    try:
-        req = {
-            "cpu": to_milli(values.get("cpu", "1")),
-            "memory": to_int(values.get("memory", "4Gi")),
-        }
-    except QuantityError as e:
-        raise CliError(f"{what}: {e}") from None
     for key in ("gpus", "gpu-milli"):
         if key in values and not values[key].isdigit():
             raise CliError(f"{what}: {key} {values[key]!r}: expected a whole number")
-    gpus = int(values.get("gpus", "1"))
-    milli = int(values["gpu-milli"]) if "gpu-milli" in values else None
-    if milli is not None and not 0 < milli < 1000:
-        raise CliError(f"{what}: gpu-milli {milli}: a share of one GPU, 1 to 999")
-    if gpus < 1:
-        raise CliError(f"{what}: gpus {gpus}: a gang study job needs GPUs")
-    shape = PodShape.of(req, gpus=1 if milli else gpus, gpu_milli=milli)
+    try:
+        shape = PodShape.typed(
+            values.get("cpu", "1"),
+            values.get("memory", "4Gi"),
+            int(values["gpus"]) if "gpus" in values else 1,
+            int(values["gpu-milli"]) if "gpu-milli" in values else None,
+        )
+    except ValueError as e:
+        raise CliError(f"{what}: {e}") from None
+    if not shape.is_gpu:
+        raise CliError(f"{what}: gpus 0: a gang study job needs GPUs")
     return JobTemplate(shape, size)
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .quantity import to_int, to_milli
 from .resources import ResourceError, pod_requests
 
 __all__ = [
@@ -151,6 +152,17 @@ class PodShape:
             gpu_resource=gpu_resource,
             **kw,
         )
+
+    @classmethod
+    def typed(
+        cls, cpu: str, memory: str, gpus: int | None = None, gpu_milli: int | None = None
+    ) -> PodShape:
+        """A shape from what a user types: quantities for CPU and memory, a GPU count
+        and an optional share in thousandths (a share alone means one GPU). Raises
+        QuantityError or ShapeError (both ValueError) naming what is wrong."""
+        req = {"cpu": to_milli(cpu), "memory": to_int(memory)}
+        count = (1 if gpu_milli is not None else 0) if gpus is None else gpus
+        return cls.of(req, gpus=count, gpu_milli=gpu_milli)
 
     @property
     def request_map(self) -> Mapping[str, int]:
