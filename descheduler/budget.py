@@ -67,12 +67,15 @@ class Budget:
     def carry(self, pods: Iterable[EvictedPod]) -> None:
         """Count what a run cut short evicted (see ``MoveLedger.carried``) as this run's."""
         for p in pods:
-            self.pods += 1
-            self.gpu_milli += p.gpu_milli
-            self.per_node[p.node] += 1
-            self.per_namespace[p.namespace] += 1
-            if p.queue:
-                self.per_queue[p.queue] += 1
+            self._count(p.namespace, p.node, p.queue, p.gpu_milli)
+
+    def _count(self, namespace: str, node: str, queue: str, gpu_milli: int) -> None:
+        self.pods += 1
+        self.gpu_milli += gpu_milli
+        self.per_node[node] += 1
+        self.per_namespace[namespace] += 1
+        if queue:
+            self.per_queue[queue] += 1
 
     def exhausted(self) -> bool:
         """Nothing more can be evicted this run."""
@@ -121,12 +124,8 @@ class Budget:
 
     def take(self, pods: Sequence[PodRecord], queue: str) -> None:
         """Count ``pods`` as evicted (the caller checked :meth:`refusal`)."""
-        self.pods += len(pods)
-        self.per_queue[queue] += len(pods)
         for p in pods:
-            self.gpu_milli += p.shape.gpu_demand_milli
-            self.per_node[p.node_name] += 1
-            self.per_namespace[p.namespace] += 1
+            self._count(p.namespace, p.node_name, queue, p.shape.gpu_demand_milli)
             for b in self.covering(p):
                 self._pdb_used[b.key] += 1
 
