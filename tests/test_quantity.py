@@ -77,3 +77,10 @@ def test_exact_quantity_round_trips(resource: str, value: int, text: str) -> Non
     assert exact_quantity(resource, value) == text
     parsed = to_milli(text) if resource == "cpu" else to_int(text)
     assert parsed == value
+
+
+@pytest.mark.parametrize("text", ["9" * 5000, "0" * 200 + "1", "1." + "5" * 4400])
+def test_thousands_of_digits_are_refused_not_crashed(text: str) -> None:
+    """Python refuses to convert more than 4,300 digits; a pod spec may carry any."""
+    with pytest.raises(QuantityError, match="characters; no quantity is that long"):
+        parse_quantity(text)

@@ -43,6 +43,9 @@ _DECIMAL = {
 }
 # The API server refuses quantities beyond 2^63-1 in their base unit; so do we.
 _MAX = Fraction(2**63 - 1)
+# Far longer than any quantity the API server keeps (19 digits and a fraction), and
+# short of Python's limit on converting digits (4,300), which would raise otherwise.
+_MAX_LEN = 128
 
 
 class QuantityError(ValueError):
@@ -62,6 +65,8 @@ def parse_quantity(text: str) -> Fraction:
     s = text.strip()
     if s != text or not s:
         raise QuantityError(text, "empty, or surrounded by whitespace")
+    if len(s) > _MAX_LEN:
+        raise QuantityError(f"{s[:32]}...", f"{len(s)} characters; no quantity is that long")
     m = _QUANTITY.match(s)
     if m is None:
         raise QuantityError(
