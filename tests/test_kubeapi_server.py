@@ -431,9 +431,16 @@ def test_custom_types_match_the_published_crds() -> None:
     if not CRDS.is_dir():
         pytest.skip(f"{CRDS} not present")
     store = ApiStore()
+    builtin_groups = {rt.group for rt in CUSTOM_TYPES}
     registered = []
     for path in sorted(CRDS.glob("*.yaml")):
-        registered.extend(store.register_crd(yaml.safe_load(path.read_text())))
+        crd = yaml.safe_load(path.read_text())
+        types = store.register_crd(crd)
+        assert types, f"{path.name} registered no served version"
+        if crd["spec"]["group"] in builtin_groups:
+            registered.extend(types)
+    # The gang objects the fake serves without being told match the published CRDs exactly;
+    # every other handout CRD (the workload kinds, Kueue's objects) registers too.
     assert sorted(registered, key=lambda r: r.gvr) == sorted(CUSTOM_TYPES, key=lambda r: r.gvr)
 
 
