@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 from webhook_capture import CaptureWebhook, allow, patch_response
 
@@ -65,7 +66,7 @@ class Client:
     async def send(
         self, method: str, path: str, body: Any = None, ctype: str = "application/json"
     ) -> tuple[int, Any, list[str]]:
-        data = None if body is None else __import__("orjson").dumps(body)
+        data = None if body is None else orjson.dumps(body)
         async with self.session.request(
             method, self.api.url + path, data=data, headers={"Content-Type": ctype}
         ) as r:
