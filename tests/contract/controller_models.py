@@ -4,7 +4,11 @@ they made with what the real control plane made, on the fields the controllers o
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+from tests.kubeapi.controllers import Kubelet
+from tests.kubeapi.recording import Replay, assert_same
 
 from tests.controllers import (
     ControllerSet,
@@ -16,8 +20,6 @@ from tests.controllers import (
     Rest,
     StoreController,
 )
-from tests.kubeapi.controllers import Kubelet
-from tests.kubeapi.recording import Replay, assert_same
 
 Json = dict[str, Any]
 
@@ -69,8 +71,16 @@ class Models:
         store = self.replay.store
         return store.get(store.resource(plural, group), namespace, name)
 
+    def learn_uids(self) -> None:
+        """Owner uids also appear as label values (``controller-uid``): the recording's and
+        this run's stand for one another there too."""
+        for recorded, mine in self.replay.values.items():
+            if len(recorded) == 36 and recorded.count("-") == 4:
+                self.replay.names[recorded] = self.replay.names[mine] = f"<uid {recorded[:8]}>"
+
     def learn_names(self, recorded: list[Json], mine: list[Json]) -> None:
         """Pair generated pod names of the recording with this run's, in order."""
+        self.learn_uids()
         for a, b in zip(recorded, mine, strict=True):
             gen = a["metadata"].get("generateName") or a["metadata"]["name"]
             self.replay.names[a["metadata"]["name"]] = f"{gen}<gen>"
@@ -127,8 +137,8 @@ def _event_key(e: Json, names: dict[str, str]) -> tuple[str, ...]:
     inv = e.get("involvedObject") or {}
     name = names.get(inv.get("name", ""), inv.get("name", ""))
     message = str(e.get("message", ""))
-    for old, new in names.items():
-        message = message.replace(old, new)
+    for old in sorted(names, key=len, reverse=True):  # whole names only, longest first
+        message = re.sub(rf"(?<![\w-]){re.escape(old)}(?![\w-])", names[old], message)
     component = (e.get("source") or {}).get("component") or e.get("reportingComponent") or ""
     return (e.get("type", ""), e.get("reason", ""), inv.get("kind", ""), name, message, component)
 

@@ -5,6 +5,8 @@ in the background, first in a foreground deletion (then lets the Job go), and or
 from __future__ import annotations
 
 from tests.contract.conftest import ReplayFactory
+from tests.kubeapi.recording import Replay
+
 from tests.contract.controller_models import Models
 
 
@@ -13,10 +15,10 @@ async def test_background_foreground_and_orphan(replay: ReplayFactory) -> None:
         m = Models(r)
         try:
 
-            async def settle() -> None:
+            async def settle(_: Replay) -> None:
                 await m.settle()
 
-            async def one_gc_pass() -> None:
+            async def one_gc_pass(_: Replay) -> None:
                 await m.step("garbage-collector")
 
             await r.run(
@@ -28,6 +30,8 @@ async def test_background_foreground_and_orphan(replay: ReplayFactory) -> None:
                     "[Foreground] GET the Job right after": one_gc_pass,
                     "[Foreground] GET the PodGroup once gone": settle,
                     "[Orphan] DELETE": settle,
+                    # the collector orphans the dependent before it lets the owner go
+                    "[Orphan] GET the Job right after": one_gc_pass,
                     "[Orphan] GET the PodGroup 3 s later": settle,
                 }
             )

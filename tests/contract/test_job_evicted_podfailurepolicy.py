@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from tests.contract.conftest import ReplayFactory
-from tests.contract.controller_models import Models, same_events, same_pods
 from tests.kubeapi.recording import Replay, assert_same
+
+from tests.contract.controller_models import Models, same_events, same_pods
 
 A, B = "rec-jobpfp", "rec-jobpfp-kubelet"
 
@@ -20,7 +21,7 @@ async def _create_and_evict(r: Replay, m: Models, variant: str, ns: str) -> None
     create = rec.step(f"[{variant}] create the Job")
     r.check(create, await r.send(create))
     await m.settle()
-    before = rec.observation(f"[{variant}] before the eviction: {variant[2:]} pods")
+    before = rec.observation(f"[{variant}] before the eviction: {variant} pods")
     mine = m.items("pods", ns)
     m.learn_names(before.object["items"], mine)
     same_pods(r, before.object, mine, f"{variant}: before the eviction")

@@ -211,7 +211,12 @@ class GangScheduler:
             unschedulable = True
 
         allocated = len(bound) + len(binds)
-        running = sum(1 for t in live if (t.get("status") or {}).get("phase") == "Running")
+        running = sum(
+            1
+            for t in live
+            if (t.get("status") or {}).get("phase") == "Running"
+            and not t["metadata"].get("deletionTimestamp")  # Releasing, in Volcano's words
+        )
         if unschedulable or (
             phase in ("Inqueue", "Running", "Unknown") and allocated < min_member and not binds
         ):

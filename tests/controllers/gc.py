@@ -66,6 +66,7 @@ class GarbageCollector:
             fins = meta.get("finalizers") or ()
             deps = dependents.get(meta["uid"], [])
             if "orphan" in fins:
+                # the dependents first; the finalizer goes once none refers to the owner
                 for d_av, d_pl, d, _ in deps:
                     refs = [
                         r
@@ -74,7 +75,8 @@ class GarbageCollector:
                     ]
                     await self._patch_refs(d_av, d_pl, d, refs)
                     changed = True
-                changed |= await drop_finalizer(self.rest, api_version, plural, owner, "orphan")
+                if not deps:
+                    changed |= await drop_finalizer(self.rest, api_version, plural, owner, "orphan")
             elif "foregroundDeletion" in fins:
                 blocking = 0
                 for d_av, d_pl, d, ref in deps:

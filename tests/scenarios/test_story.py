@@ -151,56 +151,83 @@ LAYOUT_767 = {
 }
 
 
-async def test_the_767_case_ends_with_the_gang_bound_and_every_moved_job_running(
-    gang_cluster: Cluster,
-) -> None:
-    """Three 8-GPU nodes with 7, 6 and 7 GPUs used by 1-GPU Jobs of backoffLimit 0 (and
-    4-GPU ones), one more Job created suspended, a 4-GPU gang waiting: one descheduler
-    run makes room, the gang binds, and every Job it moved runs again."""
-    c = gang_cluster
+MOVES_KILL_JOBS = (
+    "the descheduler evicts the pods of Jobs with backoffLimit 0, and the Job controller "
+    "counts each evicted pod as a failure: the moved Jobs end Failed (BackoffLimitExceeded) "
+    "instead of running again"
+)
+SUSPENDED_BLOCKS = (
+    "the planner takes the suspended Job's pod-less PodGroup for a gang waiting for room "
+    "and moves nothing"
+)
+
+
+async def _767_case(c: Cluster, *, with_suspended: bool) -> None:
     await place(c, LAYOUT_767)
     assert c.gpus_used() == {"n1": 7, "n2": 6, "n3": 7}
-    await submit(c.rest, job("held", 1, gang=True, suspend=True), with_podgroup=True)
+    if with_suspended:
+        await submit(c.rest, job("held", 1, gang=True, suspend=True), with_podgroup=True)
     await submit(c.rest, job("llm", 4, gang=True), with_podgroup=True)
     await c.settle()
     assert bound(c.pods("llm")) == [] and c.pods("held") == []
 
+    names = {
+        j: {p["metadata"]["name"] for p in c.pods(j)}
+        for j in ("a1", "a2", "a3", "b1", "b2", "c1", "c2", "c3", "big-1", "big-2", "big-3")
+    }
     doc = await run_descheduler(c.api)
     await c.settle()
 
-    moved = sorted({e["name"].rsplit("-", 1)[0] for e in doc.get("evictions", [])})
+    # moved: evicted, or suspended and resumed -- either way its pod is a new one
+    moved = sorted(
+        j for j, pods in names.items() if {p["metadata"]["name"] for p in c.pods(j)} != pods
+    )
+    assert moved, f"the descheduler moved nothing: {doc.get('unserved')}"
     failed = {
         j["metadata"]["name"]: conditions(j)["Failed"]["reason"]
         for j in c.api.store.items(c.api.store.resource("jobs", "batch"), NS)
         if "Failed" in conditions(j)
     }
     assert not failed, f"Jobs failed after the move: {failed}"
-    assert moved, f"the descheduler moved nothing: {doc.get('unserved')}"
     for name in moved:
         assert len(running(c.pods(name))) == 1, f"moved Job {name} is not running again"
     assert len(running(c.pods("llm"))) == 1
     assert c.podgroup("job-llm")["status"]["phase"] == "Running"
+    assert c.gpus_used() == {"n1": 8, "n2": 8, "n3": 8}
 
 
+@pytest.mark.xfail(strict=True, reason=f"{MOVES_KILL_JOBS}; {SUSPENDED_BLOCKS}")
+async def test_the_767_case_ends_with_the_gang_bound_and_every_moved_job_running(
+    gang_cluster: Cluster,
+) -> None:
+    """Three 8-GPU nodes with 7, 6 and 7 GPUs used by 1-GPU Jobs of backoffLimit 0 (and
+    4-GPU ones), one more Job created suspended, a 4-GPU gang waiting: one descheduler
+    run makes room, the gang binds, and every Job it moved runs again."""
+    await _767_case(gang_cluster, with_suspended=True)
+
+
+@pytest.mark.xfail(strict=True, reason=MOVES_KILL_JOBS)
+async def test_the_767_case_without_a_suspended_job(gang_cluster: Cluster) -> None:
+    """The same without the suspended Job: the planner moves the two 1-GPU Jobs of n2,
+    and they must run again elsewhere."""
+    await _767_case(gang_cluster, with_suspended=False)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the planner weighs priority only as a cost: it moves a priority-1,000,000 "
+    "Job to make room for a priority-1,000 gang",
+)
 async def test_a_high_priority_gang_is_never_moved_for_a_low_priority_one(
     gang_cluster: Cluster,
 ) -> None:
-    """n1..n3 each hold a 2-GPU gang member of priority 1,000,000 beside 5 GPUs of
-    others; a 4-GPU gang of priority 1,000 waits. Only the important gang's pods could
-    make room, and they must stay."""
+    """n1..n3 each hold a 4-GPU Job and a 2-GPU one, all of priority 1,000,000; a 4-GPU
+    gang of priority 1,000 waits. Moving one 2-GPU Job would make room for it (6 GPUs
+    are free, 2 a node), but a gang is moved only for one of higher priority."""
     c = gang_cluster
-    await place(
-        c,
-        {"n1": [("fill-1", 5)], "n2": [("fill-2", 5)], "n3": [("fill-3", 5)]},
-        priority=1_000_000,
-        backoff_limit=6,
-    )
-    await place(
-        c,
-        {"n1": [("vip-1", 2)], "n2": [("vip-2", 2)], "n3": [("vip-3", 2)]},
-        priority=1_000_000,
-        backoff_limit=6,
-    )
+    layout = {n: [(f"fill-{n}", 4), (f"vip-{n}", 2)] for n in ("n1", "n2", "n3")}
+    await place(c, layout, priority=1_000_000, backoff_limit=6)
+    assert c.gpus_used() == {"n1": 6, "n2": 6, "n3": 6}
     await submit(c.rest, job("low", 4, gang=True, priority=1_000), with_podgroup=True)
     await c.settle()
     before = {p["metadata"]["name"] for p in c.pods()}
