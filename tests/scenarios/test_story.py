@@ -15,6 +15,7 @@ import pytest
 from descheduler import DeschedulerConfig
 from descheduler.serve import RunOptions, run_command
 from tests.kubeapi import ApiServer
+from tests.scenarios.corral_webhook import CorralWebhook
 
 from tests.scenarios.story import (
     NS,
@@ -242,29 +243,48 @@ async def test_a_high_priority_gang_is_never_moved_for_a_low_priority_one(
 
 
 async def test_through_corrals_webhook_the_gang_scheduler_binds_no_pod(api: ApiServer) -> None:
-    """The Job of the partial-gang story, created through corral's webhook (it makes the
-    pods Volcano's and ties them to a PodGroup it creates, minMember 4 with the gang's
-    minResources): the gang scheduler binds none of the four, and no GPU is held.
-
-    Until the in-memory API server calls MutatingWebhookConfigurations itself, the
-    webhook runs beside it and the models' creates go through it first (webhook_relay)."""
-    from tests.scenarios.webhook_relay import CorralWebhook
-
+    """The Job of the partial-gang story, in a namespace opted in to corral: the API
+    server sends its CREATE, and the Job controller's pod CREATEs, to corral's webhook
+    (registered by the base manifest), which makes the pods Volcano's and ties them to a
+    PodGroup of minMember 4 that it creates. The gang scheduler binds none of the four,
+    and no GPU is held."""
     setup(api)
+    ns_type = api.store.resource("namespaces")
+    ml = api.store.get(ns_type, "", NS)
+    api.store.patch(
+        ns_type,
+        "",
+        NS,
+        "application/merge-patch+json",
+        {
+            "metadata": {
+                "labels": {
+                    **(ml["metadata"].get("labels") or {}),
+                    "corral.dev/gang-scheduling": "enabled",
+                }
+            }
+        },
+    )
     async with CorralWebhook(api) as hook:
-        c = Cluster(api, scheduler="both", rest=hook.rest())
+        c = Cluster(api, scheduler="both")
         try:
             await submit(c.rest, job("train", 8, workers=4))
+            await c.models.settle(only=["job-controller"])
+            await hook.drain()
             await c.settle()
             pods = c.pods("train")
             assert len(pods) == 4 and bound(pods) == []
             for p in pods:
                 assert p["spec"]["schedulerName"] == "volcano"
+                assert p["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == "job-train"
                 assert conditions(p)["PodScheduled"]["reason"] == "Unschedulable"
             pg = c.podgroup("job-train")
             assert pg["spec"]["minMember"] == 4
+            assert pg["metadata"]["ownerReferences"][0]["name"] == "train"
             assert pg["status"]["phase"] in ("Pending", "Inqueue")
             assert "Unschedulable" in conditions(pg)
             assert c.gpus_used() == {"n1": 0, "n2": 0, "n3": 0}
+            reviewed = {(r["request"]["kind"]["kind"]) for r in api.admission.reviews}
+            assert reviewed == {"Job", "Pod"}
         finally:
             await c.close()
