@@ -255,3 +255,15 @@ def test_kube_scheduler_words() -> None:
         "3 No preemption victims found for incoming pod.."
     )
     assert node("n9", gpus=4)["status"]["allocatable"]["nvidia.com/gpu"] == "4"
+
+
+async def test_a_deleted_job_takes_its_pods_with_it(world: World) -> None:
+    """Background deletion: the collector deletes the pods, the Job controller lets go
+    of their finalizer, the kubelet finishes them."""
+    w = world
+    await submit(w.rest, job("gone", 1, workers=2))
+    await w.models.settle()
+    assert len(running(w.pods("gone"))) == 2
+    await w.rest.delete("batch/v1", "jobs", NS, "gone", {"propagationPolicy": "Background"})
+    await w.models.settle()
+    assert w.pods("gone") == []

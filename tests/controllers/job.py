@@ -130,12 +130,20 @@ class JobController:
             if uid:
                 by_owner.setdefault(uid, []).append(p)
         changed = False
+        live: set[str] = set()
         for job in sorted(
             jobs, key=lambda j: (j["metadata"].get("namespace", ""), j["metadata"]["name"])
         ):
             if job["metadata"].get("deletionTimestamp"):
                 continue
+            live.add(job["metadata"]["uid"])
             changed |= await self._sync(job, by_owner.get(job["metadata"]["uid"], []))
+        # Pods whose Job is gone (or going) lose the finalizer, so that they can go too.
+        for p in pods:
+            if JOB_TRACKING in (p["metadata"].get("finalizers") or ()) and (
+                controller_uid(p) not in live
+            ):
+                changed |= await drop_finalizer(self.rest, "v1", "pods", p, JOB_TRACKING)
         return changed
 
     # --- one Job ------------------------------------------------------------------------
