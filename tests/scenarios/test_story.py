@@ -16,15 +16,12 @@ from descheduler import DeschedulerConfig
 from descheduler.serve import RunOptions, run_command
 from tests.kubeapi import ApiServer
 from tests.scenarios.corral_webhook import CorralWebhook
-
 from tests.scenarios.story import (
     NS,
     Cluster,
-    Json,
     bound,
     conditions,
     job,
-    podgroup_for,
     running,
     setup,
     submit,
