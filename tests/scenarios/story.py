@@ -5,8 +5,12 @@ play the control plane (Job controller, garbage collector, kubelet, a scheduler)
 from __future__ import annotations
 
 import copy
+import io
+import json
 from typing import Any
 
+from descheduler import DeschedulerConfig
+from descheduler.serve import RunOptions, run_command
 from tests.controllers import (
     ControllerSet,
     GangScheduler,
@@ -138,6 +142,48 @@ async def submit(rest: Rest, job_obj: Json, *, with_podgroup: bool = False) -> J
     if with_podgroup:
         await rest.create(PODGROUP_API, "podgroups", NS, podgroup_for(made))
     return made
+
+
+DESCHED_NS = "corral-system"
+
+
+async def run_descheduler(
+    api: ApiServer, config: DeschedulerConfig | None = None
+) -> dict[str, Any]:
+    """``corral-descheduler run --once`` against the fake, as tests/test_desched_live."""
+    out = io.StringIO()
+    opts = RunOptions(
+        once=True, output="json", lease_namespace=DESCHED_NS, backoff_initial=0.01, sync_timeout=5.0
+    )
+    code = await run_command(
+        opts,
+        config or DeschedulerConfig(),
+        client=api.client("descheduler"),
+        out=out,
+        install_signals=False,
+    )
+    doc: dict[str, Any] = json.loads(out.getvalue()) if out.getvalue() else {}
+    assert code == 0, doc
+    return doc
+
+
+async def place(c: Cluster, layout: dict[str, list[tuple[str, int]]], **job_kw: Any) -> None:
+    """Jobs (gangs of one, with their PodGroups) bound by hand where ``layout`` says,
+    the fragmented history of a busy cluster."""
+    for node, jobs in layout.items():
+        for name, gpus in jobs:
+            await submit(c.rest, job(name, gpus, gang=True, **job_kw), with_podgroup=True)
+            await c.models.settle(only=["job-controller"])
+            (pod,) = c.pods(name)
+            await c.rest.bind(NS, pod["metadata"]["name"], node)
+    await c.settle()
+
+
+LAYOUT_767 = {
+    "n1": [("big-1", 4), ("a1", 1), ("a2", 1), ("a3", 1)],
+    "n2": [("big-2", 4), ("b1", 1), ("b2", 1)],
+    "n3": [("big-3", 4), ("c1", 1), ("c2", 1), ("c3", 1)],
+}
 
 
 class Cluster:
