@@ -84,6 +84,8 @@ class AdmittedWrites:
         warnings: list[str] | None = None,
         user: Json | None = None,
         options: Json | None = None,
+        grace_period_seconds: int | None = None,
+        propagation_policy: str | None = None,
     ) -> Json:
         store = self.store
         ns = namespace if rt.namespaced else ""
@@ -289,6 +291,8 @@ class AdmittedWrites:
         warnings: list[str] | None = None,
         user: Json | None = None,
         options: Json | None = None,
+        grace_period_seconds: int | None = None,
+        propagation_policy: str | None = None,
     ) -> Json:
         store = self.store
         ns = namespace if rt.namespaced else ""
@@ -309,7 +313,14 @@ class AdmittedWrites:
             )
             await self.chain.admit(attrs, warnings if warnings is not None else [])
         return store.delete(
-            rt, ns, name, uid=uid, resource_version=resource_version, dry_run=dry_run
+            rt,
+            ns,
+            name,
+            uid=uid,
+            resource_version=resource_version,
+            dry_run=dry_run,
+            grace_period_seconds=grace_period_seconds,
+            propagation_policy=propagation_policy,
         )
 
     async def evict(
