@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import orjson
 from aiohttp import web
@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 class Settings:
     bookmark_interval: float = 1.0  # seconds between BOOKMARKs on a quiet watch
     tokens: frozenset[str] | None = None  # accepted bearer tokens; None: no authentication
+    # bearer token -> the userInfo admission reviews carry for its requests (else admin)
+    users: dict[str, dict[str, object]] = field(default_factory=dict)
 
 
 STORE = web.AppKey("store", ApiStore)
@@ -107,6 +109,12 @@ async def _auth(request: web.Request, handler: web.Handler) -> web.StreamRespons
         header = request.headers.get("Authorization", "")
         if not header.startswith("Bearer ") or header[7:] not in tokens:
             return _json(status_body(401, "Unauthorized", "Unauthorized"), 401)
+    users = request.app[SETTINGS].users
+    if users:
+        header = request.headers.get("Authorization", "")
+        user = users.get(header[7:]) if header.startswith("Bearer ") else None
+        if user is not None:
+            request[USER] = user
     return await handler(request)
 
 
