@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
+from kubeconfig_support import kubeconfig
 
 import kubectl_corral.local as local_mod
 from kubectl_corral.cli import run
@@ -29,19 +29,6 @@ def _models_missing() -> str:
 
 
 MISSING = _models_missing()
-
-
-def kubeconfig(path: Path, server: str) -> str:
-    doc = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": "t",
-        "clusters": [{"name": "c", "cluster": {"server": server}}],
-        "users": [{"name": "u", "user": {"token": "demo"}}],
-        "contexts": [{"name": "t", "context": {"cluster": "c", "user": "u"}}],
-    }
-    path.write_text(yaml.safe_dump(doc))
-    return str(path)
 
 
 async def demo(*argv: str) -> tuple[int, str, str]:
@@ -91,7 +78,7 @@ async def test_local_without_a_checkout_says_so(
 
 @pytest.fixture
 def cfg(api: ApiServer, tmp_path: Path) -> str:
-    return kubeconfig(tmp_path / "kubeconfig", api.url)
+    return kubeconfig(tmp_path / "kubeconfig", api.url, "demo")
 
 
 def mwc() -> dict[str, object]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-import yaml
+from kubeconfig_support import kubeconfig
 from manifest_support import MANIFESTS, config_map, one, render
 
 from tests.controllers import JobController, Rest
@@ -27,19 +27,6 @@ Json = dict[str, Any]
 CLI = [sys.executable, "-m", "webhook.cli"]
 NS = "ml"
 GROUP = "scheduling.k8s.io/group-name"
-
-
-def kubeconfig(path: Path, server: str) -> str:
-    doc = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": "t",
-        "clusters": [{"name": "c", "cluster": {"server": server}}],
-        "users": [{"name": "u", "user": {"token": "webhook"}}],
-        "contexts": [{"name": "t", "context": {"cluster": "c", "user": "u"}}],
-    }
-    path.write_text(yaml.safe_dump(doc))
-    return str(path)
 
 
 async def wait_for(cond: Any, timeout: float = 20.0) -> Any:
@@ -124,7 +111,7 @@ async def installed(api: ApiServer, tmp_path: Path) -> AsyncIterator[Installed]:
             "--config",
             str(tmp_path / "webhook.yaml"),
             "--kubeconfig",
-            kubeconfig(tmp_path / "kubeconfig", api.url),
+            kubeconfig(tmp_path / "kubeconfig", api.url, "webhook"),
             stderr=asyncio.subprocess.PIPE,
         )
         assert proc.stderr is not None

@@ -192,7 +192,9 @@ def load(name: str) -> Recording:
             )
         )
     observed = tuple(
-        Observation(o.get("after", ""), float(o.get("t") or 0.0), o.get("object"), o.get("what", ""))
+        Observation(
+            o.get("after", ""), float(o.get("t") or 0.0), o.get("object"), o.get("what", "")
+        )
         for o in raw.get("observed") or ()
     )
     return Recording(
