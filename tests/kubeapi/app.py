@@ -331,11 +331,7 @@ async def _watch(request: web.Request, t: _Target) -> web.StreamResponse:
     sent = 0
 
     def bookmark() -> bytes:
-        obj = {
-            "kind": t.rt.kind,
-            "apiVersion": t.rt.api_version,
-            "metadata": {"resourceVersion": str(store.rv)},
-        }
+        obj = _bookmark_object(t.rt, str(store.rv))
         return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
 
     interval = settings.bookmark_interval
@@ -385,6 +381,28 @@ async def _watch(request: web.Request, t: _Target) -> web.StreamResponse:
     finally:
         store.unwatch(w)
     return resp
+
+
+def _bookmark_object(rt: ResourceType, rv: str) -> dict[str, object]:
+    """A BOOKMARK's object: an empty object of the watched kind carrying only its
+    resourceVersion, serialised as the API server's typed objects are (null times, the
+    fields that are never omitted)."""
+    obj: dict[str, object] = {"kind": rt.kind, "apiVersion": rt.api_version}
+    if not rt.builtin:
+        obj["metadata"] = {"resourceVersion": rv}
+        return obj
+    obj["metadata"] = {"resourceVersion": rv, "creationTimestamp": None}
+    if (rt.group, rt.plural) == ("", "pods"):
+        obj["spec"] = {"containers": None}
+        obj["status"] = {}
+    elif (rt.group, rt.plural) == ("batch", "jobs"):
+        template = {"metadata": {"creationTimestamp": None}, "spec": {"containers": None}}
+        obj["spec"] = {"template": template}
+        obj["status"] = {}
+    elif rt.status_subresource:
+        obj["spec"] = {}
+        obj["status"] = {}
+    return obj
 
 
 async def _version(request: web.Request) -> web.Response:

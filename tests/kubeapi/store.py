@@ -452,10 +452,7 @@ class ApiStore:
             if resource_version_match == "Exact":
                 if wanted < self.compacted_rv:
                     raise ApiStatusError(
-                        410,
-                        "Expired",
-                        f"The resourceVersion for the provided list is too old: {wanted} "
-                        f"(oldest available: {self.compacted_rv})",
+                        410, "Expired", "The resourceVersion for the provided list is too old."
                     )
                 items = self._as_of(rt, wanted, namespace, labels, fields)
                 return self._page(rt, items, 0, limit, wanted, None)
