@@ -27,6 +27,7 @@ import jsonpointer
 import orjson
 from gangplace.kube.selectors import FieldSelector, LabelSelector, SelectorError, field_value
 
+from .auth import TokenIssuer
 from .defaults import default_pod
 from .strategic import StrategicPatchError, strategic_merge
 
@@ -190,6 +191,22 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, False),
     ResourceType("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, False),
     ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
+    ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True, False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True, False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False, False),
+    ResourceType(
+        "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False, False
+    ),
+    # Virtual: created and answered, never stored.
+    ResourceType(
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+        False,
+        False,
+    ),
 )
 
 # The custom resources corral uses, as their CustomResourceDefinitions declare them (a
@@ -302,6 +319,7 @@ class ApiStore:
         self.compacted_rv = self.rv
         self.watches: set[Watch] = set()
         self.require_namespaces = require_namespaces
+        self.tokens = TokenIssuer()
         # The disruption controller's memory: pods evicted under a budget, and those gone
         # and not yet replaced, by budget.
         self._evicted: set[str] = set()
@@ -452,10 +470,7 @@ class ApiStore:
             if resource_version_match == "Exact":
                 if wanted < self.compacted_rv:
                     raise ApiStatusError(
-                        410,
-                        "Expired",
-                        f"The resourceVersion for the provided list is too old: {wanted} "
-                        f"(oldest available: {self.compacted_rv})",
+                        410, "Expired", "The resourceVersion for the provided list is too old."
                     )
                 items = self._as_of(rt, wanted, namespace, labels, fields)
                 return self._page(rt, items, 0, limit, wanted, None)
@@ -1235,6 +1250,42 @@ class ApiStore:
         new["status"]["conditions"] = conditions
         self._commit(pods, "MODIFIED", new, pod)
         self._after_write(pods, new)
+
+    def token_request(self, namespace: str, name: str, body: Any) -> Json:
+        """POST serviceaccounts/{name}/token: a signed token for the ServiceAccount."""
+        sa = self.get(self.types[("", "v1", "serviceaccounts")], namespace, name)
+        if not isinstance(body, dict) or body.get("kind", "TokenRequest") != "TokenRequest":
+            raise ApiStatusError(400, "BadRequest", "the body must be a TokenRequest object")
+        spec = dict(body.get("spec") or {})
+        audiences = spec.get("audiences") or ["https://kubernetes.default.svc"]
+        seconds = spec.get("expirationSeconds") or 3600
+        if not isinstance(seconds, int) or seconds < 600:
+            raise ApiStatusError(
+                422,
+                "Invalid",
+                f'TokenRequest.authentication.k8s.io "{name}" is invalid: '
+                "spec.expirationSeconds: Invalid value: "
+                f"{seconds}: may not specify a duration less than 10 minutes",
+            )
+        token, expiry = self.tokens.mint(
+            namespace, name, sa["metadata"]["uid"], audiences=list(audiences), seconds=seconds
+        )
+        return {
+            "kind": "TokenRequest",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"name": name, "namespace": namespace, "creationTimestamp": now_iso()},
+            "spec": {
+                "audiences": list(audiences),
+                "expirationSeconds": seconds,
+                "boundObjectRef": spec.get("boundObjectRef"),
+            },
+            "status": {
+                "token": token,
+                "expirationTimestamp": datetime.fromtimestamp(expiry, UTC).strftime(
+                    "%Y-%m-%dT%H:%M:%SZ"
+                ),
+            },
+        }
 
     def bind(self, namespace: str, name: str, body: Any) -> Json:
         """POST pods/{name}/binding: the scheduler's (or anyone's) assignment of a node. The
