@@ -253,7 +253,7 @@ class AdmittedWrites:
                     raise e from None
             if is_mwc:
                 new = default_configuration(new)
-                validate_configuration(new)
+                validate_configuration(new, default_configuration(old))
             new["metadata"]["generation"] = old["metadata"].get("generation", 1)
             attrs = Attributes(
                 "UPDATE",
