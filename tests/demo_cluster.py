@@ -10,6 +10,7 @@ from __future__ import annotations
 from types import TracebackType
 
 from gangplace.kube import KubeClient
+
 from tests.controllers import (
     ControllerSet,
     GangScheduler,
@@ -19,11 +20,10 @@ from tests.controllers import (
     Rest,
     StoreController,
 )
+from tests.kubeapi import ApiServer
 from tests.kubeapi.controllers import Kubelet
 from tests.scenarios.corral_webhook import CorralWebhook
 from tests.scenarios.story import NODES, node
-
-from tests.kubeapi import ApiServer
 
 __all__ = ["LocalCluster"]
 
