@@ -15,7 +15,8 @@ from tests.kubeapi.recording import Replay
 DELETE_ANSWERS = (
     "the in-memory API server answers a DELETE that removes the object at once with the "
     "object, not a Status with details, and does not bump metadata.generation when it sets "
-    "deletionTimestamp"
+    "deletionTimestamp; when the last finalizer of an object being deleted goes, it sends a "
+    "MODIFIED then the DELETED, where kube-apiserver sends the DELETED alone"
 )
 
 
@@ -41,6 +42,11 @@ async def test_background_foreground_and_orphan(replay: ReplayFactory, strict: b
             async def one_gc_pass(_: Replay) -> None:
                 await m.step("garbage-collector")
 
+            store = r.store
+            watches = {
+                plural: store.watch(store.resource(plural, group), "rec-gc")
+                for plural, group in (("jobs", "batch"), ("podgroups", "scheduling.volcano.sh"))
+            }
             ignore = {}
             for step in r.recording.steps:
                 if "create a suspended Job" in step.do:
@@ -76,5 +82,30 @@ async def test_background_foreground_and_orphan(replay: ReplayFactory, strict: b
             assert [
                 (g["metadata"]["name"], g["metadata"].get("ownerReferences")) for g in groups
             ] == [("pg-orphan", None)]
+            # every version of the Jobs and PodGroups, in the recorded order
+            for plural, w in watches.items():
+                store.unwatch(w)
+                got = []
+                while not w.queue.empty():
+                    item = w.queue.get_nowait()
+                    if item is None:
+                        continue
+                    meta = item[1]["metadata"]
+                    last_finalizer_went = (
+                        item[0] == "MODIFIED"
+                        and meta.get("deletionTimestamp")
+                        and not meta.get("finalizers")
+                    )
+                    if last_finalizer_went and not strict:
+                        continue  # see DELETE_ANSWERS
+                    got.append((item[0], meta["name"]))
+                (recorded,) = [
+                    o.object for o in r.recording.observed if f"/{plural}?" in o.object["watch"]
+                ]
+                want = [
+                    (e["type"], e["event"]["object"]["metadata"]["name"])
+                    for e in recorded["events"]
+                ]
+                assert got == want, f"{plural}: the watch saw {got}, recorded {want}"
         finally:
             await m.close()
