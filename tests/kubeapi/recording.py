@@ -179,7 +179,7 @@ def load(name: str) -> Recording:
             Step(
                 index=i,
                 do=s["do"],
-                t=float(s.get("t", 0.0)),
+                t=float(s.get("t") or 0.0),
                 method=req["method"],
                 path=req["path"],
                 body=req.get("body"),
@@ -192,7 +192,9 @@ def load(name: str) -> Recording:
             )
         )
     observed = tuple(
-        Observation(o.get("after", ""), float(o.get("t", 0.0)), o.get("object"), o.get("what", ""))
+        Observation(
+            o.get("after", ""), float(o.get("t") or 0.0), o.get("object"), o.get("what", "")
+        )
         for o in raw.get("observed") or ()
     )
     return Recording(
