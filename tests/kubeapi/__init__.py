@@ -20,7 +20,9 @@ pods directly; the real server starts every pod Pending); strategic merge patche
 the merge keys of a fixed table, not the OpenAPI schema; a DELETE without
 propagationPolicy is Background for every kind (for batch/v1 Jobs the real default is
 Orphan), and deleting a namespace removes its contents at once; one change history serves
-every kind's watches (the real server has a watch cache per kind); requests without a
+every kind's watches (the real server has a watch cache per kind); a pod's spec may be
+changed by an update (the real server allows only images, activeDeadlineSeconds and added
+tolerations, and binding only through the Binding subresource); requests without a
 token are an admin's unless the server is given static tokens, and the bootstrap RBAC
 policy is reduced to what every authenticated user may do; the two Event APIs (core/v1
 and events.k8s.io/v1) are stored separately.

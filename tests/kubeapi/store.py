@@ -1028,6 +1028,8 @@ class ApiStore:
         nmeta = new["metadata"]
         current = nmeta.get("deletionGracePeriodSeconds")
         if not nmeta.get("deletionTimestamp") or (current is not None and grace < current):
+            if not nmeta.get("deletionTimestamp") and "generation" in nmeta:
+                nmeta["generation"] += 1  # the deletion is a change the object's owner sees
             nmeta["deletionTimestamp"] = now_iso(grace)
             nmeta["deletionGracePeriodSeconds"] = grace
         if finalizers:
@@ -1040,6 +1042,27 @@ class ApiStore:
             return self._remove(rt, new)
         self._after_write(rt, new)
         return self.find(rt, namespace, name) or new
+
+    def delete_answer(self, rt: ResourceType, deleted: Json, *, dry_run: bool = False) -> Json:
+        """What a DELETE answers: the object while it is still there (being deleted), and
+        once it is gone a Status naming it -- except for pods, whose registry answers with
+        the deleted object."""
+        meta = deleted["metadata"]
+        if dry_run:
+            gone = not meta.get("deletionTimestamp")
+        else:
+            gone = self.find(rt, meta.get("namespace", ""), meta["name"]) is None
+        if not gone or (rt.group, rt.plural) == ("", "pods"):
+            return deleted
+        body = status_body(
+            200,
+            "",
+            "",
+            {"name": meta["name"], "group": rt.group, "kind": rt.plural, "uid": meta.get("uid")},
+            success=True,
+        )
+        del body["code"]  # as recorded: a removal's Status carries no code
+        return body
 
     def _grace(self, rt: ResourceType, obj: Json, asked: int | None) -> int:
         """The grace period of a deletion: only a pod on a node, not finished, has one."""
