@@ -4,9 +4,11 @@ against what the real control plane recorded."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from tests.kubeapi import ApiStatusError, ApiStore
+from tests.kubeapi import ApiServer, ApiStatusError, ApiStore
 from tests.kubeapi import objects as o
 from tests.kubeapi.controllers import Kubelet
 from tests.kubeapi.controllers.kubelet import finish_pod
@@ -188,3 +190,16 @@ def test_custom_resources_refuse_strategic_merge() -> None:
         store.patch(pgs, "ns", "g", SMP, {"spec": {"minMember": 2}})
     assert err.value.code == 415
     assert store.patch(pgs, "ns", "g", MERGE, {"spec": {"minMember": 2}})["spec"]["minMember"] == 2
+
+
+async def test_the_kubelet_loop_finishes_evictions_beside_a_live_client(
+    api: ApiServer, kubelet_loop: Kubelet
+) -> None:
+    api.store.load([o.namespace("ns"), o.node("n1"), o.pod("p", "ns", node="n1")])
+    pods = api.store.resource("pods")
+    await api.client("evictor").evict("ns", "p")
+    for _ in range(100):
+        if api.store.find(pods, "ns", "p") is None:
+            break
+        await asyncio.sleep(0.02)
+    assert api.store.find(pods, "ns", "p") is None
