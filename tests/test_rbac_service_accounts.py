@@ -63,8 +63,9 @@ async def test_the_descheduler_runs_as_its_service_account(api: ApiServer) -> No
         output="json",
         lease_namespace=NS,
         lease_name=rbac.DESCHEDULER_LEASE,
-        lease_duration=1.0,
-        renew_deadline=0.5,
+        # Long enough that a loaded machine never loses the Lease mid-run.
+        lease_duration=15.0,
+        renew_deadline=10.0,
         retry_period=0.05,
         backoff_initial=0.01,
         sync_timeout=5.0,

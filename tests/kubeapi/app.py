@@ -411,19 +411,18 @@ async def _handle(request: web.Request) -> web.StreamResponse:
         if policy is None and opts.get("orphanDependents") is not None:
             policy = "Orphan" if opts["orphanDependents"] else "Background"
         if t.name is not None:
-            return _json(
-                await writes.delete(
-                    t.rt,
-                    ns,
-                    t.name,
-                    uid=pre.get("uid"),
-                    resource_version=pre.get("resourceVersion"),
-                    dry_run=dry,
-                    grace_period_seconds=grace,
-                    propagation_policy=str(policy) if policy is not None else None,
-                    **_admission(request),
-                )
+            deleted = await writes.delete(
+                t.rt,
+                ns,
+                t.name,
+                uid=pre.get("uid"),
+                resource_version=pre.get("resourceVersion"),
+                dry_run=dry,
+                grace_period_seconds=grace,
+                propagation_policy=str(policy) if policy is not None else None,
+                **_admission(request),
             )
+            return _json(store.delete_answer(t.rt, deleted, dry_run=dry))
         doomed = store.list(
             t.rt,
             t.namespace,

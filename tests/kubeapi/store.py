@@ -28,7 +28,8 @@ import orjson
 from gangplace.kube.selectors import FieldSelector, LabelSelector, SelectorError, field_value
 
 from .auth import TokenIssuer
-from .defaults import default_pod
+from .defaults import default_job, default_pod
+from .quantity import canonical_resources
 from .strategic import StrategicPatchError, strategic_merge
 
 Json = dict[str, Any]
@@ -305,6 +306,30 @@ def _pod_healthy(pod: Json) -> bool:
         c.get("type") == "Ready" and c.get("status") == "True"
         for c in status.get("conditions") or ()
     )
+
+
+def _pod_spec_quantities(spec: Any) -> None:
+    if not isinstance(spec, dict):
+        return
+    for kind in ("initContainers", "containers", "ephemeralContainers"):
+        for c in spec.get(kind) or ():
+            if isinstance(c, dict):
+                canonical_resources(c.get("resources"))
+    canonical_resources(spec.get("overhead"))
+
+
+def _canonical_quantities(rt: ResourceType, obj: Json) -> None:
+    """Quantities of built-in kinds are stored in canonical form ("1000" cpu is "1k")."""
+    key = (rt.group, rt.plural)
+    if key == ("", "pods"):
+        _pod_spec_quantities(obj.get("spec"))
+    elif key == ("batch", "jobs"):
+        _pod_spec_quantities(((obj.get("spec") or {}).get("template") or {}).get("spec"))
+    elif key == ("", "nodes"):
+        status = obj.get("status")
+        if isinstance(status, dict):
+            canonical_resources(status.get("capacity"))
+            canonical_resources(status.get("allocatable"))
 
 
 class ApiStore:
@@ -720,6 +745,7 @@ class ApiStore:
         for k in ("labels", "annotations", "finalizers", "ownerReferences"):
             if k in meta and not meta[k]:
                 del meta[k]  # empty is omitted, as typed serialisation does
+        _canonical_quantities(rt, obj)
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = f"{meta['generateName']}{uuid.uuid4().hex[:5]}"
         if not meta.get("name"):
@@ -771,6 +797,8 @@ class ApiStore:
     def _default(self, rt: ResourceType, obj: Json) -> None:
         if rt.group == "" and rt.plural == "pods":
             default_pod(obj, self._priority_of)
+        elif (rt.group, rt.plural) == ("batch", "jobs"):
+            default_job(obj)
         elif rt.group == "" and rt.plural == "namespaces":
             obj.setdefault("status", {}).setdefault("phase", "Active")
             labels = obj["metadata"].setdefault("labels", {})
@@ -1000,6 +1028,8 @@ class ApiStore:
         nmeta = new["metadata"]
         current = nmeta.get("deletionGracePeriodSeconds")
         if not nmeta.get("deletionTimestamp") or (current is not None and grace < current):
+            if not nmeta.get("deletionTimestamp") and "generation" in nmeta:
+                nmeta["generation"] += 1  # the deletion is a change the object's owner sees
             nmeta["deletionTimestamp"] = now_iso(grace)
             nmeta["deletionGracePeriodSeconds"] = grace
         if finalizers:
@@ -1012,6 +1042,27 @@ class ApiStore:
             return self._remove(rt, new)
         self._after_write(rt, new)
         return self.find(rt, namespace, name) or new
+
+    def delete_answer(self, rt: ResourceType, deleted: Json, *, dry_run: bool = False) -> Json:
+        """What a DELETE answers: the object while it is still there (being deleted), and
+        once it is gone a Status naming it -- except for pods, whose registry answers with
+        the deleted object."""
+        meta = deleted["metadata"]
+        if dry_run:
+            gone = not meta.get("deletionTimestamp")
+        else:
+            gone = self.find(rt, meta.get("namespace", ""), meta["name"]) is None
+        if not gone or (rt.group, rt.plural) == ("", "pods"):
+            return deleted
+        body = status_body(
+            200,
+            "",
+            "",
+            {"name": meta["name"], "group": rt.group, "kind": rt.plural, "uid": meta.get("uid")},
+            success=True,
+        )
+        del body["code"]  # as recorded: a removal's Status carries no code
+        return body
 
     def _grace(self, rt: ResourceType, obj: Json, asked: int | None) -> int:
         """The grace period of a deletion: only a pod on a node, not finished, has one."""
