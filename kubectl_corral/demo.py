@@ -295,8 +295,9 @@ class Demo:
         pods = await self._wait(
             self.gang_ns, "train", lambda ps: len(ps) == 4, "the 4 workers created"
         )
-        pg = await self._podgroup_of(job, lambda pg: _phase(pg) in ("Pending", "Inqueue"))
-        await asyncio.sleep(self.poll * 2)  # give a scheduler every chance to bind one
+        await self._podgroup_of(job, lambda pg: _phase(pg) in ("Pending", "Inqueue"))
+        await asyncio.sleep(self.poll * 4)  # give a scheduler every chance to bind one
+        pg = await self._podgroup_of(job, lambda pg: True)
         pods = await self._pods(self.gang_ns, "train")
         if _bound(pods):
             raise DemoError(f"{len(_bound(pods))} worker(s) of the gang were bound: not a gang")

@@ -7,6 +7,7 @@ the Job controller, the garbage collector, the kubelet, a Volcano-like gang sche
 
 from __future__ import annotations
 
+import logging
 from types import TracebackType
 
 from gangplace.kube import KubeClient
@@ -69,6 +70,9 @@ class LocalCluster:
             PodScheduler(Rest(url)),
             StoreController("kubelet", Kubelet(), self.api.store),
         )
+        # A model's failed pass (say, an Event for a namespace the demo just deleted) is
+        # kept in ``models.errors``, not printed over the story.
+        logging.getLogger("tests.controllers.runner").setLevel(logging.CRITICAL)
         self.models.start(period=PERIOD)
         self.client = self.api.client("kubectl-corral-demo")
         return self

@@ -2,7 +2,8 @@
 found by the MutatingWebhookConfiguration the manifests render (its Service mapped to
 the process's port), its CA published by the webhook itself, and called by the
 in-memory API server's admission chain over verified TLS. A Job created as ``kubectl
-create`` would create it is stored mutated, and its PodGroup is made."""
+create`` would create it is stored mutated, its PodGroup is made, and the pods the Job
+controller model makes for it are admitted too."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 import yaml
 from manifest_support import MANIFESTS, config_map, one, render
 
+from tests.controllers import JobController, Rest
 from tests.kubeapi import ApiServer
 from tests.kubeapi import objects as o
 
@@ -172,41 +174,34 @@ async def test_a_job_is_stored_mutated_and_its_podgroup_made(
     assert warnings == []
 
 
-async def test_a_pod_made_by_the_job_controller_is_admitted_too(
+async def test_the_job_controllers_pods_are_admitted_too(
     api: ApiServer, installed: Installed
 ) -> None:
+    """The Job controller model creates the Job's pods as on a cluster (generateName,
+    owned by the Job), through the chain: corral's webhook sees each pod CREATE."""
     status, job, _ = await installed.post(f"/apis/batch/v1/namespaces/{NS}/jobs", train_job("w"))
     assert status == 201
-    # As the Job controller creates it: generateName, the template, owned by the Job.
-    tmpl = job["spec"]["template"]
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "generateName": "w-",
-            "labels": {**tmpl["metadata"].get("labels", {}), "job-name": "w"},
-            "annotations": dict(tmpl["metadata"].get("annotations") or {}),
-            "ownerReferences": [
-                {
-                    "apiVersion": "batch/v1",
-                    "kind": "Job",
-                    "name": "w",
-                    "uid": job["metadata"]["uid"],
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
-        "spec": tmpl["spec"],
-    }
-    status, made, _ = await installed.post(f"/api/v1/namespaces/{NS}/pods", pod)
-    assert status == 201, made
-    assert made["spec"]["schedulerName"] == "volcano"
-    assert made["metadata"]["annotations"][GROUP] == tmpl["metadata"]["annotations"][GROUP]
+    jobs = JobController(Rest(api.url), backoff=0)
+    try:
+        await jobs.step()
+    finally:
+        await jobs.close()
+    pods = [
+        p
+        for p in api.store.items(api.store.resource("pods"), NS)
+        if p["metadata"].get("labels", {}).get("job-name") == "w"
+    ]
+    assert len(pods) == 2
+    group = job["spec"]["template"]["metadata"]["annotations"][GROUP]
+    for p in pods:
+        assert p["spec"]["schedulerName"] == "volcano"
+        assert p["metadata"]["annotations"][GROUP] == group
+        assert p["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
     reviewed = [
         r["request"] for r in api.admission.reviews if r["request"]["kind"]["kind"] == "Pod"
     ]
-    assert len(reviewed) == 1 and "name" not in reviewed[0]
+    assert len(reviewed) == 2
+    assert all("name" not in r and r["object"]["metadata"]["generateName"] for r in reviewed)
 
 
 async def test_skipped_and_dry_run(api: ApiServer, installed: Installed) -> None:
