@@ -148,29 +148,3 @@ def same_events(r: Replay, recorded: Json, mine: list[Json], what: str) -> None:
     want = sorted({_event_key(e, r.names) for e in recorded.get("items") or ()})
     got = sorted({_event_key(e, r.names) for e in mine})
     assert got == want, f"{what}: events differ\n  recorded: {want}\n  got:      {got}"
-
-
-# What kube-apiserver fills in a Job at creation and the in-memory one does not yet: the
-# contract tests of the controllers compare everything else, and compare these too in a
-# strict variant that is an xfail until the fake defaults Jobs.
-JOB_DEFAULTS = (
-    "metadata.labels",
-    "spec.selector",
-    "spec.completionMode",
-    "spec.suspend",
-    "spec.template",
-    "spec.podFailurePolicy.rules.*.onExitCodes",
-    "spec.podFailurePolicy.rules.*.onPodConditions.*.status",
-)
-NO_JOB_DEFAULTS = (
-    "the in-memory API server does not default Jobs as kube-apiserver does: metadata.labels, "
-    "spec.selector, completionMode, suspend, the podFailurePolicy rules' defaults, the pod "
-    "template's labels and defaults, status {} on create"
-)
-
-
-def answers_ignore(strict: bool, *, create: bool = False) -> list[str]:
-    """Paths a Job answer is compared without: none when ``strict``."""
-    if strict:
-        return []
-    return [*JOB_DEFAULTS, *(["status"] if create else [])]

@@ -4,39 +4,20 @@ BackoffLimitExceeded and makes no replacement -- as the real v1.28 controller di
 
 from __future__ import annotations
 
-import pytest
-
 from tests.contract.conftest import ReplayFactory
-from tests.contract.controller_models import (
-    NO_JOB_DEFAULTS,
-    Models,
-    answers_ignore,
-    same_events,
-    same_pods,
-)
+from tests.contract.controller_models import Models, same_events, same_pods
 from tests.kubeapi.recording import assert_same
 
 NS = "rec-job0"
 
 
-STRICT = [
-    pytest.param(False, id="controllers"),
-    pytest.param(
-        True, id="every-field", marks=pytest.mark.xfail(strict=True, reason=NO_JOB_DEFAULTS)
-    ),
-]
-
-
-@pytest.mark.parametrize("strict", STRICT)
-async def test_an_evicted_pod_fails_a_job_of_backoff_limit_0(
-    replay: ReplayFactory, strict: bool
-) -> None:
+async def test_an_evicted_pod_fails_a_job_of_backoff_limit_0(replay: ReplayFactory) -> None:
     async with replay("job-evicted-backofflimit-0") as r:
         m = Models(r)
         try:
             rec = r.recording
             create = rec.step("create the Job")
-            r.check(create, await r.send(create), ignore=answers_ignore(strict, create=True))
+            r.check(create, await r.send(create))
             await m.settle()
             before = rec.observation("before the eviction: pods")
             mine = m.items("pods", NS)
@@ -69,7 +50,7 @@ async def test_an_evicted_pod_fails_a_job_of_backoff_limit_0(
             assert m.items("pods", NS) == []  # no replacement
 
             final = rec.step("GET the Job at the end")
-            r.check(final, await r.send(final), ignore=answers_ignore(strict))
+            r.check(final, await r.send(final))
             events = rec.step("Events of the namespace")
             same_events(r, events.response, m.items("events", NS), "the namespace's Events")
         finally:

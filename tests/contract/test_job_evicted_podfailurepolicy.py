@@ -8,33 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from tests.contract.conftest import ReplayFactory
-from tests.contract.controller_models import (
-    NO_JOB_DEFAULTS,
-    Models,
-    answers_ignore,
-    same_events,
-    same_pods,
-)
+from tests.contract.controller_models import Models, same_events, same_pods
 from tests.kubeapi.recording import Replay, assert_same
 
 A, B = "rec-jobpfp", "rec-jobpfp-kubelet"
 
 
-STRICT = [
-    pytest.param(False, id="controllers"),
-    pytest.param(
-        True, id="every-field", marks=pytest.mark.xfail(strict=True, reason=NO_JOB_DEFAULTS)
-    ),
-]
-
-
-async def _create_and_evict(r: Replay, m: Models, variant: str, ns: str, strict: bool) -> None:
+async def _create_and_evict(r: Replay, m: Models, variant: str, ns: str) -> None:
     rec = r.recording
     create = rec.step(f"[{variant}] create the Job")
-    r.check(create, await r.send(create), ignore=answers_ignore(strict, create=True))
+    r.check(create, await r.send(create))
     await m.settle()
     before = rec.observation(f"[{variant}] before the eviction: {variant} pods")
     mine = m.items("pods", ns)
@@ -51,16 +35,15 @@ def _last(r: Replay, prefix: str) -> Any:
     return [o for o in r.recording.observed if o.after.startswith(prefix)][-1].object
 
 
-@pytest.mark.parametrize("strict", STRICT)
 async def test_an_ignored_disruption_is_neither_counted_nor_replaced_until_failed(
-    replay: ReplayFactory, strict: bool
+    replay: ReplayFactory,
 ) -> None:
     async with replay("job-evicted-podfailurepolicy") as r:
         m = Models(r, backoff=10.0)
         try:
             # A: the loop only deletes (grace 0): the pod stays terminating, kept by the
             # Job controller's finalizer, and the Job waits for it.
-            await _create_and_evict(r, m, "A grace-0 delete", A, strict)
+            await _create_and_evict(r, m, "A grace-0 delete", A)
             await m.settle()
             m.clock.advance(45)
             await m.settle()
@@ -74,12 +57,12 @@ async def test_an_ignored_disruption_is_neither_counted_nor_replaced_until_faile
                 "[A grace-0 delete] list the Job's pods",
             ):
                 step = r.recording.step(name)
-                r.check(step, await r.send(step), ignore=answers_ignore(strict))
+                r.check(step, await r.send(step))
 
             # B: the kubelet makes the evicted pod Failed, then deletes it.
             m.kubelet.fail_terminating = True
             m.kubelet.hold.update(f"{A}/{p['metadata']['name']}" for p in m.items("pods", A))
-            await _create_and_evict(r, m, "B Failed then delete", B, strict)
+            await _create_and_evict(r, m, "B Failed then delete", B)
             await m.settle()
             after = "[B Failed then delete] after the eviction: B Failed then delete"
             job = m.get("jobs", B, "ignore", "batch")
@@ -102,7 +85,7 @@ async def test_an_ignored_disruption_is_neither_counted_nor_replaced_until_faile
                 "[B Failed then delete] list the Job's pods",
             ):
                 step = r.recording.step(name)
-                r.check(step, await r.send(step), ignore=answers_ignore(strict))
+                r.check(step, await r.send(step))
             for ns in (A, B):
                 (step,) = [s for s in r.recording.steps if s.do == f"Events of namespace {ns}"]
                 same_events(r, step.response, m.items("events", ns), f"Events of {ns}")

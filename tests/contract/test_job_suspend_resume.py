@@ -5,31 +5,14 @@ suspended without pods or startTime -- as the real v1.28 controller did."""
 
 from __future__ import annotations
 
-import pytest
-
 from tests.contract.conftest import ReplayFactory
-from tests.contract.controller_models import (
-    NO_JOB_DEFAULTS,
-    Models,
-    answers_ignore,
-    same_events,
-    same_pods,
-)
+from tests.contract.controller_models import Models, same_events, same_pods
 from tests.kubeapi.recording import assert_same
 
 NS = "rec-suspend"
 
 
-STRICT = [
-    pytest.param(False, id="controllers"),
-    pytest.param(
-        True, id="every-field", marks=pytest.mark.xfail(strict=True, reason=NO_JOB_DEFAULTS)
-    ),
-]
-
-
-@pytest.mark.parametrize("strict", STRICT)
-async def test_suspend_and_resume(replay: ReplayFactory, strict: bool) -> None:
+async def test_suspend_and_resume(replay: ReplayFactory) -> None:
     async with replay("job-suspend-resume") as r:
         m = Models(r)
         try:
@@ -39,7 +22,7 @@ async def test_suspend_and_resume(replay: ReplayFactory, strict: bool) -> None:
                 return m.get("jobs", NS, name, "batch")
 
             create = rec.step("create the Job (parallelism 2)")
-            r.check(create, await r.send(create), ignore=answers_ignore(strict, create=True))
+            r.check(create, await r.send(create))
             await m.settle()
             running = rec.observation("both pods Running: pods")
             m.learn_names(running.object["items"], m.items("pods", NS))
@@ -48,7 +31,7 @@ async def test_suspend_and_resume(replay: ReplayFactory, strict: bool) -> None:
             started = job()["status"]["startTime"]
 
             suspend = rec.step("suspend")
-            r.check(suspend, await r.send(suspend), ignore=answers_ignore(strict))
+            r.check(suspend, await r.send(suspend))
             await m.settle()
             after = [o for o in rec.observed if o.after.startswith("after suspend: job")][-1]
             assert_same(after.object["status"], job()["status"], what="suspended")
@@ -58,7 +41,7 @@ async def test_suspend_and_resume(replay: ReplayFactory, strict: bool) -> None:
 
             m.clock.advance(2)
             resume = rec.step("resume")
-            r.check(resume, await r.send(resume), ignore=answers_ignore(strict))
+            r.check(resume, await r.send(resume))
             await m.settle()
             settled = rec.observation("after resume, settled: job")
             assert_same(settled.object["status"], job()["status"], what="resumed")
@@ -69,11 +52,11 @@ async def test_suspend_and_resume(replay: ReplayFactory, strict: bool) -> None:
             same_pods(r, resumed.object, pods, "resumed")
 
             held = rec.step("create a Job with suspend true")
-            r.check(held, await r.send(held), ignore=answers_ignore(strict, create=True))
+            r.check(held, await r.send(held))
             await m.settle()
             for name in ("GET it 3 s later", "its pods (none)"):
                 step = rec.step(name)
-                r.check(step, await r.send(step), ignore=answers_ignore(strict))
+                r.check(step, await r.send(step))
             events = rec.step("Events of the namespace")
             same_events(r, events.response, m.items("events", NS), "the namespace's Events")
         finally:

@@ -1,6 +1,17 @@
 """The cluster of the scenario tests: three Ready nodes of 8 GPUs (as in the recordings),
-Jobs and the PodGroups corral's webhook writes for them, and the controller models that
-play the control plane (Job controller, garbage collector, kubelet, a scheduler)."""
+Jobs and the PodGroups corral's webhook writes for them, the controller models that play
+the control plane (:class:`Cluster`: Job controller, garbage collector, kubelet, a
+scheduler), a fragmented history laid out by hand (:func:`place`, :data:`LAYOUT_767`) and
+one ``corral-descheduler run --once`` against it (:func:`run_descheduler`).
+
+    setup(api)
+    c = Cluster(api, scheduler="gang")
+    await place(c, LAYOUT_767)          # 7, 6 and 7 GPUs used by Jobs of backoffLimit 0
+    await submit(c.rest, job("llm", 4, gang=True), with_podgroup=True)
+    await c.settle()                    # every model stepped until none writes
+    doc = await run_descheduler(c.api)
+    await c.settle()
+"""
 
 from __future__ import annotations
 
@@ -189,16 +200,14 @@ LAYOUT_767 = {
 class Cluster:
     """The models of one scenario, all stepped in order by :meth:`settle`."""
 
-    def __init__(
-        self, api: ApiServer, *, scheduler: str = "gang", rest: Rest | None = None
-    ) -> None:
-        """``rest``: the Job controller's client (one whose creates go through a
-        webhook); the test's own creates use it too."""
+    def __init__(self, api: ApiServer, *, scheduler: str = "gang", backoff: float = 0.0) -> None:
+        """``scheduler``: "gang" (Volcano's rules), "pod" (default-scheduler) or "both";
+        ``backoff``: the Job controller's pod-failure backoff, in seconds of ``clock``."""
         self.api = api
-        self.rest = rest or Rest(api.url)
+        self.rest = Rest(api.url)
         self.clock = ManualClock()
         self.kubelet = Kubelet()
-        self.jobs = JobController(rest or Rest(api.url), clock=self.clock, backoff=0)
+        self.jobs = JobController(Rest(api.url), clock=self.clock, backoff=backoff)
         models: list[Any] = [self.jobs, GarbageCollector(Rest(api.url))]
         if scheduler in ("gang", "both"):
             models.append(GangScheduler(Rest(api.url), clock=self.clock))
