@@ -16,16 +16,19 @@ schedulers, workload controllers) is played by the models in :mod:`.controllers`
 request is logged.
 
 Deliberate simplifications: status given on create is kept (so tests can create running
-pods directly; the real server starts every pod Pending); strategic merge patches know
-the merge keys of a fixed table, not the OpenAPI schema; a DELETE without
-propagationPolicy is Background for every kind (for batch/v1 Jobs the real default is
-Orphan), and deleting a namespace removes its contents at once; one change history serves
-every kind's watches (the real server has a watch cache per kind); a pod's spec may be
-changed by an update (the real server allows only images, activeDeadlineSeconds and added
-tolerations, and binding only through the Binding subresource); requests without a
-token are an admin's unless the server is given static tokens, and the bootstrap RBAC
-policy is reduced to what every authenticated user may do; the two Event APIs (core/v1
-and events.k8s.io/v1) are stored separately.
+pods directly; the real server starts every pod Pending); strategic merge patches know the
+merge keys of a fixed table, not the OpenAPI schema; a DELETE without propagationPolicy is
+Background for every kind (for batch/v1 Jobs the real default is Orphan), and deleting a
+namespace removes its contents at once; one change history serves every kind's watches
+(the real server has a watch cache per kind); a pod's spec may be changed by an update
+(the real server allows only images, activeDeadlineSeconds and added tolerations, and
+binding only through the Binding subresource); PodDisruptionBudget status is computed at
+once, and for maxUnavailable or a percentage it counts the pods (and evicted ones not yet
+replaced) where the real disruption controller reads the owner's scale subresource and,
+for owners without one (Jobs, bare pods), fails safe with disruptionsAllowed 0
+(SyncFailed); requests without a token are an admin's unless the server is given static
+tokens, and the bootstrap RBAC policy is reduced to what every authenticated user may do;
+the two Event APIs (core/v1 and events.k8s.io/v1) are stored separately.
 """
 
 from .app import Settings, make_app
