@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 from cluster_builder import as_list, gang, gpu_node, pod
-from gangplace.trace import find_trace_dir
+from gangplace.thirdparty import trace_dir
 
 from descheduler.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-TRACE = find_trace_dir(ROOT)
+TRACE = trace_dir(ROOT)  # tests marked `trace` run only when it is found
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -88,7 +88,7 @@ def test_plan_by_default_on_the_trace_built_sample(capsys: pytest.CaptureFixture
     assert code == 2 and "sample:trace, sample:small" in err
 
 
-@pytest.mark.skipif(TRACE is None, reason="trace data folder not found")
+@pytest.mark.trace
 def test_the_trace_sample_is_what_its_script_writes(tmp_path: Path) -> None:
     """Deterministic: the script writes the bundled file again, byte for byte (after an
     engine change that moves pods, run `python scripts/make_trace_sample.py`)."""
