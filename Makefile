@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck bench bench-trace bench-defrag manifests clean
+.PHONY: run test test-fast data lint typecheck bench bench-trace bench-defrag manifests clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,8 +21,18 @@ run: $(STAMP)
 	@echo "== 3/3  The descheduler's plan for a fragmented cluster built from the Alibaba GPU trace"
 	@$(BIN)/corral-descheduler plan
 
+# Tests that need third-party data (the trace, other projects' CRDs) run when it is found
+# ($CORRAL_DATA, else ../shared); without it they are left out and the run ends saying so.
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The inner loop: everything but the tests marked slow or scenario (see pyproject.toml).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow and not scenario"
+
+# The third-party data from its public sources, into $CORRAL_DATA (else ../shared).
+data:
+	$(PYTHON) scripts/get_data.py
 
 # Strict typing everywhere; the engine alone as well, as CI has always checked it.
 lint: $(STAMP)

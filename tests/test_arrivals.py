@@ -67,6 +67,7 @@ def test_cpu_only_lists_do_not_loop() -> None:
 TRACE = trace_dir(Path(__file__).parent)  # tests marked `trace` run only when it is found
 
 
+@pytest.mark.slow
 @pytest.mark.trace
 @pytest.mark.parametrize(
     ("trace", "seed", "expect"),

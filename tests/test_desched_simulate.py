@@ -37,6 +37,7 @@ def sampled(n_nodes: int, n_pods: int, seed: int) -> tuple[list[Any], list[Trace
     return nodes, pods
 
 
+@pytest.mark.slow
 @needs_trace
 def test_moves_help_later_arrivals_within_the_limit_and_place_everyone_again() -> None:
     nodes, pods = sampled(40, 300, 3)

@@ -429,6 +429,7 @@ async def test_custom_resources(api: ApiServer, typed: k8s.ApiClient) -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.crds
 def test_custom_types_match_the_published_crds() -> None:
     assert CRDS is not None

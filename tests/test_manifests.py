@@ -38,6 +38,8 @@ from webhook.config import parse_config as parse_webhook_config
 from webhook.workloads import BUILTIN_KINDS
 
 TARGETS = targets()
+# Renders every overlay with kustomize (kubectl) and validates against the schemas: seconds.
+pytestmark = pytest.mark.slow
 IDS = [t[0] for t in TARGETS]
 NS = rbac.NAMESPACE
 # Kubernetes versions whose schemas every object must satisfy: the oldest supported

@@ -89,6 +89,7 @@ def run(nodes, pods, policy: str, seed: int = 42, hook=None):
     return snap, wl, res
 
 
+@pytest.mark.slow
 @pytest.mark.trace
 def test_short_replay_of_a_sampled_trace() -> None:
     nodes, pods = sampled()
@@ -114,6 +115,7 @@ def test_short_replay_of_a_sampled_trace() -> None:
     assert out["random"] > max(out["fgd"], out["corral"])
 
 
+@pytest.mark.slow
 @pytest.mark.trace
 def test_hook_moves_pods_and_the_curve_follows() -> None:
     nodes, pods = sampled(30, 250)
