@@ -34,9 +34,11 @@ test-fast: $(STAMP)
 data:
 	$(PYTHON) scripts/get_data.py
 
-# Strict typing everywhere; the engine alone as well, as CI has always checked it.
+# Strict typing everywhere; the engine alone as well, as CI has always checked it; the
+# layers (import contracts in pyproject.toml: docs/architecture.md).
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/mypy --strict shared/gangplace/engine
 	MYPYPATH=shared $(BIN)/mypy --strict -p gangplace -p descheduler -p webhook -p kubectl_corral
 	$(BIN)/python scripts/gen_manifests.py --check
