@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run demo test lint typecheck bench bench-trace bench-defrag manifests clean
+.PHONY: run demo test test-fast data lint typecheck bench bench-trace bench-defrag manifests clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,12 +26,24 @@ run: $(STAMP)
 demo: $(STAMP)
 	@$(BIN)/kubectl-corral demo --local
 
+# Tests that need third-party data (the trace, other projects' CRDs) run when it is found
+# ($CORRAL_DATA, else ../shared); without it they are left out and the run ends saying so.
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
-# Strict typing everywhere; the engine alone as well, as CI has always checked it.
+# The inner loop: everything but the tests marked slow or scenario (see pyproject.toml).
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow and not scenario"
+
+# The third-party data from its public sources, into $CORRAL_DATA (else ../shared).
+data:
+	$(PYTHON) scripts/get_data.py
+
+# Strict typing everywhere; the engine alone as well, as CI has always checked it; the
+# layers (import contracts in pyproject.toml: docs/architecture.md).
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/mypy --strict shared/gangplace/engine
 	MYPYPATH=shared $(BIN)/mypy --strict -p gangplace -p descheduler -p webhook -p kubectl_corral
 	$(BIN)/python scripts/gen_manifests.py --check

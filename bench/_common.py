@@ -11,7 +11,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, NoReturn
 
-from gangplace.trace import GPU_NODE_FILE, find_trace_dir
+from gangplace.thirdparty import DATA_ENV, GET_DATA_HINT, TRACE_NODE_FILE, trace_dir
 
 
 def die(message: str) -> NoReturn:
@@ -39,10 +39,14 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def trace_folder(arg: str | None, start: Path) -> Path:
-    """The trace folder: ``--trace-dir``, else found upward from ``start``."""
-    found = Path(arg) if arg else find_trace_dir(start)
-    if found is None or not (found / GPU_NODE_FILE).is_file():
-        die(f"--trace-dir: no {GPU_NODE_FILE} found (give the trace folder)")
+    """The trace folder: ``--trace-dir``, else ``$CORRAL_DATA``'s or ``../shared``'s (see
+    :mod:`gangplace.thirdparty`)."""
+    found = Path(arg) if arg else trace_dir(start)
+    if found is None or not (found / TRACE_NODE_FILE).is_file():
+        die(
+            f"--trace-dir: no {TRACE_NODE_FILE} found (give the trace folder, or set "
+            f"${DATA_ENV}; {GET_DATA_HINT})"
+        )
     return found
 
 

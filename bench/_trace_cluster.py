@@ -15,13 +15,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from gangplace import thirdparty
+from gangplace.thirdparty import trace_dir
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))  # tests/builders.py: the object builders the tests use
 
 from tests import builders as b  # noqa: E402
 
-TRACE = ROOT.parent / "shared/data/alibaba-gpu-v2023"
+# The trace is not in the repository: $CORRAL_DATA's or ../shared's (gangplace.thirdparty).
+TRACE = trace_dir(ROOT) or ROOT.parent / "shared" / thirdparty.TRACE
 NODES_CSV = TRACE / "openb_node_list_gpu_node.csv"
 PODS_CSV = TRACE / "openb_pod_list_default.csv"
 MODEL_LABEL = "alibabacloud.com/gpu-card-model"

@@ -34,9 +34,14 @@ from gangplace.kube import (
 )
 from gangplace.kube.resources import PODS
 
-from descheduler.config import ConfigError, DeschedulerConfig, load_config
-from descheduler.planner import fragmentation_now, plan
-from descheduler.render import render_plan
+from descheduler.api import (
+    ConfigError,
+    DeschedulerConfig,
+    fragmentation_now,
+    load_config,
+    plan,
+    render_plan,
+)
 
 from .explain import explain_pod, render_explanation
 from .gangs import gang_rows, render_gangs

@@ -11,9 +11,7 @@ from typing import Any
 from gangplace.engine import GangOptions, place_gang
 from gangplace.engine.gangs import membership
 
-from descheduler.config import SchedulingConfig
-from descheduler.state import ClusterState
-from descheduler.units import GangView, build_views, demand_of
+from descheduler.api import ClusterState, GangView, SchedulingConfig, build_views, demand_of
 
 __all__ = ["GangRow", "gang_rows", "render_gangs"]
 

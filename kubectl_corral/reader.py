@@ -25,7 +25,7 @@ from gangplace.kube.resources import (
     Resource,
 )
 
-from descheduler.state import ClusterState, StateError, state_from_objects
+from descheduler.api import ClusterState, StateError, state_from_objects
 
 __all__ = ["PluginError", "Reader", "Reading", "state_of"]
 

@@ -41,7 +41,8 @@ from gangplace.engine.fragmentation import TargetWorkload
 from gangplace.engine.model import GPU_SHARE_INDEX
 from gangplace.engine.policies import PolicyContext, make_policy
 from gangplace.engine.replay import replay
-from gangplace.trace import GPU_NODE_FILE, find_trace_dir, load_nodes, load_pods, pod_list_path
+from gangplace.thirdparty import GET_DATA_HINT, trace_dir
+from gangplace.trace import GPU_NODE_FILE, load_nodes, load_pods, pod_list_path
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -384,13 +385,18 @@ def write(doc: dict[str, Any], path: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--trace-dir", help="the trace's folder (default: found upward from here)")
+    ap.add_argument(
+        "--trace-dir",
+        help="the trace's folder (default: $CORRAL_DATA's, or ../shared's found upward from here)",
+    )
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
-    trace_dir = Path(args.trace_dir) if args.trace_dir else find_trace_dir(Path(__file__))
-    if trace_dir is None:
-        raise SystemExit("trace folder not found: give --trace-dir")
-    write(build(trace_dir), Path(args.out))
+    folder = Path(args.trace_dir) if args.trace_dir else trace_dir(Path(__file__))
+    if folder is None:
+        raise SystemExit(
+            f"trace folder not found: give --trace-dir or set $CORRAL_DATA; {GET_DATA_HINT}"
+        )
+    write(build(folder), Path(args.out))
     print(f"wrote {args.out}")
 
 

@@ -10,13 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import jsonpatch
+from gangplace.thirdparty import ADMISSION_FIXTURES, locate
 
 from webhook.admit import AdmitResult, admit, decode_patch
 from webhook.cluster import ClusterState
 from webhook.config import WebhookConfig
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_FIXTURES = REPO.parent / "shared" / "fixtures" / "admission"
+# The recorded reviews of the data folder ($CORRAL_DATA or ../shared), else the bundled copies.
+SHARED_FIXTURES = locate(ADMISSION_FIXTURES, "*.json", REPO) or REPO / "webhook" / "fixtures"
 BUNDLED_FIXTURES = REPO / "webhook" / "fixtures"
 FIXTURE_NAMES = (
     "job-create-mpi-train.json",
@@ -28,7 +30,7 @@ FIXTURE_NAMES = (
 
 
 def fixture(name: str) -> dict[str, Any]:
-    """A captured AdmissionReview: from ../shared when present, else the bundled copy."""
+    """A captured AdmissionReview: from the data folder when present, else the bundled copy."""
     folder = SHARED_FIXTURES if (SHARED_FIXTURES / name).exists() else BUNDLED_FIXTURES
     doc: dict[str, Any] = json.loads((folder / name).read_text())
     return doc

@@ -15,6 +15,10 @@ for path in (ROOT, ROOT / "tests"):
         sys.path.insert(0, str(path))
 
 from gangplace.kube import KubeClient  # noqa: E402
+from needs_data import (  # noqa: E402, F401  (hooks: tests that need absent data are left out)
+    pytest_collection_modifyitems,
+    pytest_terminal_summary,
+)
 
 from tests.kubeapi import ApiServer  # noqa: E402
 from tests.kubeapi.controllers import Kubelet, run_loop  # noqa: E402

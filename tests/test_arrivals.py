@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from gangplace.engine.arrivals import TracePod, paper_arrivals
 from gangplace.engine.gorand import GoRand
-from gangplace.trace import find_trace_dir, load_pods
+from gangplace.thirdparty import trace_dir
+from gangplace.trace import load_pods
 from helpers_trace import shape
 
 
@@ -63,10 +64,11 @@ def test_cpu_only_lists_do_not_loop() -> None:
     assert len(arr.pods) == 1
 
 
-TRACE = find_trace_dir(Path(__file__).parent)
+TRACE = trace_dir(Path(__file__).parent)  # tests marked `trace` run only when it is found
 
 
-@pytest.mark.skipif(TRACE is None, reason="trace data folder not found")
+@pytest.mark.slow
+@pytest.mark.trace
 @pytest.mark.parametrize(
     ("trace", "seed", "expect"),
     [

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 from cluster_builder import as_list, gang, gpu_node, pod
-from gangplace.trace import find_trace_dir
+from gangplace.thirdparty import trace_dir
 
 from descheduler.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-TRACE = find_trace_dir(ROOT)
+TRACE = trace_dir(ROOT)  # tests marked `trace` run only when it is found
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -69,6 +69,7 @@ def test_plan_on_the_small_sample_json(capsys: pytest.CaptureFixture[str]) -> No
     assert doc["now"] == "2026-12-01T12:00:00Z"  # from the dump's snapshot-time annotation
 
 
+@pytest.mark.slow
 def test_plan_by_default_on_the_trace_built_sample(capsys: pytest.CaptureFixture[str]) -> None:
     """The default: 48 nodes of the Alibaba trace filled from its pod list; the plan
     lets waiting gangs start and lowers the fragmentation."""
@@ -88,7 +89,8 @@ def test_plan_by_default_on_the_trace_built_sample(capsys: pytest.CaptureFixture
     assert code == 2 and "sample:trace, sample:small" in err
 
 
-@pytest.mark.skipif(TRACE is None, reason="trace data folder not found")
+@pytest.mark.slow
+@pytest.mark.trace
 def test_the_trace_sample_is_what_its_script_writes(tmp_path: Path) -> None:
     """Deterministic: the script writes the bundled file again, byte for byte (after an
     engine change that moves pods, run `python scripts/make_trace_sample.py`)."""

@@ -23,6 +23,9 @@ from descheduler.serve import RunOptions, run_command
 from descheduler.state import ANNOTATION_LAST_MOVED, ANNOTATION_ROOM_MADE, MOVE_LEDGER
 from tests.kubeapi import ApiServer
 
+# Whole runs of the descheduler over the in-memory API server.
+pytestmark = pytest.mark.scenario
+
 NS = "corral-system"
 STAMP = format_time(NOW)
 

@@ -13,11 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 import yaml
 from cluster_builder import as_list, gang, gpu_node, pod
 
 from descheduler import plan, state_from_list
 from tests.kubeapi import ApiServer
+
+# The descheduler as a process of its own against the in-memory API server.
+pytestmark = pytest.mark.scenario
 
 CLI = [sys.executable, "-m", "descheduler.cli"]
 NS = "corral-system"

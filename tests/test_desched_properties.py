@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pytest
 from cluster_builder import NOW, as_list, gpu_node, pdb, pod, podgroup, queue
 from gangplace.engine import Snapshot
 from gangplace.engine.feasibility import fits
@@ -233,6 +234,7 @@ def check_plan(doc: dict[str, Any], p: Plan, cfg: DeschedulerConfig, protected: 
     assert set(p.waiting_after) <= set(p.waiting_before) | released
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     st.lists(st.sampled_from([4, 8, 8]), min_size=2, max_size=6),

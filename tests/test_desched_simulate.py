@@ -16,15 +16,16 @@ from gangplace.engine import Snapshot
 from gangplace.engine.arrivals import TracePod
 from gangplace.engine.replay import ReplayContext
 from gangplace.simulate_cli import prepare_trace, run_trace
-from gangplace.trace import find_trace_dir, load_nodes, load_pods
+from gangplace.thirdparty import trace_dir
+from gangplace.trace import load_nodes, load_pods
 
 from descheduler import DeschedulerConfig, parse_config, plan, state_from_list
 from descheduler.cli import main
 from descheduler.replay import PlannerHook, plan_points
 from descheduler.simulate_cmd import replay_with_moves, trace_config
 
-TRACE = find_trace_dir(Path(__file__).parent)
-needs_trace = pytest.mark.skipif(TRACE is None, reason="trace data folder not found")
+TRACE = trace_dir(Path(__file__).parent)  # tests marked `trace` run only when it is found
+needs_trace = pytest.mark.trace
 EVERY_10 = [10.0 * i for i in range(1, 14)]
 
 
@@ -36,6 +37,7 @@ def sampled(n_nodes: int, n_pods: int, seed: int) -> tuple[list[Any], list[Trace
     return nodes, pods
 
 
+@pytest.mark.slow
 @needs_trace
 def test_moves_help_later_arrivals_within_the_limit_and_place_everyone_again() -> None:
     nodes, pods = sampled(40, 300, 3)

@@ -278,6 +278,33 @@ def test_readme_links_the_install_guide() -> None:
     assert "## Install" in readme and "(docs/install.md)" in readme
 
 
+def test_readme_fits_on_two_screens_and_links_every_doc() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 120
+    linked = set(re.findall(r"\]\(docs/([\w-]+\.md)", readme))
+    assert linked == {p.name for p in DOCS.glob("*.md")}
+
+
+def test_webhook_doc_config_sample_uses_real_keys() -> None:
+    sample = read("webhook.md").split("```yaml\n", 1)[1].split("```", 1)[0]
+    keys = config_keys(WebhookConfig)
+    written = yaml.safe_load(sample)
+    assert sorted(set(written) - set(keys)) == []
+    WebhookConfig.model_validate(written)
+
+
+def test_architecture_names_files_that_exist() -> None:
+    text = read("architecture.md")
+    tops = "shared/gangplace|webhook|descheduler|kubectl_corral"
+    named = set(re.findall(rf"`((?:{tops})/[\w/.]*)`", text))
+    assert len(named) >= 30
+    for path in named:
+        assert (ROOT / path).exists(), f"docs/architecture.md names {path}, which is not there"
+    bare = set(re.findall(r"`(\w+\.py)`", text))
+    everywhere = {p.name for p in ROOT.glob("**/*.py") if ".venv" not in p.parts}
+    assert bare <= everywhere, sorted(bare - everywhere)
+
+
 # --- kubectl corral's samples -----------------------------------------------------------
 
 

@@ -35,6 +35,7 @@ def test_gangs_never_hold_partial_gpus() -> None:
     assert 0 < r.started <= 300
 
 
+@pytest.mark.slow
 def test_pod_by_pod_holds_gpus_idle_at_high_load() -> None:
     pod = run_load(small_cluster(), TEMPLATES, 0.95, "pod-by-pod", jobs=300, seed=4)
     gang = run_load(small_cluster(), TEMPLATES, 0.95, "all-or-nothing", jobs=300, seed=4)

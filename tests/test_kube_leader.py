@@ -106,6 +106,7 @@ async def pair(api: ApiServer) -> AsyncIterator[tuple[Candidate, Candidate]]:
     await b.stop()
 
 
+@pytest.mark.slow
 async def test_failover_when_the_leader_stops(
     api: ApiServer, pair: tuple[Candidate, Candidate]
 ) -> None:
@@ -129,6 +130,7 @@ async def test_failover_when_the_leader_stops(
     assert lease["spec"]["holderIdentity"] == "b" and lease["spec"]["leaseTransitions"] == 1
 
 
+@pytest.mark.slow
 async def test_failover_when_the_leader_is_cut_off(
     api: ApiServer, pair: tuple[Candidate, Candidate]
 ) -> None:
@@ -151,6 +153,7 @@ async def test_failover_when_the_leader_is_cut_off(
     no_overlap(a, b)
 
 
+@pytest.mark.slow
 async def test_a_hanging_renewal_ends_leadership_on_time(
     api: ApiServer, pair: tuple[Candidate, Candidate]
 ) -> None:

@@ -314,6 +314,7 @@ async def _exec(*argv: str, env: dict[str, str]) -> tuple[int, str, str]:
     return proc.returncode or 0, out.decode(), err.decode()
 
 
+@pytest.mark.slow
 async def test_kubectl_finds_the_plugin_on_the_path(cluster: tuple[ApiServer, Path]) -> None:
     _, kc = cluster
     kubectl = shutil.which("kubectl")

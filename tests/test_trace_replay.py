@@ -12,7 +12,8 @@ from gangplace.engine.arrivals import TracePod, paper_arrivals
 from gangplace.engine.fragmentation import TargetWorkload, node_fragmentation
 from gangplace.engine.policies import PolicyContext, make_policy
 from gangplace.engine.replay import ReplayContext, replay
-from gangplace.trace import TraceError, find_trace_dir, load_nodes, load_pods
+from gangplace.thirdparty import trace_dir
+from gangplace.trace import TraceError, load_nodes, load_pods
 
 NODES_CSV = "sn,cpu_milli,memory_mib,gpu,model\n"
 PODS_CSV = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
@@ -68,7 +69,7 @@ def test_missing_file(tmp_path: Path) -> None:
         load_nodes(tmp_path / "nope.csv")
 
 
-TRACE = find_trace_dir(Path(__file__).parent)
+TRACE = trace_dir(Path(__file__).parent)  # tests marked `trace` run only when it is found
 
 
 def sampled(n_nodes: int = 60, n_pods: int = 500, seed: int = 3):
@@ -88,7 +89,8 @@ def run(nodes, pods, policy: str, seed: int = 42, hook=None):
     return snap, wl, res
 
 
-@pytest.mark.skipif(TRACE is None, reason="trace data folder not found")
+@pytest.mark.slow
+@pytest.mark.trace
 def test_short_replay_of_a_sampled_trace() -> None:
     nodes, pods = sampled()
     out = {}
@@ -113,7 +115,8 @@ def test_short_replay_of_a_sampled_trace() -> None:
     assert out["random"] > max(out["fgd"], out["corral"])
 
 
-@pytest.mark.skipif(TRACE is None, reason="trace data folder not found")
+@pytest.mark.slow
+@pytest.mark.trace
 def test_hook_moves_pods_and_the_curve_follows() -> None:
     nodes, pods = sampled(30, 250)
     calls: list[int] = []

@@ -147,6 +147,7 @@ def _post(port: int, ctx: ssl.SSLContext, body: dict[str, Any]) -> tuple[int, An
         conn.close()
 
 
+@pytest.mark.slow
 def test_serve_with_certificate_files(tmp_path: Path) -> None:
     b = new_bundle("corral-webhook", "corral-system", dt.datetime.now(dt.UTC), ips=["127.0.0.1"])
     (tmp_path / "tls.crt").write_bytes(b.cert)
@@ -168,6 +169,7 @@ def test_serve_with_certificate_files(tmp_path: Path) -> None:
         _stop(proc, logs)
 
 
+@pytest.mark.slow
 def test_serve_self_signed_with_a_cluster_file(tmp_path: Path) -> None:
     from gangplace.snapshot_io import load_list
 

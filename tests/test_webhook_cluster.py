@@ -189,6 +189,7 @@ def kubeconfig(path: Path, url: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 async def test_serve_against_the_api_server_as_a_process(api: ApiServer, tmp_path: Path) -> None:
     mwc = {
         "apiVersion": "admissionregistration.k8s.io/v1",

@@ -169,6 +169,7 @@ def _check_result(body: Any, config: WebhookConfig) -> None:
     json.dumps(res.review)  # always serialisable
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(_json, broken_review()), st.sampled_from(range(len(_CONFIGS))))
 def test_admit_answers_or_raises_review_error(body: Any, config_index: int) -> None:
@@ -228,6 +229,7 @@ _bodies = st.one_of(
 _types = st.sampled_from(["application/json", "application/json; charset=utf-8", "text/plain", ""])
 
 
+@pytest.mark.slow
 @settings(
     max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

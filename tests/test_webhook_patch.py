@@ -157,6 +157,7 @@ def _patch_reproduces_the_edits(obj: dict[str, Any], edits: list[Any]) -> None:
 REACHED: list[int] = []
 
 
+@pytest.mark.slow
 def test_patch_applies_to_give_the_edits() -> None:
     REACHED.clear()
     _patch_reproduces_the_edits()

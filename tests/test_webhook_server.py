@@ -195,6 +195,7 @@ async def test_readiness_follows_the_cluster_view() -> None:
         await s.runner.cleanup()
 
 
+@pytest.mark.slow
 async def test_concurrent_requests_and_metrics(server: Served) -> None:
     revs = []
     for i in range(120):

@@ -54,7 +54,7 @@ def _wants_cluster(args: argparse.Namespace) -> bool:
 
 
 async def _connect(args: argparse.Namespace) -> KubeClient:
-    """A client for the API server found as kubectl finds it (see the README)."""
+    """A client for the API server found as kubectl finds it (see docs/kubernetes.md)."""
     from gangplace.kube import KubeConfigError, new_client
 
     try:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import aiohttp
+from gangplace.thirdparty import ADMISSION_FIXTURES, locate
 
 from . import keys as K
 from .admit import AdmitResult, admit, decode_patch
@@ -35,14 +36,12 @@ _ORDER = (
 
 
 def find_fixtures(explicit: Path | None = None) -> Path:
-    """``explicit``, else ``../shared/fixtures/admission`` beside the repository, else
-    the copies bundled with the package."""
+    """``explicit``, else the recorded reviews of the data folder (``$CORRAL_DATA``, or
+    ``../shared`` beside the repository), else the copies bundled with the package."""
     if explicit is not None:
         return explicit
-    shared = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "admission"
-    if shared.is_dir() and any(shared.glob("*.json")):
-        return shared
-    return Path(__file__).resolve().parent / "fixtures"
+    here = Path(__file__).resolve().parent
+    return locate(ADMISSION_FIXTURES, "*.json", here.parent) or here / "fixtures"
 
 
 def _files(folder: Path) -> list[Path]:

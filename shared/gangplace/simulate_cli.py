@@ -75,7 +75,10 @@ def _nodes_path(arg: str | None, trace_dir: Path | None) -> Path:
     if arg is not None:
         return Path(arg)
     if trace_dir is None:
-        raise CliError("--nodes: no node list given and no trace folder found (set --trace-dir)")
+        raise CliError(
+            "--nodes: no node list given and no trace folder found "
+            "(set --trace-dir or $CORRAL_DATA; `make data` gets it)"
+        )
     return trace_dir / GPU_NODE_FILE
 
 
@@ -368,8 +371,9 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     """The flags every trace command takes: where the trace is, the seed, ``--json``."""
     p.add_argument(
         "--trace-dir",
-        help="folder of the Alibaba v2023 CSVs (default: $CORRAL_TRACE_DIR or "
-        "shared/data/alibaba-gpu-v2023 found upward from here)",
+        help="folder of the Alibaba v2023 CSVs (default: $CORRAL_TRACE_DIR, else "
+        "data/alibaba-gpu-v2023 in $CORRAL_DATA or in shared/ found upward from here; "
+        "`make data` gets it)",
     )
     p.add_argument("--nodes", help="node list CSV (default: the trace's GPU node list)")
     p.add_argument("--seed", type=int, default=42, help="random seed (default: 42)")

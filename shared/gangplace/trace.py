@@ -10,12 +10,12 @@ allowed models joined by ``|``. Errors name the file and line.
 from __future__ import annotations
 
 import csv
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from .engine import NodeRecord, PodShape
 from .engine.arrivals import TracePod
+from .thirdparty import GET_DATA_HINT, TRACE, TRACE_NODE_FILE, trace_dir
 
 __all__ = [
     "DEFAULT_TRACE_DIR",
@@ -28,11 +28,11 @@ __all__ = [
     "trace_names",
 ]
 
-GPU_NODE_FILE = "openb_node_list_gpu_node.csv"
+GPU_NODE_FILE = TRACE_NODE_FILE
 POD_PREFIX = "openb_pod_list_"
 MIB = 1 << 20
 PODS_PER_NODE = 1001  # the paper's node limit; it never binds
-DEFAULT_TRACE_DIR = Path("shared/data/alibaba-gpu-v2023")
+DEFAULT_TRACE_DIR = Path("shared") / TRACE
 
 
 class TraceError(ValueError):
@@ -40,17 +40,10 @@ class TraceError(ValueError):
 
 
 def find_trace_dir(start: Path | None = None) -> Path | None:
-    """``$CORRAL_TRACE_DIR``, else ``shared/data/alibaba-gpu-v2023`` in the current
-    directory or any parent (the project's checkout sits beside ``shared/``)."""
-    env = os.environ.get("CORRAL_TRACE_DIR")
-    if env:
-        return Path(env)
-    here = (start or Path.cwd()).resolve()
-    for d in (here, *here.parents):
-        for cand in (d / DEFAULT_TRACE_DIR, d.parent / DEFAULT_TRACE_DIR):
-            if (cand / GPU_NODE_FILE).is_file():
-                return cand
-    return None
+    """``$CORRAL_TRACE_DIR``, else ``data/alibaba-gpu-v2023`` of ``$CORRAL_DATA``, else
+    ``shared/data/alibaba-gpu-v2023`` in ``start`` (default: the working directory) or any
+    parent (the project's checkout sits beside ``shared/``): see :mod:`gangplace.thirdparty`."""
+    return trace_dir(start)
 
 
 def trace_names(trace_dir: Path) -> list[str]:
@@ -66,7 +59,10 @@ def pod_list_path(name_or_path: str, trace_dir: Path | None) -> Path:
     if p.suffix == ".csv" or p.exists():
         return p
     if trace_dir is None:
-        raise TraceError(f"pod list {name_or_path!r}: no trace folder to look in (use a path)")
+        raise TraceError(
+            f"pod list {name_or_path!r}: no trace folder to look in (use a path, or set "
+            f"$CORRAL_DATA; {GET_DATA_HINT})"
+        )
     return trace_dir / f"{POD_PREFIX}{name_or_path}.csv"
 
 

@@ -1,0 +1,30 @@
+"""The descheduler's public names: what other programs (``kubectl corral``) may use.
+
+Everything else in the package is internal and may change without notice; the import
+contracts in ``pyproject.toml`` (``make lint``) hold ``kubectl_corral`` to this module.
+"""
+
+from __future__ import annotations
+
+from .config import ConfigError, DeschedulerConfig, SchedulingConfig, load_config
+from .planner import fragmentation_now, plan
+from .render import render_plan
+from .state import ClusterState, StateError, state_from_objects
+from .units import Demand, GangView, build_views, demand_of
+
+__all__ = [
+    "ClusterState",
+    "ConfigError",
+    "Demand",
+    "DeschedulerConfig",
+    "GangView",
+    "SchedulingConfig",
+    "StateError",
+    "build_views",
+    "demand_of",
+    "fragmentation_now",
+    "load_config",
+    "plan",
+    "render_plan",
+    "state_from_objects",
+]
