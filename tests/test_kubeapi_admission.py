@@ -522,3 +522,54 @@ async def test_configurations_are_defaulted_and_never_sent_to_webhooks(
     assert last["operation"] == "DELETE" and last["object"] is None
     assert last["oldObject"]["metadata"]["name"] == "gone"
     assert last["options"]["kind"] == "DeleteOptions"
+
+
+async def test_match_policy_equivalent(
+    api: ApiServer, client: Client, capture: CaptureWebhook
+) -> None:
+    """A rule that names v1 of a resource also catches a request for an equivalent
+    version under Equivalent (not Exact); the webhook gets it as the version it named."""
+    api.store.register_crd(
+        {
+            "spec": {
+                "group": "example.com",
+                "names": {"plural": "widgets", "kind": "Widget"},
+                "scope": "Namespaced",
+                "versions": [{"name": "v1", "served": True}, {"name": "v2", "served": True}],
+            }
+        }
+    )
+    api.admission.equivalents[("example.com", "v2", "widgets")] = [
+        ("example.com", "v1", "widgets", "Widget")
+    ]
+    v1_rule = {
+        "apiGroups": ["example.com"],
+        "apiVersions": ["v1"],
+        "operations": ["CREATE"],
+        "resources": ["widgets"],
+    }
+    await client.register(
+        hook(capture.url, capture.ca_bundle, rules=[v1_rule], matchPolicy="Exact")
+    )
+    widget = {"apiVersion": "example.com/v2", "kind": "Widget", "metadata": {"name": "w1"}}
+    status, _, _ = await client.send(
+        "POST", f"/apis/example.com/v2/namespaces/{NS}/widgets", widget
+    )
+    assert status == 201 and capture.reviews == []
+    await client.send(
+        "PATCH",
+        f"{MWC_PATH}/capture",
+        [{"op": "replace", "path": "/webhooks/0/matchPolicy", "value": "Equivalent"}],
+        "application/json-patch+json",
+    )
+    widget["metadata"]["name"] = "w2"
+    status, _, _ = await client.send(
+        "POST", f"/apis/example.com/v2/namespaces/{NS}/widgets", widget
+    )
+    assert status == 201
+    [review] = capture.reviews
+    req = review["request"]
+    assert req["kind"] == {"group": "example.com", "version": "v1", "kind": "Widget"}
+    assert req["resource"] == {"group": "example.com", "version": "v1", "resource": "widgets"}
+    assert req["requestKind"]["version"] == "v2" and req["requestResource"]["version"] == "v2"
+    assert req["object"]["apiVersion"] == "example.com/v1"

@@ -63,6 +63,60 @@ def _raw(rt: ResourceType, namespace: str, body: Any) -> Json:
     return obj
 
 
+# The labels a Job's generated selector brings, added after admission (PrepareForCreate).
+_JOB_LABELS = (
+    "batch.kubernetes.io/controller-uid",
+    "batch.kubernetes.io/job-name",
+    "controller-uid",
+    "job-name",
+)
+
+
+def _labels(obj: Any, *path: str) -> dict[str, Any] | None:
+    for key in path:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj if isinstance(obj, dict) else None
+
+
+def _admission_view(rt: ResourceType, body: Json, obj: Json) -> Json:
+    """What the store made of a new object, less what the API server adds only after
+    mutating admission: a pod's starting status (phase, qosClass), a Job's generated
+    selector and its labels. Defaults and the in-tree admission plugins' additions
+    (service account volume, tolerations, priority) stay: they come before."""
+    view: Json = copy.deepcopy(obj)
+    if (rt.group, rt.plural) == ("", "pods"):
+        view["status"] = copy.deepcopy(body.get("status") or {})
+    elif (rt.group, rt.plural) == ("batch", "jobs"):
+        bspec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
+        spec = view.get("spec") if isinstance(view.get("spec"), dict) else {}
+        if not bspec.get("selector"):
+            spec.pop("selector", None)
+        for path in (("spec", "template", "metadata", "labels"), ("metadata", "labels")):
+            given = _labels(body, *path) or {}
+            labels = _labels(view, *path)
+            if labels is None:
+                continue
+            for k in _JOB_LABELS:
+                if k not in given:
+                    labels.pop(k, None)
+        if _labels(view, "metadata", "labels") == {}:
+            view["metadata"].pop("labels")
+    return view
+
+
+def _for_store(rt: ResourceType, body: Json, view: Json, admitted: Json) -> Json:
+    """The admitted object for the store: a Job's labels the server copied from its
+    template are copied again (with the generated ones) unless a webhook changed them."""
+    if (
+        (rt.group, rt.plural) == ("batch", "jobs")
+        and not _labels(body, "metadata", "labels")
+        and _labels(admitted, "metadata", "labels") == _labels(view, "metadata", "labels")
+    ):
+        admitted = copy.deepcopy(admitted)
+        admitted["metadata"].pop("labels", None)
+    return admitted
+
+
 class AdmittedWrites:
     """The store's write methods, async, with mutating admission in front. Each takes
     ``warnings`` (filled with what webhooks said) and ``user`` (the userInfo of the
@@ -103,7 +157,7 @@ class AdmittedWrites:
             if e.code not in (409, 422):
                 raise
             obj = _raw(rt, ns, body)
-        obj = copy.deepcopy(obj)
+        obj = _admission_view(rt, body, obj)
         meta = obj["metadata"]
         for k in ("uid", "resourceVersion", "generation", "creationTimestamp"):
             meta.pop(k, None)
@@ -125,7 +179,8 @@ class AdmittedWrites:
             _kind(rt),
         )
         admitted = await self.chain.admit(attrs, warnings if warnings is not None else [])
-        return store.create(rt, ns, admitted, dry_run=dry_run)
+        assert admitted is not None
+        return store.create(rt, ns, _for_store(rt, body, obj, admitted), dry_run=dry_run)
 
     # --- UPDATE ---------------------------------------------------------------------
 

@@ -439,15 +439,6 @@ class AdmissionChain:
     def _should_call(
         self, cname: str, i: int, hook: Json, a: Attributes, obj: Json | None
     ) -> _Invocation | None:
-        if not self._namespace_matches(hook, a, obj):
-            return None
-        sel = _selector(hook, "objectSelector")
-        if sel is not None:
-            now, old = _labels(obj), _labels(a.old_object)
-            if not (
-                (now is not None and sel.matches(now)) or (old is not None and sel.matches(old))
-            ):
-                return None
         inv: _Invocation | None = None
         for rule in hook.get("rules") or ():
             if _rule_matches(rule, a, a.rt.group, a.rt.version, a.rt.plural):
@@ -463,6 +454,17 @@ class AdmissionChain:
                     break
         if inv is None:
             return None
+        # Selector errors (a namespace that is not there) only count for webhooks whose
+        # rules match, as in the API server.
+        if not self._namespace_matches(hook, a, obj):
+            return None
+        sel = _selector(hook, "objectSelector")
+        if sel is not None:
+            now, old = _labels(obj), _labels(a.old_object)
+            if not (
+                (now is not None and sel.matches(now)) or (old is not None and sel.matches(old))
+            ):
+                return None
         conditions = hook.get("matchConditions") or ()
         if conditions:
             data = {
