@@ -332,6 +332,55 @@ def _canonical_quantities(rt: ResourceType, obj: Json) -> None:
             canonical_resources(status.get("allocatable"))
 
 
+def _go_value(value: Any) -> str:
+    """A value as the API server's validation messages print it."""
+    if isinstance(value, str):
+        return f'"{value}"'
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return orjson.dumps(value).decode()
+
+
+def _check_job_update(old: Json, new: Json) -> None:
+    """The Job fields an update may not change (422, worded as the API server words it):
+    completions (but for an Indexed Job scaled with completions == parallelism),
+    completionMode, selector, podFailurePolicy, and the pod template unless the Job is
+    suspended."""
+    before, after = old.get("spec") or {}, new.get("spec") or {}
+    fields = ["completionMode", "selector", "podFailurePolicy"]
+    elastic = after.get("completionMode") == "Indexed" and after.get("completions") == after.get(
+        "parallelism"
+    )
+    if not elastic:
+        fields.insert(0, "completions")
+    if not (before.get("suspend") and after.get("suspend")):
+        fields.append("template")
+    causes = [
+        {
+            "reason": "FieldValueInvalid",
+            "message": f"Invalid value: {_go_value(after.get(f))}: field is immutable",
+            "field": f"spec.{f}",
+        }
+        for f in fields
+        if before.get(f) != after.get(f)
+    ]
+    if not causes:
+        return
+    listed = [f"{c['field']}: {c['message']}" for c in causes]
+    text = listed[0] if len(listed) == 1 else f"[{', '.join(listed)}]"
+    name = new["metadata"]["name"]
+    raise ApiStatusError(
+        422,
+        "Invalid",
+        f'Job.batch "{name}" is invalid: {text}',
+        {"name": name, "group": "batch", "kind": "Job", "causes": causes},
+    )
+
+
 class ApiStore:
     """Objects by type; see the module docstring. ``history`` bounds how many changes are
     kept for watches to resume from; a resourceVersion older than that is 410 Gone."""
@@ -874,22 +923,36 @@ class ApiStore:
                 obj["status"] = old["status"]
             else:
                 obj.pop("status", None)
-        if obj.get("spec") != old.get("spec") and "generation" in meta_old:
+        if (rt.group, rt.plural) == ("batch", "jobs"):
+            _check_job_update(old, obj)
+        if "generation" in meta_old and self._generation_changed(rt, old, obj):
             meta["generation"] = meta_old["generation"] + 1
         self._validate(rt, obj)
         return obj
 
+    @staticmethod
+    def _generation_changed(rt: ResourceType, old: Json, new: Json) -> bool:
+        """Whether an update is one metadata.generation counts: a change of spec for the
+        built-in kinds; for a custom resource, any change but metadata (and status, when
+        it has a status subresource)."""
+        if rt.builtin:
+            return bool(new.get("spec") != old.get("spec"))
+        skip = {"metadata", "status"} if rt.status_subresource else {"metadata"}
+        return {k: v for k, v in new.items() if k not in skip} != {
+            k: v for k, v in old.items() if k not in skip
+        }
+
     def _write_update(self, rt: ResourceType, old: Json, new: Json, dry_run: bool) -> Json:
         if new == old or dry_run:
             return new  # a no-op write changes nothing, as in the API server
-        self._commit(rt, "MODIFIED", new, old)
         meta = new["metadata"]
         if self._finished(new):
-            # The last finalizer of an object being deleted went: it goes now.
-            gone = _copy(new)
-            self._commit(rt, "DELETED", gone, new)
-            self._after_write(rt, gone)
+            # The last finalizer of an object being deleted went: it goes now, one DELETED
+            # event carrying the object as this write left it.
+            self._commit(rt, "DELETED", new, old)
+            self._after_write(rt, new)
             return new
+        self._commit(rt, "MODIFIED", new, old)
         self._after_write(rt, new)
         return self.find(rt, meta.get("namespace", ""), meta["name"]) or new
 
