@@ -10,22 +10,8 @@ from tests.contract.conftest import ReplayFactory
 from tests.contract.controller_models import Models
 from tests.kubeapi.recording import Replay
 
-# Where the in-memory API server itself still differs (not the collector): the strict
-# variant compares it too.
-DELETE_ANSWERS = (
-    "when the last finalizer of an object being deleted goes, the in-memory API server "
-    "sends a MODIFIED then the DELETED, where kube-apiserver sends the DELETED alone"
-)
-
-
-STRICT = [
-    pytest.param(False, id="controllers"),
-    pytest.param(
-        True,
-        id="every-field",
-        marks=pytest.mark.xfail(strict=True, reason=DELETE_ANSWERS),
-    ),
-]
+# The collector's part alone, then every field the in-memory API server writes too.
+STRICT = [pytest.param(False, id="controllers"), pytest.param(True, id="every-field")]
 
 
 @pytest.mark.parametrize("strict", STRICT)
