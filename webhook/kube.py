@@ -86,7 +86,8 @@ def _describe(refs: Sequence[Mapping[str, Any]]) -> str:
 
 class PodGroupApi:
     """PodGroups over the API server, for :class:`~webhook.podgroups.PodGroupReconciler`:
-    ``PodGroupReconciler(api.create, api.resolve_owner, existing=api.existing, ...)``."""
+    ``PodGroupReconciler(api.create, api.resolve_owner, existing=api.existing,
+    update=api.update, ...)``."""
 
     def __init__(self, kube: KubeClient) -> None:
         self.kube = kube
@@ -156,6 +157,76 @@ class PodGroupApi:
                 raise
             return Existing.JOINED
         raise ApiError(409, "Conflict", f"PodGroup {intent.name} kept changing while joining it")
+
+    async def update(
+        self, intent: PodGroupIntent, owner: OwnerRef | None, body: dict[str, Any]
+    ) -> Existing:
+        """See :class:`~webhook.podgroups.UpdateFn`: a scaled workload's PodGroup takes
+        the new minMember and minResources (a JSON patch guarded by the resourceVersion
+        read, retried when it changed in between). Only a PodGroup this owner owns."""
+        res = _podgroups(intent)
+        want = body.get("spec") or {}
+        for _ in range(_JOIN_TRIES):
+            try:
+                obj = await self.kube.get(res, intent.name, intent.namespace)
+            except ApiError as e:
+                if e.status == 404:
+                    return Existing.GONE
+                raise
+            refs = _refs(obj)
+            if owner is None or not owner.uid or not any(r.get("uid") == owner.uid for r in refs):
+                log.warning(
+                    "a PodGroup of that name is not this workload's; not scaled",
+                    extra={
+                        "fields": {
+                            "podgroup": f"{intent.namespace}/{intent.name}",
+                            "owned_by": _describe(refs),
+                        }
+                    },
+                )
+                return Existing.OTHER
+            ops = _scale_ops(obj.get("spec") or {}, want)
+            if not ops:
+                return Existing.OURS
+            rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+            try:
+                await self.kube.patch(
+                    res,
+                    intent.name,
+                    [{"op": "test", "path": "/metadata/resourceVersion", "value": rv}, *ops],
+                    namespace=intent.namespace,
+                )
+            except ApiError as e:
+                if e.status in (409, 422):
+                    continue
+                if e.status == 404:
+                    return Existing.GONE
+                raise
+            log.info(
+                "PodGroup follows its scaled workload",
+                extra={
+                    "fields": {
+                        "podgroup": f"{intent.namespace}/{intent.name}",
+                        "minMember": want.get("minMember"),
+                    }
+                },
+            )
+            return Existing.UPDATED
+        raise ApiError(409, "Conflict", f"PodGroup {intent.name} kept changing while scaling it")
+
+
+_SCALED = ("minMember", "minResources")
+
+
+def _scale_ops(have: Mapping[str, Any], want: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """JSON patch operations making ``have``'s minMember and minResources ``want``'s."""
+    ops: list[dict[str, Any]] = []
+    for key in _SCALED:
+        if key in want and have.get(key) != want[key]:
+            ops.append({"op": "add", "path": f"/spec/{key}", "value": want[key]})
+        elif key not in want and key in have:
+            ops.append({"op": "remove", "path": f"/spec/{key}"})
+    return ops
 
 
 # --- the self-signed certificate's Secret and caBundle ------------------------------------
