@@ -96,7 +96,7 @@ def _requests(role: Mapping[str, Any], app: Mapping[str, Any], where: str) -> di
     if over is not None:
         overhead = _mib(over, f"{where}.memoryOverhead")
     else:
-        overhead = max(int(-(-memory * _factor(app) // 1)), _MIN_OVERHEAD_MIB)
+        overhead = max(int(memory * _factor(app)), _MIN_OVERHEAD_MIB)  # Spark truncates
     out = {"cpu": str(cpu), "memory": f"{memory + overhead}Mi"}
     gpu = role.get("gpu")
     if gpu is not None:
