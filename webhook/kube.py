@@ -185,7 +185,7 @@ class PodGroupApi:
                     },
                 )
                 return Existing.OTHER
-            ops = _scale_ops(obj.get("spec") or {}, want)
+            ops = _scale_ops(obj.get("spec"), want)
             if not ops:
                 return Existing.OURS
             rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
@@ -218,8 +218,11 @@ class PodGroupApi:
 _SCALED = ("minMember", "minResources")
 
 
-def _scale_ops(have: Mapping[str, Any], want: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _scale_ops(have: Any, want: Mapping[str, Any]) -> list[dict[str, Any]]:
     """JSON patch operations making ``have``'s minMember and minResources ``want``'s."""
+    if not isinstance(have, dict):
+        scaled = {k: want[k] for k in _SCALED if k in want}
+        return [{"op": "add", "path": "/spec", "value": scaled}] if scaled else []
     ops: list[dict[str, Any]] = []
     for key in _SCALED:
         if key in want and have.get(key) != want[key]:
