@@ -495,8 +495,13 @@ def _finish(
     warnings: Sequence[str],
     intents: Sequence[PodGroupIntent] = (),
     hints: Sequence[OwnerHint] = (),
+    job_rule: _JobRule | None = None,
 ) -> AdmitResult:
     ops = ed.ops()
+    if job_rule is not None and job_rule[0] is not None:
+        # Its own operation: the Editor's diff is not needed for a field set whole
+        # ("add" replaces a podFailurePolicy that is there).
+        ops.append({"op": "add", "path": "/spec/podFailurePolicy", "value": job_rule[0]})
     response: dict[str, Any] = {"uid": req.uid, "allowed": True}
     if ops:
         response["patchType"] = "JSONPatch"
@@ -634,6 +639,10 @@ def _kueue_warnings(entry: WorkloadKind, plan: _Plan) -> list[str]:
     ]
 
 
+# A Job's podFailurePolicy with the disruption rule first (None: unchanged), warnings.
+_JobRule = tuple[dict[str, Any] | None, list[str]]
+
+
 def _admit_workload(
     req: _Request,
     obj: Mapping[str, Any],
@@ -641,6 +650,7 @@ def _admit_workload(
     entry: WorkloadKind,
     cluster: ClusterState | None,
     config: WebhookConfig,
+    job_rule: _JobRule = (None, []),
 ) -> AdmitResult:
     dialect = _dialect(config)
     kind = entry.kind
@@ -695,6 +705,7 @@ def _admit_workload(
         _apply(ed, ("metadata",), dialect.workload_keys(gang), fill_only=False)
         warnings.extend(_kueue_warnings(entry, plan))
 
+    warnings.extend(job_rule[1])
     if fill_only:
         # The parent was told about its values already; its children stay quiet. A
         # child made by its parent's controller names the parent with its uid: the
@@ -703,7 +714,7 @@ def _admit_workload(
         parent = _controller(meta)
         if parent is not None and parent.uid and dialect.podgroup is not None:
             hints.append(OwnerHint(dialect.podgroup.api_version, req.namespace, name, parent))
-        return _finish(req, kind, ed, [], hints=hints)
+        return _finish(req, kind, ed, job_rule[1], hints=hints, job_rule=job_rule)
 
     if cluster is not None and shaped.shapes() is not None:
         deny, more = _feasibility(
@@ -714,7 +725,7 @@ def _admit_workload(
         warnings.extend(more)
 
     intents = _intents(req, obj, meta, entry, dialect, gang, plan, shaped, update=False)
-    return _finish(req, kind, ed, warnings, intents)
+    return _finish(req, kind, ed, warnings, intents, job_rule=job_rule)
 
 
 def _intents(
@@ -1189,16 +1200,19 @@ def admit(review: Any, cluster: ClusterState | None, config: WebhookConfig) -> A
         if is_pod:
             return _admit_pod(req, obj, meta, cluster, config)
         assert entry is not None
-        result = _admit_workload(req, obj, meta, entry, cluster, config)
+        job_rule: _JobRule = (None, [])
         if (
             config.jobs_ignore_disruptions
             and req.operation == "CREATE"
             and req.group == "batch"
             and req.kind == "Job"
-            and result.allowed
             and not _chose_other_scheduler(obj, config)
         ):
-            result = _amend(req, result, *disruption_rule(obj))
+            job_rule = disruption_rule(obj)
+        result = _admit_workload(req, obj, meta, entry, cluster, config, job_rule)
+        if result.outcome == "unchanged" and (job_rule[0] is not None or job_rule[1]):
+            # A Job that is no gang (size 0, a Kueue child): it still gets the rule.
+            return _finish(req, result.kind, Editor(obj), job_rule[1], (), result.hints, job_rule)
         return result
     except (_Invalid, InvalidValue, WorkloadError, PatchError) as e:
         return _deny(req, kind_label, 400, "BadRequest", str(e))
@@ -1210,32 +1224,3 @@ def _chose_other_scheduler(job: Mapping[str, Any], config: WebhookConfig) -> boo
     tmpl = spec.get("template") if isinstance(spec, dict) else None
     pod_spec = tmpl.get("spec") if isinstance(tmpl, dict) else None
     return _foreign_scheduler(pod_spec, config.effective_scheduler_name) is not None
-
-
-def _amend(
-    req: _Request, result: AdmitResult, ops: Sequence[dict[str, Any]], warnings: Sequence[str]
-) -> AdmitResult:
-    """``result`` with more patch operations (on fields it did not touch) and warnings."""
-    if not ops and not warnings:
-        return result
-    all_ops = [*result.patch, *ops]
-    all_warnings = [*result.warnings, *warnings]
-    response: dict[str, Any] = {"uid": req.uid, "allowed": True}
-    if all_ops:
-        response["patchType"] = "JSONPatch"
-        response["patch"] = base64.b64encode(orjson.dumps(all_ops)).decode()
-    if all_warnings:
-        response["warnings"] = all_warnings
-    return AdmitResult(
-        _review(response),
-        result.uid,
-        result.operation,
-        result.kind,
-        "patched" if all_ops else result.outcome,
-        all_ops,
-        tuple(all_warnings),
-        result.intents,
-        result.hints,
-        result.dry_run,
-        result.reason,
-    )

@@ -49,36 +49,28 @@ def ignores_disruptions(job_spec: Mapping[str, Any]) -> bool:
     return isinstance(rules, list) and any(_ignores(r) for r in rules)
 
 
-def disruption_rule(job: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
-    """(JSON patch operations, warnings) that put the rule first in ``job``'s
-    podFailurePolicy; both empty when it has no place there."""
+def disruption_rule(job: Mapping[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
+    """(the Job's podFailurePolicy with the rule put first, warnings); None when the
+    rule has no place there (or is there already)."""
     spec = job.get("spec")
     if not isinstance(spec, dict):
-        return [], []
+        return None, []
     template = spec.get("template")
     pod_spec = template.get("spec") if isinstance(template, dict) else None
     if not isinstance(pod_spec, dict) or pod_spec.get("restartPolicy") != "Never":
-        return [], []
+        return None, []
     policy = spec.get("podFailurePolicy")
     if policy is None:
-        return [
-            {
-                "op": "add",
-                "path": "/spec/podFailurePolicy",
-                "value": {"rules": [dict(DISRUPTION_RULE)]},
-            }
-        ], []
+        return {"rules": [dict(DISRUPTION_RULE)]}, []
     rules = policy.get("rules") if isinstance(policy, dict) else None
     if not isinstance(rules, list):
-        return [], []  # malformed: the API server's validation names it
+        return None, []  # malformed: the API server's validation names it
     if any(_ignores(r) for r in rules):
-        return [], []
+        return None, []
     if len(rules) >= MAX_RULES:
-        return [], [
+        return None, [
             f"corral: spec.podFailurePolicy has {len(rules)} rules, the most allowed: no rule "
             "ignoring evictions (DisruptionTarget) was added, so each eviction counts "
             "against backoffLimit"
         ]
-    return [
-        {"op": "add", "path": "/spec/podFailurePolicy/rules/0", "value": dict(DISRUPTION_RULE)}
-    ], []
+    return {**policy, "rules": [dict(DISRUPTION_RULE), *rules]}, []
