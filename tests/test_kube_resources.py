@@ -155,6 +155,8 @@ async def webhook_calls(api: ApiServer, kube: KubeClient) -> None:
         await pg.create(intent, intent.render(owner))
         joining = OwnerRef("v1", "Pod", "second", second)
         assert await pg.existing(intent, joining) is Existing.JOINED
+        scaled = {**body, "spec": {"minMember": 3}}
+        assert await pg.update(intent, owner, scaled) is Existing.UPDATED
     assert await pg.resolve_owner("ns1", OwnerRef("v1", "Pod", "first")) == first
     for r in WORKLOADS:
         assert await pg.resolve_owner("ns1", OwnerRef(r.api_version, r.kind, "absent")) is None

@@ -443,7 +443,9 @@ def test_mutating_webhook_configuration(objs: list[Obj]) -> None:
     assert "'corral.dev/skip'" in cond["expression"]
     got = set()
     for rule in wh["rules"]:
-        assert rule["operations"] == ["CREATE"] and rule["scope"] == "Namespaced"
+        # Pods at CREATE; workloads also at UPDATE, so their gangs follow a scaling.
+        ops = ["CREATE"] if rule["resources"] == ["pods"] else ["CREATE", "UPDATE"]
+        assert rule["operations"] == ops and rule["scope"] == "Namespaced"
         for g in rule["apiGroups"]:
             for v in rule["apiVersions"]:
                 for r in rule["resources"]:

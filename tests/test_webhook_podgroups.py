@@ -10,6 +10,7 @@ import pytest
 from admission_support import checked, fixture
 
 from webhook.podgroups import (
+    Existing,
     OwnerHint,
     OwnerRef,
     PodGroupIntent,
@@ -266,3 +267,95 @@ async def test_intents_from_admission_end_to_end() -> None:
     assert pg["metadata"]["name"] == "job-mpi-train"
     assert pg["metadata"]["ownerReferences"][0]["uid"] == "0bc7ef1a-72f8-41ee-8542-7c51e3afd7e4"
     assert pg["spec"]["minMember"] == 3
+
+
+# --- following a scaled workload ------------------------------------------------------------
+
+
+def scaled(n: int, owner: OwnerRef = JOB) -> PodGroupIntent:
+    body = {
+        "apiVersion": API,
+        "kind": "PodGroup",
+        "metadata": {"name": "job-a", "namespace": "ml"},
+        "spec": {"minMember": n},
+    }
+    return PodGroupIntent(API, "podgroups", "ml", "job-a", body, owner, update=True)
+
+
+class Scaler:
+    """An ``update`` function over FakeApi's stored PodGroups, with a gate to hold it."""
+
+    def __init__(self, api: FakeApi) -> None:
+        self.api = api
+        self.seen: list[int] = []
+        self.gate = asyncio.Event()
+        self.gate.set()
+
+    async def __call__(
+        self, intent: PodGroupIntent, owner: OwnerRef | None, body: dict[str, Any]
+    ) -> Existing:
+        await self.gate.wait()
+        self.seen.append(body["spec"]["minMember"])
+        stored = self.api.stored[(intent.namespace, intent.name)]
+        refs = stored["metadata"].get("ownerReferences") or []
+        if owner is None or not any(r["uid"] == owner.uid for r in refs):
+            return Existing.OTHER
+        if stored["spec"] == body["spec"]:
+            return Existing.OURS
+        stored["spec"] = dict(body["spec"])
+        return Existing.UPDATED
+
+
+async def test_an_update_brings_the_existing_podgroup_to_the_new_size() -> None:
+    api = FakeApi()
+    scaler = Scaler(api)
+    outcomes: list[str] = []
+    rec = PodGroupReconciler(
+        api.create, policy=FAST, update=scaler, on_outcome=lambda _i, o: outcomes.append(o)
+    )
+    await run(rec, intent(owner=JOB))
+    # A created PodGroup is remembered, yet an update is not dropped as a duplicate.
+    await run(rec, scaled(4))
+    assert api.stored[("ml", "job-a")]["spec"]["minMember"] == 4
+    await run(rec, scaled(4))
+    assert outcomes == ["created", "updated", "exists"]
+
+
+async def test_the_last_update_wins() -> None:
+    api = FakeApi()
+    scaler = Scaler(api)
+    rec = PodGroupReconciler(api.create, policy=FAST, update=scaler, workers=1)
+    await run(rec, intent(owner=JOB))
+    scaler.gate.clear()
+    await rec.start()
+    try:
+        assert rec.submit(scaled(3), dry_run=False)
+        await asyncio.sleep(0.01)  # the first update is in flight, held at the gate
+        assert rec.submit(scaled(5), dry_run=False)
+        assert rec.submit(scaled(6), dry_run=False)
+        scaler.gate.set()
+        await asyncio.wait_for(rec.drain(), 5)
+    finally:
+        await rec.stop()
+    assert scaler.seen == [3, 6]
+    assert api.stored[("ml", "job-a")]["spec"]["minMember"] == 6
+
+
+async def test_an_update_never_touches_another_owners_podgroup() -> None:
+    api = FakeApi()
+    scaler = Scaler(api)
+    outcomes: list[str] = []
+    rec = PodGroupReconciler(
+        api.create, policy=FAST, update=scaler, on_outcome=lambda _i, o: outcomes.append(o)
+    )
+    await run(rec, intent(owner=JOB))
+    await run(rec, scaled(4, OwnerRef("batch/v1", "Job", "a", "uid-2")))
+    assert api.stored[("ml", "job-a")]["spec"]["minMember"] == 2
+    assert outcomes[-1] == "foreign"
+
+
+async def test_an_update_of_a_missing_podgroup_creates_it() -> None:
+    api = FakeApi()
+    rec = PodGroupReconciler(api.create, policy=FAST, update=Scaler(api))
+    await run(rec, scaled(3))
+    assert api.stored[("ml", "job-a")]["spec"]["minMember"] == 3

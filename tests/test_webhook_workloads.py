@@ -170,14 +170,8 @@ CASES: list[tuple[str, dict[str, Any], int, list[tuple[str | int, ...]]]] = [
         [("spec", "rayClusterSpec", "headGroupSpec", "template")]
         + [("spec", "rayClusterSpec", "workerGroupSpecs", i, "template") for i in (0, 1)],
     ),
-    (
-        "lws",
-        lws(),
-        2 * 4,
-        [("spec", "leaderWorkerTemplate", t) for t in ("leaderTemplate", "workerTemplate")],
-    ),
-    ("lws-no-leader-template", lws(False), 8, [("spec", "leaderWorkerTemplate", "workerTemplate")]),
 ]
+# LeaderWorkerSet makes one gang per group: tests/test_webhook_kinds.py.
 
 
 def _review_of(obj: dict[str, Any]) -> dict[str, Any]:

@@ -18,16 +18,18 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import orjson
-from gangplace.engine import Gang, PodShape, ShapeError, TaskRole, shape_from_pod
+from gangplace.engine import Gang, PodShape, ShapeError, TaskRole, gangs, shape_from_pod
 from gangplace.engine.model import GPU_SHARE_COUNT, GPU_SHARE_MILLI, GPU_SHARE_MODEL
 
 from . import keys as K
 from .backends import Dialect, GangInfo, Keys, TaskGroup, dialect_for
 from .cluster import ClusterState, check_gang
 from .config import Backend, NodePool, WebhookConfig
+from .disruption import disruption_rule
 from .patch import Editor, PatchError, Pointer
 from .podgroups import OwnerHint, OwnerRef, PodGroupIntent
 from .quantities import resource_list
+from .spark import pod_view, spark_pod
 from .validate import (
     InvalidValue,
     MinAvailable,
@@ -37,7 +39,19 @@ from .validate import (
     parse_duration,
     parse_min_available,
 )
-from .workloads import ResolvedRole, WorkloadError, WorkloadKind, resolve_roles
+from .workloads import (
+    ResolvedRole,
+    WorkloadError,
+    WorkloadKind,
+    is_set,
+    read_count,
+    resolve_roles,
+)
+
+
+def _dotted(ptr: Pointer) -> str:
+    return ".".join(str(p) for p in ptr)
+
 
 __all__ = ["API_VERSION", "AdmitResult", "ReviewError", "admit", "decode_patch"]
 
@@ -94,6 +108,7 @@ class _Request:
     obj: Mapping[str, Any] | None
     dry_run: bool
     sub_resource: str
+    old: Any = None
 
 
 def _str_field(m: Mapping[str, Any], key: str, where: str, *, required: bool = True) -> str:
@@ -138,6 +153,7 @@ def _parse(review: Any) -> _Request:
         obj,
         bool(dry),
         _str_field(req, "subResource", "request", required=False),
+        req.get("oldObject"),
     )
 
 
@@ -269,12 +285,12 @@ class _Invalid(ValueError):
         super().__init__("; ".join(str(e) for e in errors))
 
 
-def _apply(ed: Editor, base: Pointer, keys: Keys, *, fill_only: bool) -> None:
-    """Write ``keys`` on the metadata at ``base``; touch a map only if it changes."""
+def _apply(ed: Editor, meta_at: Pointer, keys: Keys, *, fill_only: bool) -> None:
+    """Write ``keys`` on the metadata at ``meta_at``; touch a map only if it changes."""
     for fld, wanted in (("labels", keys.labels), ("annotations", keys.annotations)):
         if not wanted:
             continue
-        path = (*base, "metadata", fld)
+        path = (*meta_at, fld)
         current = ed.get(path) or {}
         if not isinstance(current, dict):
             raise PatchError(f"{'.'.join(map(str, path))}: expected a map of strings")
@@ -301,21 +317,21 @@ def _foreign_scheduler(spec: Any, ours: str | None) -> str | None:
     return None
 
 
-def _set_scheduler(ed: Editor, base: Pointer, name: str | None) -> None:
+def _set_scheduler(ed: Editor, spec_at: Pointer, name: str | None) -> None:
     if name is None:
         return
-    path = (*base, "spec", "schedulerName")
+    path = (*spec_at, "schedulerName")
     if ed.get(path) != name:
         ed.set(path, name)
 
 
-def _pin(ed: Editor, base: Pointer, pool: NodePool | None) -> None:
+def _pin(ed: Editor, spec_at: Pointer, pool: NodePool | None) -> None:
     """Required node affinity to the pool label, ANDed into every term (terms are
     ORed, so each must carry it)."""
     if pool is None:
         return
     req = {"key": pool.key, "operator": "In", "values": [pool.value]}
-    path = (*base, "spec", "affinity")
+    path = (*spec_at, "affinity")
     current = ed.get(path)
     terms = _terms(current)
     if terms and all(
@@ -356,9 +372,18 @@ def _terms(affinity: Any) -> list[Any]:
     return terms if isinstance(terms, list) else []
 
 
-def _view(ed: Editor, base: Pointer) -> dict[str, Any]:
+def _view(ed: Editor, role: ResolvedRole) -> dict[str, Any]:
     """A pod (or template) as it will be after the edits, for the engine to read.
     A spec or metadata that is not an object reads as empty (the patch will refuse it)."""
+    base = role.pointer
+    if role.format == "sparkPod":
+        desc = ed.get(base)
+        desc = dict(desc) if isinstance(desc, dict) else {}
+        affinity = ed.get((*base, "affinity"))
+        if affinity is not None:
+            desc["affinity"] = affinity
+        app = ed.get(base[:-1])
+        return pod_view(desc, app if isinstance(app, dict) else {}, _dotted(base))
     spec = ed.get((*base, "spec"))
     if not isinstance(spec, dict):
         spec = {}
@@ -470,8 +495,13 @@ def _finish(
     warnings: Sequence[str],
     intents: Sequence[PodGroupIntent] = (),
     hints: Sequence[OwnerHint] = (),
+    job_rule: _JobRule | None = None,
 ) -> AdmitResult:
     ops = ed.ops()
+    if job_rule is not None and job_rule[0] is not None:
+        # Its own operation: the Editor's diff is not needed for a field set whole
+        # ("add" replaces a podFailurePolicy that is there).
+        ops.append({"op": "add", "path": "/spec/podFailurePolicy", "value": job_rule[0]})
     response: dict[str, Any] = {"uid": req.uid, "allowed": True}
     if ops:
         response["patchType"] = "JSONPatch"
@@ -495,6 +525,124 @@ def _finish(
 # --- workloads --------------------------------------------------------------------------
 
 
+def _role_meta(r: ResolvedRole) -> Mapping[str, Any] | None:
+    m = r.template if r.format == "sparkPod" else r.template.get("metadata")
+    return m if isinstance(m, dict) else None
+
+
+def _role_spec(r: ResolvedRole) -> Any:
+    return r.template if r.format == "sparkPod" else r.template.get("spec")
+
+
+def _per_instance(
+    entry: WorkloadKind, obj: Mapping[str, Any], roles: list[ResolvedRole]
+) -> tuple[int | None, list[ResolvedRole]]:
+    """For a kind with one gang per instance: (instances, one instance's roles)."""
+    per = entry.gang_per
+    if per is None:
+        return None, roles
+    n = read_count(obj, per.count)
+    n = 1 if n is None else n
+    if n == 0:
+        return 0, []
+    for r in roles:
+        if r.count % n:
+            raise WorkloadError(
+                f"{per.count}: {n} {entry.kind} groups do not divide the {r.count} pods of "
+                f"role {r.name}"
+            )
+    return n, [ResolvedRole(r.name, r.pointer, r.template, r.count // n, r.format) for r in roles]
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What admission decided about a workload's gang (one instance of it, for a kind
+    with one gang per instance)."""
+
+    name: str
+    roles: list[ResolvedRole]
+    size: int
+    min_member: int
+    reserve: int  # how many members minResources covers
+    values: _Values
+    instances: int | None
+    warnings: list[str]
+
+
+def _plan(
+    req: _Request,
+    obj: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    entry: WorkloadKind,
+    roles: list[ResolvedRole],
+    existing: str | None,
+    config: WebhookConfig,
+) -> _Plan | None:
+    """The gang a workload makes, from the object as it is (None: no pods to gang)."""
+    instances, one = _per_instance(entry, obj, roles)
+    size = sum(r.count for r in one)
+    if existing is None and size < 1:
+        return None
+    templates = [_role_meta(r) for r in roles]
+    sources = [K.user_values(m) for m in (meta, *templates)]
+    rescale = req.operation == "UPDATE"
+    values = _read_values(
+        sources, size, config, req.namespace, check_min=existing is None or rescale
+    )
+    warnings = list(values.warnings)
+    if existing is not None:
+        name = existing
+    elif values.gang is not None:
+        name = values.gang
+    elif entry.gang_per is not None:
+        # Each instance's gang is named after it: <name>-<i>, as its first pod is.
+        name = str(meta.get("name") or "") or _workload_gang_name(entry.kind, meta, req.uid)
+    else:
+        name = _workload_gang_name(entry.kind, meta, req.uid)
+    if entry.min_member is not None:
+        min_member = min(entry.min_member, max(size, 1))
+        reserve = size
+        if values.min_available is not None:
+            warnings.append(
+                f"corral: {K.MIN_AVAILABLE} is ignored on a {entry.kind}: its first pod "
+                f"creates the others, so the gang starts with {min_member} (its minResources "
+                "still reserve every pod)"
+            )
+    else:
+        if values.min_available is not None:
+            min_member = values.min_available.resolve(size)
+        elif entry.min_available_from is not None and (
+            (n := read_count(obj, entry.min_available_from)) is not None
+        ):
+            min_member = min(max(n, 1), size)
+        else:
+            min_member = _default_min(config.min_available_for(entry, entry.kind), size)
+        reserve = min_member
+    return _Plan(name, one, size, min_member, reserve, values, instances, warnings)
+
+
+def _kueue_warnings(entry: WorkloadKind, plan: _Plan) -> list[str]:
+    """What a Kueue workload cannot say: Kueue admits a workload whole."""
+    if plan.min_member >= plan.size:
+        return []
+    given = plan.values.min_available
+    if given is not None:
+        shown = given.count if given.count is not None else f"{given.percent}%"
+        key = f'{K.MIN_AVAILABLE} "{shown}"'
+    else:
+        key = f"the {entry.kind} minMember of {plan.min_member}"
+    return [
+        _cap(
+            f"corral: {key} is not applied: Kueue admits a workload whole (all {plan.size} "
+            "pods) and has no key for a smaller minimum"
+        )
+    ]
+
+
+# A Job's podFailurePolicy with the disruption rule first (None: unchanged), warnings.
+_JobRule = tuple[dict[str, Any] | None, list[str]]
+
+
 def _admit_workload(
     req: _Request,
     obj: Mapping[str, Any],
@@ -502,68 +650,62 @@ def _admit_workload(
     entry: WorkloadKind,
     cluster: ClusterState | None,
     config: WebhookConfig,
+    job_rule: _JobRule = (None, []),
 ) -> AdmitResult:
     dialect = _dialect(config)
     kind = entry.kind
     if config.backend is Backend.KUEUE and _controller(meta) is not None:
         # A child (a JobSet's Job): Kueue manages the parent, which carries the queue.
         return _pass(req, kind, "unchanged", "owned by a workload that Kueue manages")
+    for path in entry.left_alone_when:
+        if is_set(obj, path):
+            return _pass(req, kind, "unchanged", f"{path} is set: left to that integration")
     roles = resolve_roles(entry, obj)
     if not roles:
         return _pass(req, kind, "unchanged", "no pod templates")
     for r in roles:
-        chosen = _foreign_scheduler(r.template.get("spec"), config.effective_scheduler_name)
+        if r.format == "sparkPod":
+            pod_view(r.template, obj.get("spec") or {}, _dotted(r.pointer))  # checks it
+        chosen = _foreign_scheduler(_role_spec(r), config.effective_scheduler_name)
         if chosen is not None:
             return _pass(req, kind, "unchanged", f"a pod template asks for scheduler {chosen}")
-    templates = [
-        r.template.get("metadata") if isinstance(r.template.get("metadata"), dict) else None
-        for r in roles
-    ]
-    existing = next((g for g in (dialect.membership(m) for m in templates) if g), None)
-    size = sum(r.count for r in roles)
-    if existing is None and size < 1:
+    existing = next((g for g in (dialect.membership(_role_meta(r)) for r in roles) if g), None)
+    if req.operation == "UPDATE":
+        return _rescale(req, obj, meta, entry, roles, existing, config)
+    plan = _plan(req, obj, meta, entry, roles, existing, config)
+    if plan is None:
         return _pass(req, kind, "unchanged", "no pods to gang (size 0)")
-    sources = [K.user_values(m) for m in (meta, *templates)]
     # A workload whose templates already name a gang (made by a gang-forming parent)
     # is only made consistent: no new gang, no size checks, no PodGroup.
-    values = _read_values(sources, size, config, req.namespace, check_min=existing is None)
     ed = Editor(obj)
     fill_only = existing is not None
-    if existing is not None:
-        name = existing
-    elif values.gang is not None:
-        name = values.gang
-    else:
-        name = _workload_gang_name(kind, meta, req.uid)
-    if fill_only:
-        min_member = 1  # the parent's PodGroup holds the real one; unused here
-    elif values.min_available is not None:
-        min_member = values.min_available.resolve(size)
-    else:
-        min_member = _default_min(config.min_available_for(entry, kind), size)
-    gang = GangInfo(name, min_member, size, values.queue, values.timeout)
+    name, min_member = plan.name, (1 if fill_only else plan.min_member)
+    values = plan.values
+    gang = GangInfo(name, min_member, plan.size, values.queue, values.timeout)
 
     # Pin first: the engine must see the pods as they will be.
     for r in roles:
-        _pin(ed, r.pointer, config.node_pool)
-    shaped = _GangShapes(name, roles, ed, config, min_member)
+        _pin(ed, r.spec_at, config.node_pool)
+    shaped = _GangShapes(name, plan.roles, ed, config, min_member, plan.reserve)
 
-    warnings = list(values.warnings)
+    warnings = plan.warnings
     if dialect.templates_carry_keys:
         task_groups = (
             shaped.task_groups() if config.backend is Backend.YUNIKORN and not fill_only else None
         )
+        split = entry.gang_per is not None and not fill_only
         for r in roles:
-            _apply(
-                ed,
-                r.pointer,
-                dialect.member_keys(gang, role=r.name, task_groups=task_groups),
-                fill_only=fill_only,
-            )
-            _set_scheduler(ed, r.pointer, config.effective_scheduler_name)
+            keys = dialect.member_keys(gang, role=r.name, task_groups=task_groups)
+            if split and entry.gang_per is not None:
+                keys.annotations[K.SPLIT_GANG] = name
+                keys.annotations[K.SPLIT_BY] = entry.gang_per.label
+            _apply(ed, r.meta_at, keys, fill_only=fill_only)
+            _set_scheduler(ed, r.spec_at, config.effective_scheduler_name)
     elif not fill_only:
-        _apply(ed, (), dialect.workload_keys(gang), fill_only=False)
+        _apply(ed, ("metadata",), dialect.workload_keys(gang), fill_only=False)
+        warnings.extend(_kueue_warnings(entry, plan))
 
+    warnings.extend(job_rule[1])
     if fill_only:
         # The parent was told about its values already; its children stay quiet. A
         # child made by its parent's controller names the parent with its uid: the
@@ -572,25 +714,117 @@ def _admit_workload(
         parent = _controller(meta)
         if parent is not None and parent.uid and dialect.podgroup is not None:
             hints.append(OwnerHint(dialect.podgroup.api_version, req.namespace, name, parent))
-        return _finish(req, kind, ed, [], hints=hints)
+        return _finish(req, kind, ed, job_rule[1], hints=hints, job_rule=job_rule)
 
     if cluster is not None and shaped.shapes() is not None:
-        deny, more = _feasibility(cluster, config, name, shaped.roles_for_engine(), min_member)
+        deny, more = _feasibility(
+            cluster, config, name, shaped.roles_for_engine(), max(min_member, plan.reserve)
+        )
         if deny is not None:
             return _deny(req, kind, 403, "Forbidden", deny)
         warnings.extend(more)
 
-    intents: list[PodGroupIntent] = []
-    if dialect.podgroup is not None:
-        api_version = obj.get("apiVersion") if isinstance(obj.get("apiVersion"), str) else None
-        owner = OwnerRef(
-            api_version or f"{req.group}/{req.version}",
-            kind,
-            str(meta.get("name") or ""),
-            str(meta.get("uid") or ""),
+    intents = _intents(req, obj, meta, entry, dialect, gang, plan, shaped, update=False)
+    return _finish(req, kind, ed, warnings, intents, job_rule=job_rule)
+
+
+def _intents(
+    req: _Request,
+    obj: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    entry: WorkloadKind,
+    dialect: Dialect,
+    gang: GangInfo,
+    plan: _Plan,
+    shaped: _GangShapes,
+    *,
+    update: bool,
+) -> list[PodGroupIntent]:
+    if dialect.podgroup is None:
+        return []
+    api_version = obj.get("apiVersion") if isinstance(obj.get("apiVersion"), str) else None
+    owner = OwnerRef(
+        api_version or f"{req.group}/{req.version}",
+        entry.kind,
+        str(meta.get("name") or ""),
+        str(meta.get("uid") or ""),
+    )
+    if plan.instances is None:
+        return [_podgroup_intent(dialect, gang, req.namespace, shaped, owner, update=update)]
+    out = []
+    for i in range(plan.instances):
+        one = GangInfo(
+            derived_name(gang.name, str(i)),
+            gang.min_member,
+            gang.size,
+            gang.queue,
+            gang.timeout_seconds,
         )
-        intents.append(_podgroup_intent(dialect, gang, req.namespace, shaped, owner))
-    return _finish(req, kind, ed, warnings, intents)
+        out.append(_podgroup_intent(dialect, one, req.namespace, shaped, owner, update=update))
+    return out
+
+
+def _same_gang(
+    old: Any,
+    obj: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    entry: WorkloadKind,
+    roles: list[ResolvedRole],
+) -> bool:
+    """Whether ``old`` (the object before an UPDATE) makes the same gang: the same
+    roles, counts, templates, instances and corral.dev values. No engine, no patch."""
+    if not isinstance(old, dict):
+        return False
+    try:
+        before = resolve_roles(entry, old)
+        for path in (entry.min_available_from, entry.gang_per and entry.gang_per.count):
+            if path and read_count(old, path) != read_count(obj, path):
+                return False
+    except WorkloadError:
+        return False
+    if [(r.name, r.count, r.template) for r in before] != [
+        (r.name, r.count, r.template) for r in roles
+    ]:
+        return False
+    old_meta = old.get("metadata")
+    return K.user_values(old_meta if isinstance(old_meta, dict) else None) == K.user_values(meta)
+
+
+def _rescale(
+    req: _Request,
+    obj: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    entry: WorkloadKind,
+    roles: list[ResolvedRole],
+    existing: str | None,
+    config: WebhookConfig,
+) -> AdmitResult:
+    """An UPDATE of a workload: when its replica counts (or templates or corral.dev
+    values) changed, its PodGroup's minMember and minResources follow, through the
+    reconciler. The object itself is never patched on UPDATE (a Job's template and
+    podFailurePolicy cannot change once made)."""
+    kind = entry.kind
+    dialect = _dialect(config)
+    if existing is None:
+        return _pass(req, kind, "unchanged", "not a gang (it was not made one when created)")
+    if meta.get("deletionTimestamp"):
+        return _pass(req, kind, "unchanged", "being deleted")
+    parent = _controller(meta)
+    if parent is not None and config.table.owns(parent.api_version, parent.kind):
+        return _pass(req, kind, "unchanged", "its gang is its parent's")
+    if dialect.podgroup is None:
+        return _pass(req, kind, "unchanged", "the backend has no gang object to update")
+    if _same_gang(req.old, obj, meta, entry, roles):
+        return _pass(req, kind, "unchanged", "the gang did not change")
+    plan = _plan(req, obj, meta, entry, roles, existing, config)
+    if plan is None:
+        return _pass(req, kind, "unchanged", "no pods to gang (size 0)")
+    values = plan.values
+    name = existing
+    gang = GangInfo(name, plan.min_member, plan.size, values.queue, values.timeout)
+    shaped = _GangShapes(name, plan.roles, Editor(obj), config, plan.min_member, plan.reserve)
+    intents = _intents(req, obj, meta, entry, dialect, gang, plan, shaped, update=True)
+    return _finish(req, kind, Editor(obj), [], intents)
 
 
 def _podgroup_intent(
@@ -599,8 +833,11 @@ def _podgroup_intent(
     namespace: str,
     shaped: _GangShapes,
     owner: OwnerRef | None,
+    *,
+    update: bool = False,
 ) -> PodGroupIntent:
-    """The gang's PodGroup for the reconciler; its body is rendered when it is made."""
+    """The gang's PodGroup for the reconciler; its body is rendered when it is made.
+    ``update``: a workload was scaled; an existing PodGroup of this owner follows."""
     assert dialect.podgroup is not None
 
     def body() -> dict[str, Any]:
@@ -611,7 +848,9 @@ def _podgroup_intent(
         return out
 
     kind = dialect.podgroup
-    return PodGroupIntent(kind.api_version, kind.plural, namespace, gang.name, body, owner)
+    return PodGroupIntent(
+        kind.api_version, kind.plural, namespace, gang.name, body, owner, update=update
+    )
 
 
 class _GangShapes:
@@ -629,6 +868,7 @@ class _GangShapes:
         "editor",
         "min_member",
         "name",
+        "reserve",
         "roles",
     )
 
@@ -639,9 +879,13 @@ class _GangShapes:
         editor: Editor,
         config: WebhookConfig,
         min_member: int,
+        reserve: int | None = None,
     ) -> None:
         self.name, self.roles, self.editor = name, roles, editor
         self.config, self.min_member = config, min_member
+        # How many members minResources covers: the minimum, or every pod where the
+        # first pod makes the rest (a Spark driver its executors).
+        self.reserve = min_member if reserve is None else max(reserve, min_member)
         self._done = False
         self._views: list[dict[str, Any]] | None = None
         self._shapes: list[PodShape] | None = None
@@ -650,7 +894,7 @@ class _GangShapes:
     @property
     def views(self) -> list[dict[str, Any]]:
         if self._views is None:
-            self._views = [_view(self.editor, r.pointer) for r in self.roles]
+            self._views = [_view(self.editor, r) for r in self.roles]
         return self._views
 
     def _compute(self) -> None:
@@ -665,7 +909,7 @@ class _GangShapes:
         model = Gang(
             self.name,
             tuple(TaskRole(r.name, s, r.count) for r, s in zip(self.roles, shapes, strict=True)),
-            self.min_member,
+            self.reserve,
         )
         self._per_role = model.required_per_role()
 
@@ -752,6 +996,11 @@ def _admit_pod(
     existing = dialect.membership(meta)
     given = K.user_values(meta)
     has_keys = any(k in given for k in K.USER_KEYS)
+    spark = None
+    if existing is None:
+        theirs = _foreign_gang(meta)
+        if theirs is not None:
+            return _pass(req, "Pod", "unchanged", f"already in a gang ({theirs})")
     if existing is not None:
         mode = "consistent"
     elif has_keys:
@@ -759,6 +1008,19 @@ def _admit_pod(
     elif by_workload:
         # Its workload was left alone (skipped, or made before corral): so is it.
         return _pass(req, "Pod", "unchanged", "pod of a workload that is not a gang")
+    elif owner is not None and (owner.api_version.partition("/")[0], owner.kind) in _STEP_OWNERS:
+        return _pass(
+            req,
+            "Pod",
+            "unchanged",
+            f"a step of {owner.kind} {owner.name}: steps are not a gang unless their "
+            f"template sets {K.GANG}",
+        )
+    elif (spark := spark_pod(meta)) is not None:
+        if spark.app is not None:
+            # The operator copies a ganged SparkApplication's keys to its pods.
+            return _pass(req, "Pod", "unchanged", "pod of a SparkApplication that is not a gang")
+        mode = "spark"
     elif config.non_gang_pods == "single-pod-gang":
         mode = "single"
     else:
@@ -781,10 +1043,22 @@ def _admit_pod(
             )
 
     values = _read_values([given], None, config, req.namespace, check_min=mode == "gang")
+    split = None
     if existing is not None:
         name = existing
+        # Someone else's gang keeps its queue and timeout: only what is given is added.
+        if K.QUEUE not in given:
+            values.queue = None
+        if K.GANG_TIMEOUT not in given:
+            values.timeout = None
+        split = _split_name(meta, existing)
+        if split is not None:
+            name = split
     elif values.gang is not None:
         name = values.gang
+    elif spark is not None:
+        # spark-submit's driver and the executors it makes share one application id.
+        name = derived_name(spark.selector)
     elif owner is not None:
         name = derived_name(owner.kind, owner.name)
     else:
@@ -795,7 +1069,7 @@ def _admit_pod(
     gang = GangInfo(name, min_member, None, values.queue, values.timeout)
 
     ed = Editor(obj)
-    _pin(ed, (), config.node_pool)
+    _pin(ed, ("spec",), config.node_pool)
     # A pod on its own: one role of min_member pods shaped like it.
     shaped = _GangShapes(name, [ResolvedRole(_ROLE, (), obj, min_member)], ed, config, min_member)
     task_groups = None
@@ -803,11 +1077,11 @@ def _admit_pod(
         task_groups = shaped.task_groups()
     _apply(
         ed,
-        (),
+        ("metadata",),
         dialect.member_keys(gang, role=_ROLE if task_groups else None, task_groups=task_groups),
-        fill_only=mode == "consistent",
+        fill_only=mode == "consistent" and split is None,
     )
-    _set_scheduler(ed, (), config.effective_scheduler_name)
+    _set_scheduler(ed, ("spec",), config.effective_scheduler_name)
     warnings = list(values.warnings)
 
     if mode == "consistent":
@@ -838,6 +1112,45 @@ def _admit_pod(
     return _finish(req, "Pod", ed, warnings, intents)
 
 
+# Owners whose pods run one after another (workflow steps), not as a gang: their pods
+# are left alone unless they carry a corral.dev key (set on the step's template).
+_STEP_OWNERS: Final = frozenset({("argoproj.io", "Workflow")})
+
+# Every backend's gang key on a pod: a pod in another scheduler's gang is left alone.
+_GANG_KEYS: Final = (
+    ("annotations", gangs.VOLCANO_GROUP_NAME),
+    ("labels", gangs.COSCHED_POD_GROUP_LABEL),
+    ("labels", gangs.YUNIKORN_APP_ID_LABEL),
+    ("annotations", gangs.YUNIKORN_TASK_GROUP_NAME),
+    ("labels", gangs.KUEUE_POD_GROUP_LABEL),
+)
+
+
+def _foreign_gang(meta: Mapping[str, Any]) -> str | None:
+    """The key of another backend's gang the pod is in, if any."""
+    for fld, key in _GANG_KEYS:
+        m = meta.get(fld)
+        if isinstance(m, dict) and m.get(key):
+            return key
+    return None
+
+
+def _split_name(meta: Mapping[str, Any], gang: str) -> str | None:
+    """A pod of a kind with one gang per instance still in the workload's gang: the
+    gang of its instance, ``<gang>-<instance>``."""
+    ann = meta.get("annotations")
+    labels = meta.get("labels")
+    if not isinstance(ann, dict) or not isinstance(labels, dict):
+        return None
+    if ann.get(K.SPLIT_GANG) != gang:
+        return None
+    by = ann.get(K.SPLIT_BY)
+    value = labels.get(by) if isinstance(by, str) else None
+    if not isinstance(value, str) or not value:
+        return None
+    return derived_name(gang, value)
+
+
 def _pod_gang_name(meta: Mapping[str, Any], uid: str) -> str:
     name = meta.get("name")
     if isinstance(name, str) and name:
@@ -861,11 +1174,12 @@ def admit(review: Any, cluster: ClusterState | None, config: WebhookConfig) -> A
     entry = None if is_pod else config.table.get(req.group, req.version, req.kind)
     # Metric label: only kinds we know, so junk requests cannot grow the label set.
     kind_label = "Pod" if is_pod else entry.kind if entry is not None else "other"
-    if req.operation != "CREATE" or req.sub_resource:
+    rescale = req.operation == "UPDATE" and entry is not None
+    if (req.operation != "CREATE" and not rescale) or req.sub_resource:
         return _pass(req, kind_label, "unchanged", "not a CREATE")
     obj = req.obj
     if obj is None:
-        raise ReviewError("request.object: missing on a CREATE")
+        raise ReviewError(f"request.object: missing on a {req.operation}")
     meta = obj.get("metadata")
     if meta is None:
         meta = {}
@@ -886,6 +1200,27 @@ def admit(review: Any, cluster: ClusterState | None, config: WebhookConfig) -> A
         if is_pod:
             return _admit_pod(req, obj, meta, cluster, config)
         assert entry is not None
-        return _admit_workload(req, obj, meta, entry, cluster, config)
+        job_rule: _JobRule = (None, [])
+        if (
+            config.jobs_ignore_disruptions
+            and req.operation == "CREATE"
+            and req.group == "batch"
+            and req.kind == "Job"
+            and not _chose_other_scheduler(obj, config)
+        ):
+            job_rule = disruption_rule(obj)
+        result = _admit_workload(req, obj, meta, entry, cluster, config, job_rule)
+        if result.outcome == "unchanged" and (job_rule[0] is not None or job_rule[1]):
+            # A Job that is no gang (size 0, a Kueue child): it still gets the rule.
+            return _finish(req, result.kind, Editor(obj), job_rule[1], (), result.hints, job_rule)
+        return result
     except (_Invalid, InvalidValue, WorkloadError, PatchError) as e:
         return _deny(req, kind_label, 400, "BadRequest", str(e))
+
+
+def _chose_other_scheduler(job: Mapping[str, Any], config: WebhookConfig) -> bool:
+    """A Job whose pods asked for another scheduler is left alone entirely."""
+    spec = job.get("spec")
+    tmpl = spec.get("template") if isinstance(spec, dict) else None
+    pod_spec = tmpl.get("spec") if isinstance(tmpl, dict) else None
+    return _foreign_scheduler(pod_spec, config.effective_scheduler_name) is not None

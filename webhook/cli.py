@@ -100,6 +100,7 @@ def _reconciler(
         api.create,
         api.resolve_owner,
         existing=api.existing,
+        update=api.update,
         on_outcome=lambda _intent, outcome: metrics.podgroup(outcome),
     )
 

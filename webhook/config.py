@@ -84,6 +84,9 @@ class WebhookConfig(_Model):
     gang_timeout: str | None = None
     excluded_namespaces: tuple[str, ...] = ("kube-system",)
     own_namespace: str = "corral-system"
+    # Every batch/v1 Job (restartPolicy Never) gets a first podFailurePolicy rule that
+    # ignores pods failed by a disruption (eviction, drain): see webhook.disruption.
+    jobs_ignore_disruptions: bool = True
     workloads: tuple[WorkloadKind, ...] = ()
     engine: EngineConfig = Field(default_factory=EngineConfig)
 

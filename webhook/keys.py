@@ -21,6 +21,8 @@ __all__ = [
     "NAMESPACE_OPT_IN_VALUE",
     "QUEUE",
     "SKIP",
+    "SPLIT_BY",
+    "SPLIT_GANG",
     "USER_KEYS",
     "is_skipped",
     "user_value",
@@ -38,6 +40,12 @@ NAMESPACE_OPT_IN_VALUE: Final = "enabled"
 
 # The keys that make an object part of a gang when present.
 USER_KEYS: Final = (GANG, MIN_AVAILABLE, QUEUE, GANG_TIMEOUT)
+
+# Written by corral on the pod templates of a kind with one gang per instance (a
+# LeaderWorkerSet's groups): the workload's gang name and the pod label that names the
+# instance. A pod carrying both joins the gang ``<name>-<label value>``.
+SPLIT_GANG: Final = "corral.dev/split-gang"
+SPLIT_BY: Final = "corral.dev/split-by"
 
 # Set on objects corral creates (PodGroups), as the Kubernetes recommended label.
 MANAGED_BY: Final = ("app.kubernetes.io/managed-by", "corral")

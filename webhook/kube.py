@@ -86,7 +86,8 @@ def _describe(refs: Sequence[Mapping[str, Any]]) -> str:
 
 class PodGroupApi:
     """PodGroups over the API server, for :class:`~webhook.podgroups.PodGroupReconciler`:
-    ``PodGroupReconciler(api.create, api.resolve_owner, existing=api.existing, ...)``."""
+    ``PodGroupReconciler(api.create, api.resolve_owner, existing=api.existing,
+    update=api.update, ...)``."""
 
     def __init__(self, kube: KubeClient) -> None:
         self.kube = kube
@@ -111,14 +112,8 @@ class PodGroupApi:
         """See :class:`~webhook.podgroups.Existing`. A pod whose gang's PodGroup is owned
         by pods only joins their owners (a guarded JSON patch, retried when the PodGroup
         changed in between): it is garbage-collected once the last of them is gone."""
-        res = _podgroups(intent)
-        for _ in range(_JOIN_TRIES):
-            try:
-                obj = await self.kube.get(res, intent.name, intent.namespace)
-            except ApiError as e:
-                if e.status == 404:
-                    return Existing.GONE
-                raise
+
+        def decide(obj: Mapping[str, Any]) -> _Verdict:
             if owner is None or not owner.uid:
                 return Existing.OURS
             refs = _refs(obj)
@@ -141,21 +136,101 @@ class PodGroupApi:
                 return Existing.OTHER
             if not refs or any(r.get("kind") != "Pod" for r in refs):
                 return Existing.OTHER  # a workload's gang, or one nobody owns
-            rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-            ops = [
-                {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
-                {"op": "add", "path": "/metadata/ownerReferences/-", "value": owner.to_json()},
-            ]
+            add = {"op": "add", "path": "/metadata/ownerReferences/-", "value": owner.to_json()}
+            return [add], Existing.JOINED
+
+        return await self._change(intent, decide, "joining")
+
+    async def update(
+        self, intent: PodGroupIntent, owner: OwnerRef | None, body: dict[str, Any]
+    ) -> Existing:
+        """See :class:`~webhook.podgroups.UpdateFn`: a scaled workload's PodGroup takes
+        the new minMember and minResources (a JSON patch guarded by the resourceVersion
+        read, retried when it changed in between). Only a PodGroup this owner owns."""
+        want = body.get("spec") or {}
+
+        def decide(obj: Mapping[str, Any]) -> _Verdict:
+            refs = _refs(obj)
+            if owner is None or not owner.uid or not any(r.get("uid") == owner.uid for r in refs):
+                log.warning(
+                    "a PodGroup of that name is not this workload's; not scaled",
+                    extra={
+                        "fields": {
+                            "podgroup": f"{intent.namespace}/{intent.name}",
+                            "owned_by": _describe(refs),
+                        }
+                    },
+                )
+                return Existing.OTHER
+            ops = _scale_ops(obj.get("spec"), want)
+            return (ops, Existing.UPDATED) if ops else Existing.OURS
+
+        got = await self._change(intent, decide, "scaling")
+        if got is Existing.UPDATED:
+            log.info(
+                "PodGroup follows its scaled workload",
+                extra={
+                    "fields": {
+                        "podgroup": f"{intent.namespace}/{intent.name}",
+                        "minMember": want.get("minMember"),
+                    }
+                },
+            )
+        return got
+
+    async def _change(
+        self,
+        intent: PodGroupIntent,
+        decide: Callable[[Mapping[str, Any]], _Verdict],
+        doing: str,
+    ) -> Existing:
+        """Read the PodGroup, ``decide``, and apply the operations decided, guarded by
+        the resourceVersion read; read again when it changed in between."""
+        res = _podgroups(intent)
+        for _ in range(_JOIN_TRIES):
             try:
-                await self.kube.patch(res, intent.name, ops, namespace=intent.namespace)
+                obj = await self.kube.get(res, intent.name, intent.namespace)
+            except ApiError as e:
+                if e.status == 404:
+                    return Existing.GONE
+                raise
+            verdict = decide(obj)
+            if isinstance(verdict, Existing):
+                return verdict
+            ops, done = verdict
+            rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+            guard = {"op": "test", "path": "/metadata/resourceVersion", "value": rv}
+            try:
+                await self.kube.patch(res, intent.name, [guard, *ops], namespace=intent.namespace)
             except ApiError as e:
                 if e.status in (409, 422):
                     continue  # changed since we read it: look again
                 if e.status == 404:
                     return Existing.GONE
                 raise
-            return Existing.JOINED
-        raise ApiError(409, "Conflict", f"PodGroup {intent.name} kept changing while joining it")
+            return done
+        raise ApiError(409, "Conflict", f"PodGroup {intent.name} kept changing while {doing} it")
+
+
+# What to do with a PodGroup read: a final answer, or operations and the answer once
+# they are applied.
+_Verdict = Existing | tuple[list[dict[str, Any]], Existing]
+
+_SCALED = ("minMember", "minResources")
+
+
+def _scale_ops(have: Any, want: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """JSON patch operations making ``have``'s minMember and minResources ``want``'s."""
+    if not isinstance(have, dict):
+        scaled = {k: want[k] for k in _SCALED if k in want}
+        return [{"op": "add", "path": "/spec", "value": scaled}] if scaled else []
+    ops: list[dict[str, Any]] = []
+    for key in _SCALED:
+        if key in want and have.get(key) != want[key]:
+            ops.append({"op": "add", "path": f"/spec/{key}", "value": want[key]})
+        elif key not in want and key in have:
+            ops.append({"op": "remove", "path": f"/spec/{key}"})
+    return ops
 
 
 # --- the self-signed certificate's Secret and caBundle ------------------------------------

@@ -22,6 +22,11 @@ Admission only *describes* the PodGroup it wants (a :class:`PodGroupIntent`); th
   alone; or a stale one of a deleted workload of the same name, which the garbage
   collector is about to remove -- then creation is retried until it is gone.
 * Never for dry-run requests: :meth:`PodGroupReconciler.submit` drops them.
+* Following a scaled workload: an intent made with ``update=True`` (an UPDATE of the
+  workload changed its replica counts) brings an existing PodGroup of the same owner
+  to the new minMember and minResources through the injected ``update`` function; a
+  newer update for the same PodGroup queued meanwhile is applied after it, so the
+  last one wins.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ __all__ = [
     "PodGroupReconciler",
     "ResolveOwnerFn",
     "RetryPolicy",
+    "UpdateFn",
     "status_of",
 ]
 
@@ -81,7 +87,16 @@ class PodGroupIntent:
     kept, so the work of describing a gang (the engine's minResources) happens once,
     in the reconciler, rather than on every review of the gang's pods."""
 
-    __slots__ = ("_body", "_build", "api_version", "name", "namespace", "owner", "plural")
+    __slots__ = (
+        "_body",
+        "_build",
+        "api_version",
+        "name",
+        "namespace",
+        "owner",
+        "plural",
+        "update",
+    )
 
     def __init__(
         self,
@@ -91,9 +106,12 @@ class PodGroupIntent:
         name: str,
         body: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
         owner: OwnerRef | None,
+        *,
+        update: bool = False,
     ) -> None:
         self.api_version, self.plural = api_version, plural
         self.namespace, self.name, self.owner = namespace, name, owner
+        self.update = update
         self._body: Mapping[str, Any] | None = None
         self._build: Callable[[], Mapping[str, Any]] | None = None
         if callable(body):
@@ -102,8 +120,10 @@ class PodGroupIntent:
             self._body = body
 
     def __repr__(self) -> str:
+        what = ", update" if self.update else ""
         return (
-            f"PodGroupIntent({self.api_version} {self.namespace}/{self.name}, owner={self.owner})"
+            f"PodGroupIntent({self.api_version} {self.namespace}/{self.name}, "
+            f"owner={self.owner}{what})"
         )
 
     @property
@@ -166,6 +186,7 @@ class Existing(StrEnum):
     OTHER = "other"  # someone else's, or nobody's: left alone
     STALE = "stale"  # an earlier owner's of the same kind and name, being deleted
     GONE = "gone"  # deleted since the 409: create it again
+    UPDATED = "updated"  # ours, and brought to the scaled workload's minMember
 
 
 # create(intent, body): POST the PodGroup. Raise on failure; an exception carrying an
@@ -177,8 +198,13 @@ ResolveOwnerFn = Callable[[str, OwnerRef], Awaitable[str | None]]
 # existing(intent, owner): after a 409, what the PodGroup there is to us (may raise like
 # create; the owner has its uid, or is None for an unowned gang).
 ExistingFn = Callable[[PodGroupIntent, OwnerRef | None], Awaitable[Existing]]
+# update(intent, owner, body): after a 409 for an ``update`` intent, bring the PodGroup
+# there to ``body``'s minMember and minResources if it is this owner's (may raise like
+# create): OURS (nothing to change), UPDATED, OTHER or GONE.
+UpdateFn = Callable[[PodGroupIntent, OwnerRef | None, dict[str, Any]], Awaitable[Existing]]
 # on_outcome(intent, outcome): for metrics and logs.
-# "created" | "exists" | "joined" | "foreign" | "stale" | "failed" | "no-owner" | "dropped"
+# "created" | "exists" | "joined" | "updated" | "foreign" | "stale" | "failed" | "no-owner"
+# | "dropped"
 Outcome = str
 
 
@@ -213,6 +239,7 @@ class _Pending:
     owner: OwnerRef | None
     since: float
     woken: asyncio.Event = field(default_factory=asyncio.Event)
+    again: PodGroupIntent | None = None  # a newer update, applied after this one
 
 
 class PodGroupReconciler:
@@ -229,6 +256,7 @@ class PodGroupReconciler:
         remember: int = 50_000,
         on_outcome: Callable[[PodGroupIntent, Outcome], None] | None = None,
         existing: ExistingFn | None = None,
+        update: UpdateFn | None = None,
         parked: int = 10_000,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -237,6 +265,7 @@ class PodGroupReconciler:
         self._create = create
         self._resolve = resolve_owner
         self._existing = existing
+        self._update = update
         # Intents whose owner never showed up, by key, until a hint names the owner.
         self._parked: OrderedDict[tuple[str, str, str], PodGroupIntent] = OrderedDict()
         self._park_limit = parked
@@ -267,12 +296,16 @@ class PodGroupReconciler:
         key = intent.key
         owner = intent.owner
         self._parked.pop(key, None)  # a newer intent for the same PodGroup supersedes it
-        if owner is not None and owner.uid and (key, owner.uid) in self._done:
-            return False
-        if owner is None and (key, "") in self._done:
-            return False
+        if not intent.update:
+            if owner is not None and owner.uid and (key, owner.uid) in self._done:
+                return False
+            if owner is None and (key, "") in self._done:
+                return False
         slot = _slot(intent)
         pend = self._pending.get(slot)
+        if pend is not None and intent.update:
+            pend.again = intent
+            return True
         if pend is not None:
             if (pend.owner is None or not pend.owner.uid) and owner is not None and owner.uid:
                 pend.owner = owner
@@ -357,8 +390,13 @@ class PodGroupReconciler:
             key = await self._queue.get()
             pend = self._pending.get(key)
             try:
-                if pend is not None:
+                while pend is not None:
                     await self._reconcile(pend)
+                    if pend.again is None:
+                        break
+                    pend.intent, pend.again = pend.again, None
+                    if pend.intent.owner is not None and pend.intent.owner.uid:
+                        pend.owner = pend.intent.owner
             except asyncio.CancelledError:
                 raise
             except Exception:  # a bug here must not kill the worker
@@ -435,7 +473,7 @@ class PodGroupReconciler:
             return
         assert owner is None or isinstance(owner, OwnerRef)
         done_key = (intent.key, owner.uid if owner else "")
-        if done_key in self._done:
+        if done_key in self._done and not intent.update:
             return
         body = intent.render(owner)
         for attempt in range(1, self._policy.attempts + 1):
@@ -498,6 +536,8 @@ class PodGroupReconciler:
         self._report(intent, "failed")
 
     async def _inspect(self, intent: PodGroupIntent, owner: OwnerRef | None) -> Existing:
+        if intent.update and self._update is not None:
+            return await self._update(intent, owner, intent.render(owner))
         if self._existing is None:
             return Existing.OURS  # nothing to tell them apart with: 409 is success
         return await self._existing(intent, owner)
@@ -523,6 +563,7 @@ class PodGroupReconciler:
 
 _EXISTING_OUTCOME: dict[Existing, Outcome] = {
     Existing.OURS: "exists",
+    Existing.UPDATED: "updated",
     Existing.JOINED: "joined",
     Existing.OTHER: "foreign",
 }

@@ -18,11 +18,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 __all__ = [
     "BUILTIN_KINDS",
     "Factor",
+    "GangPer",
     "ResolvedRole",
     "RoleSpec",
     "WorkloadError",
     "WorkloadKind",
     "WorkloadTable",
+    "is_set",
+    "read_count",
     "resolve_roles",
 ]
 
@@ -40,16 +43,22 @@ class _Frozen(BaseModel):
 class Factor(_Frozen):
     """One factor of a role's pod count: the value at ``paths`` (the smallest present,
     or with ``mode: first`` the first present), plus ``offset``; ``default`` when no
-    path is set. A plain string in the config means ``{paths: [that string]}``."""
+    path is set. ``mode: max`` takes the largest present. A plain string in the config
+    means ``{paths: [that string]}``."""
 
     paths: tuple[str, ...] = Field(min_length=1)
     default: int = Field(default=1, ge=0)
     offset: int = 0
-    mode: Literal["min", "first"] = "min"
+    mode: Literal["min", "first", "max"] = "min"
+    when: dict[str, str] = Field(default_factory=dict)
 
 
 class RoleSpec(_Frozen):
-    """A role (launcher, worker, head...): where its pod template is, how many pods."""
+    """A role (launcher, worker, head...): where its pod template is, how many pods.
+
+    ``format`` says what sits at ``template``: a pod template (``podTemplate``), or a
+    Spark operator pod description (``sparkPod``: cores, memory, gpu, labels and
+    annotations, from which the operator builds the pods)."""
 
     at: str = Field(min_length=1)
     template: str = Field(min_length=1)
@@ -57,6 +66,7 @@ class RoleSpec(_Frozen):
     name_field: str = Field(default="name", alias="nameField")
     fallback_template: str | None = Field(default=None, alias="fallbackTemplate")
     count: tuple[Factor, ...] = ()
+    format: Literal["podTemplate", "sparkPod"] = "podTemplate"
 
     @field_validator("count", mode="before")
     @classmethod
@@ -72,14 +82,37 @@ class RoleSpec(_Frozen):
         return self
 
 
+class GangPer(_Frozen):
+    """One gang per instance of the workload's replicated unit (a LeaderWorkerSet's
+    group of a leader and its workers) instead of one for the whole workload.
+
+    ``count`` is the number of instances; each role's pod count is divided among them.
+    The gangs are named ``<workload name>-<i>``; a pod finds its instance ``i`` in its
+    label ``label`` (set by the workload's controller)."""
+
+    count: str = Field(min_length=1)
+    label: str = Field(min_length=1)
+
+
 class WorkloadKind(_Frozen):
-    """One table entry: a kind, its API versions, its roles, its default min-available."""
+    """One table entry: a kind, its API versions, its roles, its default min-available.
+
+    ``minMember``: a fixed minMember, for workloads whose first pod creates the others
+    (a Spark driver makes its executors): waiting for more would deadlock, so the gang
+    starts with one, and its minResources still reserve every pod. ``minAvailableFrom``:
+    a path whose value is the default min-available (an elastic job's minimum).
+    ``leftAloneWhen``: paths that, when set, hand the workload to another integration.
+    """
 
     group: str
     versions: tuple[str, ...] = Field(min_length=1)
     kind: str = Field(min_length=1)
     roles: tuple[RoleSpec, ...] = Field(min_length=1)
     default_min_available: str | None = Field(default=None, alias="defaultMinAvailable")
+    min_member: int | None = Field(default=None, ge=1, alias="minMember")
+    min_available_from: str | None = Field(default=None, alias="minAvailableFrom")
+    left_alone_when: tuple[str, ...] = Field(default=(), alias="leftAloneWhen")
+    gang_per: GangPer | None = Field(default=None, alias="gangPer")
 
 
 def _kind(
@@ -123,7 +156,13 @@ BUILTIN_KINDS: tuple[WorkloadKind, ...] = (
             }
         ],
     ),
-    _kind("kubeflow.org", ["v1"], "PyTorchJob", _replica_specs("pytorchReplicaSpecs")),
+    _kind(
+        "kubeflow.org",
+        ["v1"],
+        "PyTorchJob",
+        _replica_specs("pytorchReplicaSpecs"),
+        minAvailableFrom="spec.elasticPolicy.minReplicas",
+    ),
     _kind("kubeflow.org", ["v1"], "TFJob", _replica_specs("tfReplicaSpecs")),
     _kind(
         "kubeflow.org",
@@ -168,6 +207,41 @@ BUILTIN_KINDS: tuple[WorkloadKind, ...] = (
                 "count": ["$.spec.replicas", {"paths": ["size"], "offset": -1}],
             },
         ],
+        gangPer={"count": "spec.replicas", "label": "leaderworkerset.sigs.k8s.io/group-index"},
+    ),
+    _kind(
+        "sparkoperator.k8s.io",
+        ["v1beta2"],
+        "SparkApplication",
+        [
+            {"name": "driver", "at": "spec", "template": "driver", "format": "sparkPod"},
+            {
+                "name": "executor",
+                "at": "spec",
+                "template": "executor",
+                "format": "sparkPod",
+                "count": [
+                    {
+                        # Spark's initial executors: the largest of these that is set
+                        # (the dynamic ones only with dynamic allocation on); Spark
+                        # starts 2 when none is.
+                        "paths": [
+                            "executor.instances",
+                            "dynamicAllocation.initialExecutors",
+                            "dynamicAllocation.minExecutors",
+                        ],
+                        "when": {
+                            "dynamicAllocation.initialExecutors": "dynamicAllocation.enabled",
+                            "dynamicAllocation.minExecutors": "dynamicAllocation.enabled",
+                        },
+                        "mode": "max",
+                        "default": 2,
+                    }
+                ],
+            },
+        ],
+        minMember=1,
+        leftAloneWhen=["spec.batchScheduler"],
     ),
 )
 
@@ -200,12 +274,27 @@ class WorkloadTable:
 
 @dataclass(slots=True)
 class ResolvedRole:
-    """One pod template of a workload: its role name, JSON pointer, and pod count."""
+    """One pod template of a workload: its role name, JSON pointer, and pod count.
+
+    ``format`` is the table's: for ``sparkPod`` the labels, annotations, affinity and
+    schedulerName sit on the object at ``pointer`` itself, not under ``metadata`` and
+    ``spec``."""
 
     name: str
     pointer: Pointer
     template: Mapping[str, Any]
     count: int
+    format: str = "podTemplate"
+
+    @property
+    def meta_at(self) -> Pointer:
+        """Where the map holding ``labels`` and ``annotations`` is."""
+        return self.pointer if self.format == "sparkPod" else (*self.pointer, "metadata")
+
+    @property
+    def spec_at(self) -> Pointer:
+        """Where ``schedulerName`` and ``affinity`` are."""
+        return self.pointer if self.format == "sparkPod" else (*self.pointer, "spec")
 
 
 def _split(path: str) -> tuple[bool, list[str]]:
@@ -249,6 +338,9 @@ def _get(root: Any, base: Any, path: str) -> tuple[bool, Any]:
 def _factor(root: Any, role_obj: Any, f: Factor, where: str) -> int:
     values: list[int] = []
     for p in f.paths:
+        guard = f.when.get(p)
+        if guard is not None and _get(root, role_obj, guard) != (True, True):
+            continue
         present, v = _get(root, role_obj, p)
         if not present:
             continue
@@ -258,8 +350,28 @@ def _factor(root: Any, role_obj: Any, f: Factor, where: str) -> int:
         values.append(v)
         if f.mode == "first":
             break
-    n = (min(values) if values else f.default) + f.offset
+    if not values:
+        n = f.default + f.offset
+    else:
+        n = (max(values) if f.mode == "max" else min(values)) + f.offset
     return max(n, 0)
+
+
+def read_count(obj: Mapping[str, Any], path: str) -> int | None:
+    """A whole number at ``path`` from the root (None when unset). Raises WorkloadError
+    naming the field when it is not one."""
+    present, v = _get(obj, obj, path)
+    if not present:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise WorkloadError(f"{path}: {v!r} is not a whole number of pods (>= 0)")
+    return v
+
+
+def is_set(obj: Mapping[str, Any], path: str) -> bool:
+    """Whether ``path`` (from the root) holds something other than null or empty."""
+    present, v = _get(obj, obj, path)
+    return present and v not in ("", {}, [])
 
 
 def _dotted(ptr: Pointer) -> str:
@@ -297,10 +409,10 @@ def resolve_roles(kind: WorkloadKind, obj: Mapping[str, Any]) -> list[ResolvedRo
                 count *= _factor(obj, role_obj, f, _dotted(ptr))
             prev = out.get(tmpl_ptr)
             if prev is None:
-                out[tmpl_ptr] = ResolvedRole(name, tmpl_ptr, tmpl, count)
+                out[tmpl_ptr] = ResolvedRole(name, tmpl_ptr, tmpl, count, spec.format)
             else:
                 keep = prev.name if not own else name
-                out[tmpl_ptr] = ResolvedRole(keep, tmpl_ptr, tmpl, prev.count + count)
+                out[tmpl_ptr] = ResolvedRole(keep, tmpl_ptr, tmpl, prev.count + count, spec.format)
     roles = list(out.values())
     # Role names must be unique (YuniKorn task groups, engine roles); suffix duplicates.
     seen: dict[str, int] = {}
@@ -309,6 +421,6 @@ def resolve_roles(kind: WorkloadKind, obj: Mapping[str, Any]) -> list[ResolvedRo
         n = seen.get(r.name, 0)
         seen[r.name] = n + 1
         unique.append(
-            r if n == 0 else ResolvedRole(f"{r.name}-{n}", r.pointer, r.template, r.count)
+            r if n == 0 else ResolvedRole(f"{r.name}-{n}", r.pointer, r.template, r.count, r.format)
         )
     return unique

@@ -120,6 +120,9 @@ WORKLOADS: tuple[Resource, ...] = (
     Resource(
         "leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet", namespaced=True
     ),
+    Resource(
+        "sparkoperator.k8s.io", "v1beta2", "sparkapplications", "SparkApplication", namespaced=True
+    ),
 )
 
 RESOURCES: tuple[Resource, ...] = (
@@ -199,7 +202,8 @@ API_CALLS: tuple[ApiCall, ...] = (
             r.plural,
             why="descheduler: corral.dev/last-moved (cool-down) on a moved gang's PodGroup "
             "and corral.dev/room-made on the waiting gang's, before evicting; webhook: a "
-            "bare-pod gang's PodGroup is owned by all its pods",
+            "bare-pod gang's PodGroup is owned by all its pods, and a scaled workload's "
+            "PodGroup follows its new minMember",
         )
         for r in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS)
     ),
