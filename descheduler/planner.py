@@ -23,7 +23,7 @@ from gangplace.engine.report import FragmentationReport, fragmentation_report
 
 from .config import DeschedulerConfig
 from .context import PlanContext
-from .plan import LargestFit, Move, Plan
+from .plan import LargestFit, Move, NotMoved, Plan
 from .simulate import evaluate_waiting
 from .state import ClusterState
 from .strategies import defragment, make_room, release_stale_gangs
@@ -79,6 +79,15 @@ def plan(
     out.largest = _largest_rows(snap, largest_now, moves, ctx) if largest else []
     out.unserved = [u for u in ctx.unserved if u.gang in out.waiting_after]
     out.notes = ctx.notes
+    moved = {m.unit for m in moves}
+    out.not_moved = [
+        NotMoved(k, ctx.views[k].priority, why)
+        for k, why in sorted(ctx.protected.items())
+        if ctx.views[k].placed and k not in moved and k not in ctx.suspended
+    ]
+    out.suspended = [
+        NotMoved(k, ctx.views[k].priority, why) for k, why in sorted(ctx.suspended.items())
+    ]
     return out
 
 

@@ -27,6 +27,11 @@ NS = "corral-system"
 STAMP = format_time(NOW)
 
 
+
+def real_evictions(api: ApiServer) -> list[Any]:
+    """POSTed Evictions that were not dry runs (each gang is dry-run first)."""
+    return [r for r in api.requests("POST", "/eviction") if "dryRun" not in r.query]
+
 def two_gang_items() -> list[Any]:
     """Two waiting gangs, two groups of moves (as in test_desched_runner): a 4-GPU job
     needs the gang "pair" moved off n5; a 2 x 8-GPU gang needs sweep-a and sweep-b moved
@@ -66,7 +71,7 @@ def load(api: ApiServer, items: list[Any]) -> None:
 
 def evictions(api: ApiServer, token: str | None = None) -> list[str]:
     out = []
-    for r in api.requests("POST", "/eviction"):
+    for r in real_evictions(api):
         if token is None or r.authorization == f"Bearer {token}":
             out.append(r.path.split("/pods/")[1].removesuffix("/eviction"))
     return out
