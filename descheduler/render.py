@@ -54,7 +54,7 @@ NOT_MOVED_SHOWN = 12
 
 
 def _not_moved_lines(plan: Plan) -> list[str]:
-    rows = sorted(plan.not_moved, key=lambda x: (-x.priority, x.unit))
+    rows = sorted(plan.not_moved, key=lambda x: (x.priority, x.unit))
     lines = [f"  {x.unit} (priority {x.priority}): {x.reason}" for x in rows[:NOT_MOVED_SHOWN]]
     if len(rows) > NOT_MOVED_SHOWN:
         lines.append(f"  ... and {len(rows) - NOT_MOVED_SHOWN} more (--output json lists all)")

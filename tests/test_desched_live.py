@@ -166,7 +166,7 @@ async def test_pods_without_a_podgroup_cool_down_in_the_move_ledger(api: ApiServ
     assert sorted(evictions(api)) == ["s1a", "s1b"]
     cm = get(api, "configmaps", NS, MOVE_LEDGER)
     moved = json.loads(cm["data"]["last-moved"])
-    assert moved == {"default/owner:Job/s1a": STAMP, "default/owner:Job/s1b": STAMP}
+    assert moved == {"default/owner:ReplicaSet/s1a": STAMP, "default/owner:ReplicaSet/s1b": STAMP}
     assert json.loads(cm["data"]["room-made"]) == {}  # llm has a PodGroup: marked there
     # the Events go on the pods, which are gone but still named
     moved_events = [e for e in events(api) if e["reason"] == "GangMoved"]

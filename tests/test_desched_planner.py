@@ -449,12 +449,12 @@ def test_the_move_ledger_cools_down_pods_by_their_controller() -> None:
     """Pods without a PodGroup: their controller makes the replacement, so the ledger
     remembers the controller; s1a's Job moved 10 minutes ago, so s1b moves with s2a."""
     ten_min_ago = (NOW - timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    st = state(issue_3948(), ledger({"default/owner:Job/s1a": ten_min_ago}))
-    assert st.ledger.last_moved == {"default/owner:Job/s1a": NOW - timedelta(minutes=10)}
+    st = state(issue_3948(), ledger({"default/owner:ReplicaSet/s1a": ten_min_ago}))
+    assert st.ledger.last_moved == {"default/owner:ReplicaSet/s1a": NOW - timedelta(minutes=10)}
     p = plan(st)
     assert "s1a" not in moved(p) and p.waiting_after == []
     hours_ago = (NOW - timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    assert moved(plan(state(issue_3948(), ledger({"default/owner:Job/s1a": hours_ago})))) == [
+    assert moved(plan(state(issue_3948(), ledger({"default/owner:ReplicaSet/s1a": hours_ago})))) == [
         "s1a",
         "s1b",
     ]

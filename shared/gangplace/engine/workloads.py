@@ -35,10 +35,7 @@ SUSPEND_PATHS: Mapping[str, tuple[str, ...]] = {
     "Job": ("spec", "suspend"),
     "JobSet": ("spec", "suspend"),
     "RayJob": ("spec", "suspend"),
-    **{
-        k: ("spec", "runPolicy", "suspend")
-        for k in ("PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "MXJob")
-    },
+    **{k: ("spec", "runPolicy", "suspend") for k in ("PyTorchJob", "TFJob", "MPIJob")},
 }
 # Kinds read as records: those with a switch, and RayCluster (between a RayJob and its
 # pods). The API group each is listed under.
@@ -47,10 +44,7 @@ WORKLOAD_KINDS: Mapping[str, str] = {
     "JobSet": "jobset.x-k8s.io",
     "RayJob": "ray.io",
     "RayCluster": "ray.io",
-    **{
-        k: "kubeflow.org"
-        for k in ("PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "MXJob")
-    },
+    **{k: "kubeflow.org" for k in ("PyTorchJob", "TFJob", "MPIJob")},
 }
 # Direct pod owners that make an evicted pod again without loss.
 RECREATING_OWNERS = frozenset({"ReplicaSet", "StatefulSet", "ReplicationController"})
