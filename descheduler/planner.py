@@ -21,6 +21,7 @@ from gangplace.engine.feasibility import fits
 from gangplace.engine.fragmentation import TargetWorkload, fragmentation
 from gangplace.engine.report import FragmentationReport, fragmentation_report
 
+from .budget import Budget
 from .config import DeschedulerConfig
 from .context import PlanContext
 from .plan import LargestFit, Move, NotMoved, Plan
@@ -80,14 +81,24 @@ def plan(
     out.unserved = [u for u in ctx.unserved if u.gang in out.waiting_after]
     out.notes = ctx.notes
     moved = {m.unit for m in moves}
-    out.not_moved = [
-        NotMoved(k, ctx.views[k].priority, why)
-        for k, why in sorted(ctx.protected.items())
-        if ctx.views[k].placed and k not in moved and k not in ctx.suspended
-    ]
+    out.not_moved = _not_moved(ctx, moved)
     out.suspended = [
         NotMoved(k, ctx.views[k].priority, why) for k, why in sorted(ctx.suspended.items())
     ]
+    return out
+
+
+def _not_moved(ctx: PlanContext, moved: set[str]) -> list[NotMoved]:
+    """Running units the rules keep in place, with why: protected ones, and those a
+    disruption budget covers that allows fewer disruptions than they have members."""
+    fresh = Budget(ctx.config.limits, ctx.state.pdbs)
+    out = []
+    for k, v in sorted(ctx.views.items()):
+        if not v.placed or k in moved or k in ctx.suspended:
+            continue
+        why = ctx.protected.get(k) or fresh.pdb_reason(v.placed)
+        if why is not None:
+            out.append(NotMoved(k, v.priority, why))
     return out
 
 

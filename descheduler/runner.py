@@ -346,7 +346,7 @@ async def _retry_rest(
         rest = [p for p in move.pods if latest[(p.namespace, p.name)].outcome not in _DONE]
         if not rest:
             break
-        await asyncio.sleep(min(io.retry_pause, max(deadline - time.monotonic(), 0)))
+        await asyncio.sleep(max(min(io.retry_pause, deadline - time.monotonic()), 0))
         for r in await io.evict_gang(replace(move, pods=rest), message):
             latest[(r.namespace, r.name)] = r
     return [latest[(p.namespace, p.name)] for p in move.pods if (p.namespace, p.name) in latest]

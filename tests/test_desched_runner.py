@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from cluster_builder import NOW, as_list, gang, gpu_node, pod
 
-from descheduler import DeschedulerConfig, Move, Plan, state_from_list
+from descheduler import DeschedulerConfig, Move, Plan, parse_config, state_from_list
 from descheduler.metrics import Metrics
 from descheduler.runner import (
     EXIT_FAILED,
@@ -127,15 +127,41 @@ async def test_a_refusal_mid_gang_stops_the_run_loudly() -> None:
     first = probe.plan.moves[0]
     assert first.unit == "default/pair" and len(first.pods) == 2
     fake = FakeCluster(state, {first.pods[1].name: Outcome.REFUSED})
-    result = await run_once(fake.io(), DeschedulerConfig())
+    io = fake.io()
+    io.retry_pause = 0.01
+    quick = parse_config({"moves": {"retry_deadline": 0.1}})
+    result = await run_once(io, quick)
     assert result.exit_code == EXIT_FAILED
-    assert result.outcomes[0].status == "broken"
+    assert result.outcomes[0].status == "partially-moved"
     assert result.stopped and "stops evicting" in result.stopped
-    assert fake.calls == [first.unit]  # nothing after the broken gang
+    # the rest of the gang was retried until the deadline, nothing after it was tried
+    assert set(fake.calls) == {first.unit} and len(fake.calls) > 2
+    assert fake.evicted == [first.pods[0].name]
     assert all(o.status == "not-attempted" for o in result.outcomes[1:])
     (event,) = fake.events
     assert event.type == "Warning" and event.reason == "GangEvictionIncomplete"
     assert event.podgroup == first.podgroup and "1 of 2" in event.message
+
+
+async def test_a_refusal_mid_gang_is_retried_until_it_goes() -> None:
+    """The budget frees up within the deadline: the gang is moved whole after all."""
+    state = two_gang_cluster()
+    first = (await run_once(FakeCluster(state).io(), DeschedulerConfig(), dry_run=True)).plan.moves[0]
+    fake = FakeCluster(state, {first.pods[1].name: Outcome.REFUSED})
+    io = fake.io()
+    io.retry_pause = 0.01
+    real = io.evict_gang
+
+    async def refuse_twice(move: Move, message: str) -> Sequence[PodResult]:
+        if fake.calls.count(first.unit) == 2:
+            fake.script.clear()
+        return await real(move, message)
+
+    io.evict_gang = refuse_twice
+    result = await run_once(io, parse_config({"moves": {"retry_deadline": 5}}))
+    assert result.outcomes[0].status == "evicted" and result.exit_code == EXIT_OK
+    assert fake.calls[:3] == [first.unit] * 3
+    assert sorted(fake.evicted[:2]) == sorted(p.name for p in first.pods)
 
 
 async def test_budget_refusal_before_any_eviction_skips_the_gang_and_goes_on() -> None:
