@@ -39,6 +39,8 @@ __all__ = ["PlanContext", "Victim", "cluster_total", "move_way"]
 # Pods of queues at or below their deserved share sort after every pod of a queue above
 # it: victims come first from queues that use more than they deserve.
 TIER_PENALTY = 1000.0
+# A victim built without its way worked out (never moved).
+NO_WAY = Way(None, "not worked out")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -51,7 +53,7 @@ class Victim:
     partial: bool
     cost: float
     tier: int  # 0: its queue uses more than it deserves; 1: otherwise
-    way: Way = Way(None, "")  # how it moves (suspend or evict), or why it may not
+    way: Way = NO_WAY  # how it moves (suspend or evict), or why it may not
 
     @property
     def gpu_milli(self) -> int:
@@ -232,9 +234,7 @@ class PlanContext:
     def tier(self, view: GangView) -> int:
         return 0 if view.queue in self.overused else 1
 
-    def way(
-        self, view: GangView, pods: Sequence[PodRecord], *, evict_only: bool = False
-    ) -> Way:
+    def way(self, view: GangView, pods: Sequence[PodRecord], *, evict_only: bool = False) -> Way:
         """How ``pods`` of ``view`` may move (see :mod:`descheduler.safety`)."""
         whole = len(pods) == len(view.running) and len(pods) == len(view.placed)
         return self.owners.way(

@@ -14,7 +14,16 @@ from typing import Any, Literal
 from gangplace.engine.report import FragmentationReport
 from gangplace.engine.timeparse import format_time
 
-__all__ = ["LargestFit", "Move", "MoveKind", "MoveMethod", "NotMoved", "Plan", "PodMove", "Unserved"]
+__all__ = [
+    "LargestFit",
+    "Move",
+    "MoveKind",
+    "MoveMethod",
+    "NotMoved",
+    "Plan",
+    "PodMove",
+    "Unserved",
+]
 
 MoveKind = Literal["make-room", "defragment", "release-stale"]
 MoveMethod = Literal["suspend", "evict"]

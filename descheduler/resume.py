@@ -126,8 +126,10 @@ def due_resumptions(state: ClusterState, config: DeschedulerConfig) -> list[Resu
             reason = "its corral.dev/suspended-by mark cannot be read"
         elif mark.for_gang is not None and gang is None:
             reason = f"gang {mark.for_gang}, which it made room for, is gone"
-        elif gang is not None and gang.min_available > 0 and (
-            len(gang.running) >= gang.min_available
+        elif (
+            gang is not None
+            and gang.min_available > 0
+            and (len(gang.running) >= gang.min_available)
         ):
             reason = f"gang {mark.for_gang}, which it made room for, is bound"
         elif (state.now - mark.at).total_seconds() >= after:

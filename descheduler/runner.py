@@ -60,8 +60,8 @@ __all__ = [
     "GangOutcome",
     "Outcome",
     "PodResult",
-    "RunResult",
     "Resumed",
+    "RunResult",
     "RunnerIO",
     "eviction_message",
     "run_loop",
@@ -196,12 +196,7 @@ class RunResult:
 
     @property
     def pods_evicted(self) -> int:
-        return sum(
-            1
-            for o in self.outcomes
-            for r in o.results
-            if r.outcome in _DONE
-        )
+        return sum(1 for o in self.outcomes for r in o.results if r.outcome in _DONE)
 
     def to_dict(self) -> dict[str, Any]:
         """The plan (``Plan.to_dict``) with what the run did: ``run.outcomes`` gang by
@@ -238,7 +233,9 @@ class RunResult:
 
     @property
     def gpus_freed(self) -> float:
-        done = {(r.namespace, r.name) for o in self.outcomes for r in o.results if r.outcome in _DONE}
+        done = {
+            (r.namespace, r.name) for o in self.outcomes for r in o.results if r.outcome in _DONE
+        }
         return sum(
             p.gpu_milli / 1000
             for o in self.outcomes

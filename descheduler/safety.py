@@ -88,7 +88,9 @@ class Owners:
                 if top is not None:
                     self.units.setdefault(top.key, set()).add(key)
 
-    def suspended_by(self, pods: Sequence[PodRecord], pg: PodGroupRecord | None) -> WorkloadRecord | None:
+    def suspended_by(
+        self, pods: Sequence[PodRecord], pg: PodGroupRecord | None
+    ) -> WorkloadRecord | None:
         """The suspended top-level workload of a gang, if any: its pods are going or gone,
         and it waits for nobody until it is resumed."""
         tops = [self.top_of_pod(p)[0] for p in pods]

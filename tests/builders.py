@@ -275,4 +275,10 @@ def job(
     status: Json = {"active": 0 if suspend else parallelism}
     if failed:
         status["failed"] = failed
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec, "status": status}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta,
+        "spec": spec,
+        "status": status,
+    }

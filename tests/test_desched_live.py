@@ -27,10 +27,10 @@ NS = "corral-system"
 STAMP = format_time(NOW)
 
 
-
 def real_evictions(api: ApiServer) -> list[Any]:
     """POSTed Evictions that were not dry runs (each gang is dry-run first)."""
     return [r for r in api.requests("POST", "/eviction") if "dryRun" not in r.query]
+
 
 def two_gang_items() -> list[Any]:
     """Two waiting gangs, two groups of moves (as in test_desched_runner): a 4-GPU job

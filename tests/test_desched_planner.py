@@ -463,7 +463,9 @@ def test_the_move_ledger_cools_down_pods_by_their_controller() -> None:
     p = plan(st)
     assert "s1a" not in moved(p) and p.waiting_after == []
     hours_ago = (NOW - timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    assert moved(plan(state(issue_3948(), ledger({"default/owner:ReplicaSet/s1a": hours_ago})))) == [
+    assert moved(
+        plan(state(issue_3948(), ledger({"default/owner:ReplicaSet/s1a": hours_ago})))
+    ) == [
         "s1a",
         "s1b",
     ]

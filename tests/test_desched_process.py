@@ -23,10 +23,10 @@ CLI = [sys.executable, "-m", "descheduler.cli"]
 NS = "corral-system"
 
 
-
 def real_evictions(api: ApiServer) -> list[Any]:
     """POSTed Evictions that were not dry runs (each gang is dry-run first)."""
     return [r for r in api.requests("POST", "/eviction") if "dryRun" not in r.query]
+
 
 def kubeconfig(path: Path, server: str, token: str) -> str:
     doc = {

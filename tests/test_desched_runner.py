@@ -146,7 +146,9 @@ async def test_a_refusal_mid_gang_stops_the_run_loudly() -> None:
 async def test_a_refusal_mid_gang_is_retried_until_it_goes() -> None:
     """The budget frees up within the deadline: the gang is moved whole after all."""
     state = two_gang_cluster()
-    first = (await run_once(FakeCluster(state).io(), DeschedulerConfig(), dry_run=True)).plan.moves[0]
+    first = (await run_once(FakeCluster(state).io(), DeschedulerConfig(), dry_run=True)).plan.moves[
+        0
+    ]
     fake = FakeCluster(state, {first.pods[1].name: Outcome.REFUSED})
     io = fake.io()
     io.retry_pause = 0.01

@@ -34,10 +34,10 @@ class Sleeps:
         self.delays.append(seconds)
 
 
-
 def real_evictions(api: ApiServer) -> list[Any]:
     """POSTed Evictions that were not dry runs (each gang is dry-run first)."""
     return [r for r in api.requests("POST", "/eviction") if "dryRun" not in r.query]
+
 
 def target(store: ApiStore, ns: str, name: str, **kw: str) -> EvictionTarget:
     """The target the descheduler would build from the cached pod record."""

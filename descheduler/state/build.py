@@ -18,7 +18,6 @@ from gangplace.engine.objects import (
     priority_class_from_json,
     queue_from_json,
 )
-
 from gangplace.engine.workloads import WORKLOAD_KINDS, WorkloadRecord, workload_from_json
 
 from .objects import MOVE_LEDGER, MoveLedger, StateError, drf_queue, ledger_from_json

@@ -20,8 +20,8 @@ __all__ = [
     "WORKLOAD_KINDS",
     "WorkloadRecord",
     "ignores_disruption",
-    "workload_key",
     "workload_from_json",
+    "workload_key",
 ]
 
 # Written by corral's descheduler on a workload it suspended (JSON: plan, time, the gang
@@ -172,7 +172,9 @@ def workload_from_json(obj: Mapping[str, Any]) -> WorkloadRecord:
         rules = policy.get("rules") if isinstance(policy, Mapping) else None
         pfp = ignores_disruption(rules if isinstance(rules, list) else None)
         finished = any(
-            isinstance(c, dict) and c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+            isinstance(c, dict)
+            and c.get("type") in ("Complete", "Failed")
+            and c.get("status") == "True"
             for c in status.get("conditions") or ()
         )
     ann = meta.get("annotations") or {}

@@ -392,7 +392,7 @@ class Evictor:
     async def _dry_run_all(self, members: Sequence[EvictionTarget]) -> list[EvictionResult]:
         """Dry-run evictions of every member, one attempt each; [] when all would go,
         else a result for every member (the one refused, the rest not attempted)."""
-        for i, m in enumerate(members):
+        for m in members:
             try:
                 await self.client.evict(m.namespace, m.name, uid=m.uid, dry_run=True)
                 continue
