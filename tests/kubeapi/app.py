@@ -140,13 +140,23 @@ def _resolve(store: ApiStore, path: str) -> _Target:
         raise _not_found()
     if not rt.namespaced and namespace is not None:
         raise _not_found()
-    if sub and sub not in ("status", "eviction"):
+    if sub and sub not in ("status", "eviction", "binding"):
         raise _not_found()
     if sub == "status" and not rt.status_subresource:
         raise _not_found()
-    if sub == "eviction" and (rt.group, rt.plural) != ("", "pods"):
+    if sub in ("eviction", "binding") and (rt.group, rt.plural) != ("", "pods"):
         raise _not_found()
     return _Target(rt, namespace, name, sub)
+
+
+def _int_option(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lstrip("-").isdigit():
+        return int(value)
+    raise ApiStatusError(400, "BadRequest", f"gracePeriodSeconds must be an integer, got {value!r}")
 
 
 def _flag(value: str | None) -> bool:
@@ -205,6 +215,8 @@ async def _handle(request: web.Request) -> web.StreamResponse:
         dry = _dry_run(request)
         if t.subresource == "eviction" and t.name is not None:
             return _json(store.evict(ns, t.name, await _body(request), dry_run=dry), 201)
+        if t.subresource == "binding" and t.name is not None:
+            return _json(store.bind(ns, t.name, await _body(request)), 201)
         if t.name is not None or (t.rt.namespaced and t.namespace is None):
             raise ApiStatusError(
                 405, "MethodNotAllowed", f"POST is not supported on {request.path}"
@@ -246,6 +258,12 @@ async def _handle(request: web.Request) -> web.StreamResponse:
             opts = raw if isinstance(raw, dict) else {}
         pre = opts.get("preconditions") if isinstance(opts.get("preconditions"), dict) else {}
         assert isinstance(pre, dict)
+        if opts.get("dryRun") == ["All"]:
+            dry = True
+        grace = _int_option(opts.get("gracePeriodSeconds", q.get("gracePeriodSeconds")))
+        policy = opts.get("propagationPolicy", q.get("propagationPolicy"))
+        if policy is None and opts.get("orphanDependents") is not None:
+            policy = "Orphan" if opts["orphanDependents"] else "Background"
         if t.name is not None:
             return _json(
                 store.delete(
@@ -255,6 +273,8 @@ async def _handle(request: web.Request) -> web.StreamResponse:
                     uid=pre.get("uid"),
                     resource_version=pre.get("resourceVersion"),
                     dry_run=dry,
+                    grace_period_seconds=grace,
+                    propagation_policy=str(policy) if policy is not None else None,
                 )
             )
         doomed = store.list(
@@ -265,7 +285,14 @@ async def _handle(request: web.Request) -> web.StreamResponse:
         )["items"]
         for obj in doomed:
             meta = obj["metadata"]
-            store.delete(t.rt, meta.get("namespace", ""), meta["name"], dry_run=dry)
+            store.delete(
+                t.rt,
+                meta.get("namespace", ""),
+                meta["name"],
+                dry_run=dry,
+                grace_period_seconds=grace,
+                propagation_policy=str(policy) if policy is not None else None,
+            )
         return _json(status_body(200, "", "", success=True))
     raise ApiStatusError(405, "MethodNotAllowed", f"{method} is not supported on {request.path}")
 
