@@ -16,7 +16,6 @@ from descheduler import DeschedulerConfig, parse_config
 from descheduler.serve import RunOptions, run_command
 from tests.kubeapi import ApiServer
 from tests.scenarios.corral_webhook import CorralWebhook
-
 from tests.scenarios.story import (
     NS,
     Cluster,
@@ -24,7 +23,6 @@ from tests.scenarios.story import (
     bound,
     conditions,
     job,
-    podgroup_for,
     running,
     setup,
     submit,
