@@ -91,7 +91,15 @@ def test_rules_are_merged_sorted_and_named_only_where_rbac_can() -> None:
     # the descheduler patches PodGroups (its marks) and the workloads it suspends and
     # resumes, nothing else it reads; it deletes only PodGroups (of suspended gangs)
     patched = {res for r in cluster if "patch" in r["verbs"] for res in r["resources"]}
-    assert patched == {"podgroups", "jobs", "jobsets", "pytorchjobs", "tfjobs", "mpijobs", "rayjobs"}
+    assert patched == {
+        "podgroups",
+        "jobs",
+        "jobsets",
+        "pytorchjobs",
+        "tfjobs",
+        "mpijobs",
+        "rayjobs",
+    }
     deleted = {res for r in cluster if "delete" in r["verbs"] for res in r["resources"]}
     assert deleted == {"podgroups"}
     # the webhook writes nothing in every install: its PodGroups come with the backend,
