@@ -116,17 +116,22 @@ def render_plan(plan: Plan, source: str = "") -> str:
 def render_run(result: RunResult, source: str = "") -> str:
     """The plan, then what the run did with it, gang by gang."""
     lines = [render_plan(result.plan, source), ""]
-    counts = {s: result.count(s) for s in ("evicted", "skipped", "failed", "broken")}
+    counts = {
+        s: result.count(s) for s in ("evicted", "suspended", "skipped", "failed", "partially-moved")
+    }
     head = (
         f"Run: {result.pods_evicted} pod(s) evicted, {_gpus(result.gpus_freed)} freed; "
         + ", ".join(f"{n} gang(s) {s}" for s, n in counts.items() if n)
     )
     lines.append(head.rstrip("; "))
     for o in result.outcomes:
-        line = f"  {o.status:<13} {o.move.unit}"
+        line = f"  {o.status:<15} {o.move.unit} ({o.move.method})"
         if o.message:
             line += f": {o.message}"
         lines.append(line)
+    for r in result.resumed:
+        ok = "" if r.ok else f" -- failed: {r.message}"
+        lines.append(f"  {r.action:<15} {r.workload}: {r.reason}{ok}")
     if result.stopped:
         lines.append(f"Stopped early: {result.stopped}")
     lines.append(f"Exit code {result.exit_code}")
