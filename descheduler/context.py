@@ -146,7 +146,7 @@ class PlanContext:
         for v in views.values():
             for p in v.pods:
                 ctx._view_of[id(p)] = v
-            held = ctx.owners.suspended_by(v.pods, v.podgroup) if v.is_gang else None
+            held = ctx.owners.suspended_by(v.pods, v.podgroup)
             if held is not None:
                 ctx.suspended[v.key] = _suspended_reason(held)
             why = gang_protection(v, config.eviction, state.queues, state.now)

@@ -30,7 +30,7 @@ from .state import ClusterState
 from .strategies import defragment, make_room, release_stale_gangs
 from .units import Demand, demand_of
 
-__all__ = ["MoveError", "apply_moves", "fragmentation_now", "plan"]
+__all__ = ["MoveError", "apply_moves", "fragmentation_now", "move_verdict", "plan"]
 
 
 class MoveError(RuntimeError):
@@ -100,6 +100,29 @@ def _not_moved(ctx: PlanContext, moved: set[str]) -> list[NotMoved]:
         if why is not None:
             out.append(NotMoved(k, v.priority, why))
     return out
+
+
+def move_verdict(state: ClusterState, config: DeschedulerConfig, unit: str) -> str:
+    """How the descheduler would move the unit ``ns/gang`` (or ``ns/pod:name``), or why
+    it would not: ``kubectl corral explain``. The rules only, not whether a plan needs
+    the move."""
+    ctx = PlanContext.build(state, config)
+    view = ctx.views.get(unit)
+    if view is None:
+        return f"{unit}: not in the cluster state"
+    if unit in ctx.suspended:
+        return f"not moved: {ctx.suspended[unit]}"
+    if not view.placed:
+        return "not moved: none of its pods runs"
+    why = ctx.protected.get(unit) or Budget(config.limits, state.pdbs).pdb_reason(view.placed)
+    if why is not None:
+        return f"not moved: {why}"
+    way = ctx.way(view, view.placed)
+    higher = "higher" if config.eviction.victim_priority == "LowerPriority" else "equal or higher"
+    return (
+        f"may be moved by {way.method} ({way.reason}), priority {view.priority}: only for a "
+        f"waiting gang of {higher} priority, or to defragment"
+    )
 
 
 def fragmentation_now(

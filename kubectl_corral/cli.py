@@ -20,13 +20,14 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from gangplace.engine.gangs import membership
 from gangplace.engine.report import render_report
 from gangplace.engine.snapshot import SnapshotError, pod_from_json
 from gangplace.kube import KubeClient, KubeConfigError, client_for, load_configuration
 from gangplace.kube.resources import PODS
 
 from descheduler.config import ConfigError, DeschedulerConfig, load_config
-from descheduler.planner import fragmentation_now, plan
+from descheduler.planner import fragmentation_now, move_verdict, plan
 from descheduler.render import render_plan
 
 from .explain import explain_pod, render_explanation
@@ -154,7 +155,7 @@ async def cmd_explain(s: Session, out: TextIO, err: TextIO) -> int:
         record = pod_from_json(pod, s.config.engine)
     except SnapshotError as e:
         raise PluginError(str(e)) from None
-    reading = await s.reader.cluster(namespace=s.namespace)
+    reading = await s.reader.cluster(namespace=s.namespace, planner=True)
     state = state_of(reading, s.config.engine, datetime.now(UTC))
     rows = gang_rows(
         state,
@@ -164,6 +165,10 @@ async def cmd_explain(s: Session, out: TextIO, err: TextIO) -> int:
     )
     labels, why = await s.reader.namespace_labels(s.namespace)
     ex = explain_pod(pod, record, labels, why, rows)
+    if record.node_name:
+        m = membership(record)
+        unit = f"{record.namespace}/{m.gang}" if m else f"{record.namespace}/pod:{record.name}"
+        ex.moves = move_verdict(state, s.config, unit)
     if s.args.output == "json":
         _json(out, {**ex.to_dict(), "notes": reading.notes})
     else:

@@ -162,6 +162,7 @@ _ROWS: tuple[tuple[tuple[str, ...], Resource, str, tuple[Grant, ...]], ...] = (
     # The owners that decide how a gang moves; suspending and resuming those with a
     # switch, and removing (then making again) the PodGroup of a suspended workload.
     *((("list", "watch"), r, "", (_D,)) for r in DESCHEDULER_WORKLOADS),
+    *((("list",), r, "", (_K,)) for r in DESCHEDULER_WORKLOADS),
     *((("patch",), r, "", (_D,)) for r in SUSPENDABLE_WORKLOADS),
     (("create", "delete"), VOLCANO_PODGROUPS, "", (_D,)),
     (("create", "delete"), COSCHED_PODGROUPS, "", (_D,)),
