@@ -21,6 +21,7 @@ from gangplace.engine.timeparse import format_time
 from descheduler import DeschedulerConfig, Plan, parse_config, plan, state_from_list
 from descheduler.serve import RunOptions, run_command
 from descheduler.state import ANNOTATION_LAST_MOVED, ANNOTATION_ROOM_MADE, MOVE_LEDGER
+from tests import builders as b
 from tests.kubeapi import ApiServer
 
 NS = "corral-system"
@@ -527,3 +528,124 @@ async def test_a_move_the_ledger_cannot_record_is_skipped_and_leaves_no_mark(
     for m in expected_plan(items).moves:
         pg = get(api, "podgroups", "default", m.gang or "", "scheduling.volcano.sh")
         assert ANNOTATION_LAST_MOVED not in (pg["metadata"].get("annotations") or {})
+
+
+# --- suspend and resume -------------------------------------------------------------------
+
+
+def job_gang(name: str, node: str, gpus: int, **job_kw: Any) -> list[Any]:
+    """A Job of one pod, with its PodGroup owned by the Job (as the webhook makes it)."""
+    pg = podgroup(name, 1)
+    pg["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": name,
+            "uid": f"uid-owner-{name}",
+            "controller": True,
+        }
+    ]
+    return [
+        b.job(name, backoff_limit=0, uid=f"uid-owner-{name}", **job_kw),
+        pg,
+        pod(f"{name}-0", node, gpus, gang=name, owner_kind="Job", owner=name),
+    ]
+
+
+def suspend_items() -> list[Any]:
+    """7/6/7: the two 1-GPU Jobs on n1 (backoffLimit 0) make room for a 4-GPU gang of
+    priority 1000; a Job a person suspended has its (pod-less) PodGroup."""
+    items: list[Any] = [gpu_node(f"n{i}") for i in range(3)]
+    items += [pod("big-0", "n0", 7, owner_kind=""), pod("big-2", "n2", 7, owner_kind="")]
+    items += [pod("big-1", "n1", 4, owner_kind="")]
+    items += job_gang("s1", "n1", 1) + job_gang("s2", "n1", 1)
+    held = job_gang("held", "", 1, suspend=True)
+    items += held[:2]  # its pod does not exist: the Job is suspended
+    items += gang("llm", [], 4, pending=1, phase="Inqueue")
+    return items
+
+
+def job_of(api: ApiServer, name: str) -> Any:
+    return get(api, "jobs", "default", name, "batch")
+
+
+async def test_a_suspend_a_crash_and_the_resume(api: ApiServer) -> None:
+    """Run 1 suspends both Jobs (never evicts them), but cannot remove one PodGroup;
+    run 2 heals that and leaves the Jobs suspended while the gang waits; once the gang
+    is bound, run 3 makes the PodGroups again and resumes the Jobs. The Job a person
+    suspended is never touched."""
+    load(api, suspend_items())
+    api.faults.fail(500, times=-1, method="DELETE", path=r"/podgroups/s2$")
+    config = parse_config({"moves": {"resume_wait": 0}})
+    code, doc = await run_once(api, config)
+    assert code == 0, doc
+    assert [(m["unit"], m["method"]) for m in doc["moves"]] == [
+        ("default/s1", "suspend"),
+        ("default/s2", "suspend"),
+    ]
+    assert {o["status"] for o in doc["run"]["outcomes"]} == {"suspended"}
+    assert evictions(api) == [] and not api.requests("POST", "/eviction")
+    for name in ("s1", "s2"):
+        j = job_of(api, name)
+        assert j["spec"]["suspend"] is True
+        mark = json.loads(j["metadata"]["annotations"]["corral.dev/suspended-by"])
+        assert mark["for"] == "default/llm" and mark["plan"] == doc["plan"]
+    assert (
+        json.loads(job_of(api, "s1")["metadata"]["annotations"]["corral.dev/suspended-by"])[
+            "podGroup"
+        ]["metadata"]["name"]
+        == "s1"
+    )
+    assert get(api, "podgroups", "default", "s1", "scheduling.volcano.sh") is None
+    assert get(api, "podgroups", "default", "s2", "scheduling.volcano.sh") is not None  # crash
+    reasons = {(e["involvedObject"]["kind"], e["reason"]) for e in events(api)}
+    assert ("Job", "Suspended") in reasons and ("Job", "GangSuspended") in reasons
+    api.faults.clear()
+
+    # The Job controller would delete the pods; here they go by hand.
+    pods = api.store.resource("pods")
+    for name in ("s1-0", "s2-0"):
+        api.store.delete(pods, "default", name, grace_period_seconds=0)
+    code, doc = await run_once(api, config, clock=lambda: NOW + timedelta(minutes=1))
+    assert code == 0 and doc["moves"] == []
+    assert [(r["workload"], r["action"]) for r in doc["run"]["resumed"]] == [
+        ("Job default/s2", "heal")
+    ]
+    assert get(api, "podgroups", "default", "s2", "scheduling.volcano.sh") is None
+    assert job_of(api, "s1")["spec"]["suspend"] is True  # the gang still waits
+    suspended = {x["unit"]: x["reason"] for x in doc["suspended_gangs"]}
+    assert suspended["default/held"].endswith("is suspended (not by corral): it is not waiting")
+    assert "default/s1" not in suspended  # nothing of it remains: no pod, no PodGroup
+
+    # The gang is bound (the scheduler's doing): the next run resumes what it suspended.
+    llm = get(api, "pods", "default", "llm-0")
+    api.store.replace(pods, "default", "llm-0", {**llm, "spec": {**llm["spec"], "nodeName": "n1"}})
+    code, doc = await run_once(api, config, clock=lambda: NOW + timedelta(minutes=2))
+    assert code == 0
+    assert sorted((r["workload"], r["action"]) for r in doc["run"]["resumed"]) == [
+        ("Job default/s1", "resume"),
+        ("Job default/s2", "resume"),
+    ]
+    for name in ("s1", "s2"):
+        j = job_of(api, name)
+        assert j["spec"]["suspend"] is False
+        assert "corral.dev/suspended-by" not in (j["metadata"].get("annotations") or {})
+        pg = get(api, "podgroups", "default", name, "scheduling.volcano.sh")
+        assert pg["metadata"]["ownerReferences"][0]["name"] == name
+    assert ("Job", "Resumed") in {(e["involvedObject"]["kind"], e["reason"]) for e in events(api)}
+    held = job_of(api, "held")
+    assert held["spec"]["suspend"] is True
+    assert not [r for r in api.log if r.method == "PATCH" and r.path.endswith("/jobs/held")]
+
+
+async def test_a_workload_changed_since_the_plan_is_not_suspended(api: ApiServer) -> None:
+    """The suspend is conditional on the version the plan read: a Job changed in between
+    (here: the patch answers 409) is left alone, and nothing else of its group moves."""
+    load(api, suspend_items())
+    api.faults.fail(409, times=-1, method="PATCH", path=r"/jobs/s1$")
+    code, doc = await run_once(api, parse_config({"moves": {"resume_wait": 0}}))
+    statuses = [(o["unit"], o["status"]) for o in doc["run"]["outcomes"]]
+    assert statuses == [("default/s1", "skipped"), ("default/s2", "not-attempted")]
+    assert code == 0
+    assert job_of(api, "s1")["spec"]["suspend"] is False
+    assert job_of(api, "s2")["spec"]["suspend"] is False
