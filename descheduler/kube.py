@@ -118,6 +118,8 @@ _OPTIONAL = (VOLCANO_PODGROUPS, VOLCANO_QUEUES, COSCHED_PODGROUPS, *DESCHEDULER_
 # The workload resources by kind: what a suspend or resume patches.
 WORKLOAD_RESOURCES: Mapping[str, Resource] = {r.kind: r for r in DESCHEDULER_WORKLOADS}
 _MERGE_PATCH = "application/merge-patch+json"
+# The spec fields of a workload the planner reads (see gangplace.engine.workloads).
+_WORKLOAD_SPEC = frozenset({"suspend", "runPolicy", "backoffLimit", "podFailurePolicy"})
 
 
 def _trimmed(resource: Resource, check: Callable[[Json], object]) -> Callable[[Json], Json]:
@@ -128,6 +130,10 @@ def _trimmed(resource: Resource, check: Callable[[Json], object]) -> Callable[[J
     def convert(obj: Json) -> Json:
         out = dict(obj)
         out["kind"], out["apiVersion"] = resource.kind, resource.api_version
+        spec = out.get("spec")
+        if resource in DESCHEDULER_WORKLOADS and isinstance(spec, dict):
+            # a workload's pod templates can be large, and the planner reads none of them
+            out["spec"] = {k: v for k, v in spec.items() if k in _WORKLOAD_SPEC}
         meta = dict(out.get("metadata") or {})
         meta.pop("managedFields", None)
         ann = meta.get("annotations")
@@ -606,11 +612,10 @@ class KubeIO:
             if meta.get(k)
         }
         ann = dict(keep.get("annotations") or {})
-        for k in (ANNOTATION_LAST_MOVED, ANNOTATION_ROOM_MADE):
-            ann.pop(k, None)
+        ann.pop(ANNOTATION_ROOM_MADE, None)
+        # made again on resume with the time of this move: the cool-down holds
+        ann[ANNOTATION_LAST_MOVED] = format_time(self.clock())
         keep["annotations"] = ann
-        if not ann:
-            del keep["annotations"]
         copy: Json = {
             "apiVersion": r.api_version,
             "kind": r.kind,

@@ -632,6 +632,8 @@ async def test_a_suspend_a_crash_and_the_resume(api: ApiServer) -> None:
         assert "corral.dev/suspended-by" not in (j["metadata"].get("annotations") or {})
         pg = get(api, "podgroups", "default", name, "scheduling.volcano.sh")
         assert pg["metadata"]["ownerReferences"][0]["name"] == name
+        # made again with the time of the move: the cool-down holds after the resume
+        assert pg["metadata"]["annotations"][ANNOTATION_LAST_MOVED] == STAMP
     assert ("Job", "Resumed") in {(e["involvedObject"]["kind"], e["reason"]) for e in events(api)}
     held = job_of(api, "held")
     assert held["spec"]["suspend"] is True
