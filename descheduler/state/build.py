@@ -1,6 +1,6 @@
 """The planner's input: the engine's snapshot plus the objects that decide who may be
 moved and who is waiting, and the time ("now") the plan is made for. Built from a
-``kubectl get nodes,pods,pdb,podgroups,queues,priorityclasses -A -o json`` List."""
+``kubectl get nodes,pods,pdb,podgroups,queues,priorityclasses,jobs -A -o json`` List."""
 
 from __future__ import annotations
 
