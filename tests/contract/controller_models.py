@@ -7,9 +7,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.kubeapi.controllers import Kubelet
-from tests.kubeapi.recording import Replay, assert_same
-
 from tests.controllers import (
     ControllerSet,
     GangScheduler,
@@ -20,6 +17,8 @@ from tests.controllers import (
     Rest,
     StoreController,
 )
+from tests.kubeapi.controllers import Kubelet
+from tests.kubeapi.recording import Replay, assert_same
 
 Json = dict[str, Any]
 

@@ -5,9 +5,8 @@ in the background, first in a foreground deletion (then lets the Job go), and or
 from __future__ import annotations
 
 from tests.contract.conftest import ReplayFactory
-from tests.kubeapi.recording import Replay
-
 from tests.contract.controller_models import Models
+from tests.kubeapi.recording import Replay
 
 
 async def test_background_foreground_and_orphan(replay: ReplayFactory) -> None:

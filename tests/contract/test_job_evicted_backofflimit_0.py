@@ -5,9 +5,8 @@ BackoffLimitExceeded and makes no replacement -- as the real v1.28 controller di
 from __future__ import annotations
 
 from tests.contract.conftest import ReplayFactory
-from tests.kubeapi.recording import assert_same
-
 from tests.contract.controller_models import Models, same_events, same_pods
+from tests.kubeapi.recording import assert_same
 
 NS = "rec-job0"
 

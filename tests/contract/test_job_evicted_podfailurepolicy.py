@@ -9,9 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from tests.contract.conftest import ReplayFactory
-from tests.kubeapi.recording import Replay, assert_same
-
 from tests.contract.controller_models import Models, same_events, same_pods
+from tests.kubeapi.recording import Replay, assert_same
 
 A, B = "rec-jobpfp", "rec-jobpfp-kubelet"
 

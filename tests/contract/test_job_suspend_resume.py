@@ -6,9 +6,8 @@ suspended without pods or startTime -- as the real v1.28 controller did."""
 from __future__ import annotations
 
 from tests.contract.conftest import ReplayFactory
-from tests.kubeapi.recording import assert_same
-
 from tests.contract.controller_models import Models, same_events, same_pods
+from tests.kubeapi.recording import assert_same
 
 NS = "rec-suspend"
 

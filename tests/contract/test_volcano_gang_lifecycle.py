@@ -7,9 +7,8 @@ Events."""
 from __future__ import annotations
 
 from tests.contract.conftest import ReplayFactory
-from tests.kubeapi.recording import Replay
-
 from tests.contract.controller_models import Models, same_events
+from tests.kubeapi.recording import Replay
 
 SESSIONS = 3  # Volcano sessions (one a second) run between the recording's steps
 
