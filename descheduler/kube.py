@@ -332,6 +332,17 @@ def evictor_limits(cfg: LimitsConfig) -> list[Budget]:
     return out
 
 
+def _workload_ref(w: WorkloadRecord) -> Json:
+    """An Event's involvedObject naming a workload."""
+    return {
+        "apiVersion": WORKLOAD_RESOURCES[w.kind].api_version,
+        "kind": w.kind,
+        "namespace": w.namespace,
+        "name": w.name,
+        "uid": w.uid,
+    }
+
+
 def _pod_result(r: EvictionResult) -> PodResult:
     return PodResult(r.target.namespace, r.target.name, OUTCOMES[r.outcome], r.message)
 
@@ -681,15 +692,8 @@ class KubeIO:
     async def _workload_event(
         self, w: WorkloadRecord, type_: str, reason: str, message: str
     ) -> None:
-        r = WORKLOAD_RESOURCES[w.kind]
         body = event_body(
-            {
-                "apiVersion": r.api_version,
-                "kind": w.kind,
-                "namespace": w.namespace,
-                "name": w.name,
-                "uid": w.uid,
-            },
+            _workload_ref(w),
             reason=reason,
             message=message,
             type_=type_,
@@ -777,14 +781,7 @@ class KubeIO:
             else None
         )
         if w is not None:
-            r = WORKLOAD_RESOURCES[w.kind]
-            return {
-                "apiVersion": r.api_version,
-                "kind": w.kind,
-                "namespace": w.namespace,
-                "name": w.name,
-                "uid": w.uid,
-            }
+            return _workload_ref(w)
         api = event.podgroup_api or ""
         if event.podgroup and api in PODGROUP_APIS:
             r = PODGROUP_APIS[api]
