@@ -17,7 +17,7 @@ for path in (ROOT, ROOT / "tests"):
 from gangplace.kube import KubeClient  # noqa: E402
 
 from tests.kubeapi import ApiServer  # noqa: E402
-from tests.kubeapi.controllers import Kubelet  # noqa: E402
+from tests.kubeapi.controllers import Kubelet, run_loop  # noqa: E402
 
 
 @pytest.fixture
@@ -46,3 +46,12 @@ def kubelet(api: ApiServer) -> Callable[[], int]:
         return total
 
     return settle
+
+
+@pytest.fixture
+async def kubelet_loop(api: ApiServer) -> AsyncIterator[Kubelet]:
+    """The kubelets of :func:`api`'s nodes running beside the test, a tick every 50 ms, as
+    they would beside a live component (a descheduler whose evictions must finish)."""
+    model = Kubelet()
+    async with run_loop(api.store, [model.step], interval=0.05):
+        yield model

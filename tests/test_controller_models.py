@@ -11,65 +11,35 @@ from typing import Any
 import pytest
 
 from tests.controllers import (
-    ControllerSet,
-    GangScheduler,
-    GarbageCollector,
-    JobController,
-    ManualClock,
-    PodScheduler,
-    Rest,
-    StoreController,
     until,
 )
 from tests.controllers.pod_scheduler import kube_unschedulable_message
 from tests.kubeapi import ApiServer
-from tests.kubeapi.controllers import Kubelet
 from tests.kubeapi.controllers.kubelet import finish_pod
-from tests.scenarios.story import NS, conditions, job, node, podgroup_for, running, setup, submit
+from tests.scenarios.story import (
+    NS,
+    Cluster,
+    conditions,
+    job,
+    node,
+    podgroup_for,
+    running,
+    setup,
+    submit,
+)
 
 Json = dict[str, Any]
 
 
-class World:
-    def __init__(self, api: ApiServer, backoff: float = 0.0) -> None:
-        self.api = api
-        self.rest = Rest(api.url)
-        self.clock = ManualClock()
-        self.jobs = JobController(Rest(api.url), clock=self.clock, backoff=backoff)
-        self.models = ControllerSet(
-            [
-                self.jobs,
-                GarbageCollector(Rest(api.url)),
-                GangScheduler(Rest(api.url), clock=self.clock),
-                PodScheduler(Rest(api.url), clock=self.clock),
-                StoreController("kubelet", Kubelet(), api.store),
-            ]
-        )
-
-    def pods(self, job_name: str) -> list[Json]:
-        return sorted(
-            (
-                p
-                for p in self.api.store.items(self.api.store.resource("pods"), NS)
-                if (p["metadata"].get("labels") or {}).get("job-name") == job_name
-            ),
-            key=lambda p: p["metadata"]["name"],
-        )
-
-    def job(self, name: str) -> Json:
-        return self.api.store.get(self.api.store.resource("jobs", "batch"), NS, name)
-
-
 @pytest.fixture
-async def world(api: ApiServer) -> AsyncIterator[World]:
+async def world(api: ApiServer) -> AsyncIterator[Cluster]:
     setup(api)
-    w = World(api)
+    w = Cluster(api, scheduler="both")
     yield w
-    await w.models.stop()
-    await w.rest.close()
+    await w.close()
 
 
-async def test_a_job_runs_its_completions_and_completes(world: World) -> None:
+async def test_a_job_runs_its_completions_and_completes(world: Cluster) -> None:
     w = world
     body = job("steps", 1, workers=2)
     body["spec"]["completions"] = 3
@@ -92,7 +62,7 @@ async def test_a_job_runs_its_completions_and_completes(world: World) -> None:
     assert all(not p["metadata"].get("finalizers") for p in w.pods("steps"))
 
 
-async def test_pod_names_labels_and_owner_are_the_job_controllers(world: World) -> None:
+async def test_pod_names_labels_and_owner_are_the_job_controllers(world: Cluster) -> None:
     w = world
     made = await submit(w.rest, job("named", 1))
     await w.models.settle()
@@ -122,7 +92,7 @@ async def test_pod_names_labels_and_owner_are_the_job_controllers(world: World) 
 
 async def test_a_deleted_pod_counts_and_is_replaced_after_the_backoff(api: ApiServer) -> None:
     setup(api)
-    w = World(api, backoff=10.0)
+    w = Cluster(api, scheduler="both", backoff=10.0)
     try:
         await submit(w.rest, job("retry", 1, backoff_limit=2))
         await w.models.settle()
@@ -137,11 +107,10 @@ async def test_a_deleted_pod_counts_and_is_replaced_after_the_backoff(api: ApiSe
         assert second["metadata"]["name"] != first["metadata"]["name"]
         assert "Failed" not in conditions(w.job("retry"))
     finally:
-        await w.models.stop()
-        await w.rest.close()
+        await w.close()
 
 
-async def test_a_fail_job_exit_code_rule_fails_the_job(world: World) -> None:
+async def test_a_fail_job_exit_code_rule_fails_the_job(world: Cluster) -> None:
     w = world
     body = job("rules", 1, backoff_limit=6)
     body["spec"]["podFailurePolicy"] = {
@@ -160,7 +129,7 @@ async def test_a_fail_job_exit_code_rule_fails_the_job(world: World) -> None:
     )
 
 
-async def test_an_active_deadline_fails_the_job_and_removes_its_pods(world: World) -> None:
+async def test_an_active_deadline_fails_the_job_and_removes_its_pods(world: Cluster) -> None:
     w = world
     body = job("late", 1, backoff_limit=6)
     body["spec"]["activeDeadlineSeconds"] = 30
@@ -174,7 +143,7 @@ async def test_an_active_deadline_fails_the_job_and_removes_its_pods(world: Worl
     assert "failed" not in w.job("late")["status"]  # its pod was removed, not failed
 
 
-async def test_an_owner_gone_is_dropped_from_a_dependent_with_two(world: World) -> None:
+async def test_an_owner_gone_is_dropped_from_a_dependent_with_two(world: Cluster) -> None:
     w = world
     a = await submit(w.rest, job("owner-a", 1, suspend=True))
     b = await submit(w.rest, job("owner-b", 1, suspend=True))
@@ -193,7 +162,7 @@ async def test_an_owner_gone_is_dropped_from_a_dependent_with_two(world: World) 
     assert await w.rest.get(pg["apiVersion"], "podgroups", NS, pg["metadata"]["name"]) is None
 
 
-async def test_the_higher_priority_gang_binds_first(world: World) -> None:
+async def test_the_higher_priority_gang_binds_first(world: Cluster) -> None:
     """Two 2 x 8-GPU gangs, room for one: the one of higher priority gets it, whole."""
     w = world
     for name, prio in (("low", 10), ("high", 1000)):
@@ -206,7 +175,7 @@ async def test_the_higher_priority_gang_binds_first(world: World) -> None:
     assert [p for p in w.pods("low") if p["spec"].get("nodeName")] == []
 
 
-async def test_a_running_gang_that_loses_a_pod_goes_back_to_pending(world: World) -> None:
+async def test_a_running_gang_that_loses_a_pod_goes_back_to_pending(world: Cluster) -> None:
     """Volcano's phases follow what is bound: Running with minMember bound, Pending (then
     Inqueue again) once a member is gone and nothing replaces it."""
     w = world
@@ -238,14 +207,13 @@ async def test_a_running_gang_that_loses_a_pod_goes_back_to_pending(world: World
 
 async def test_models_run_as_tasks(api: ApiServer) -> None:
     setup(api)
-    w = World(api)
+    w = Cluster(api, scheduler="both")
     w.models.start(period=0.01)
     try:
         await submit(w.rest, job("live", 1))
         await until(lambda: len(running(w.pods("live"))) == 1)
     finally:
-        await w.models.stop()
-        await w.rest.close()
+        await w.close()
     assert w.models.errors == []
 
 
@@ -257,7 +225,7 @@ def test_kube_scheduler_words() -> None:
     assert node("n9", gpus=4)["status"]["allocatable"]["nvidia.com/gpu"] == "4"
 
 
-async def test_a_deleted_job_takes_its_pods_with_it(world: World) -> None:
+async def test_a_deleted_job_takes_its_pods_with_it(world: Cluster) -> None:
     """Background deletion: the collector deletes the pods, the Job controller lets go
     of their finalizer, the kubelet finishes them."""
     w = world

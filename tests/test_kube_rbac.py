@@ -317,6 +317,8 @@ async def test_the_webhook_rules_allow_what_it_does_on_the_wire(
         "webhooks": [
             {
                 "name": "pods.corral.dev",
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
                 "clientConfig": {"service": {"name": "corral-webhook", "namespace": NS}},
             }
         ],

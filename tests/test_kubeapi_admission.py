@@ -95,7 +95,7 @@ async def capture() -> AsyncIterator[CaptureWebhook]:
 
 
 def plain_pod(name: str = "p", **labels: str) -> Json:
-    pod = o.pod(name, NS, labels=labels)
+    pod = o.pod(name, NS, labels={"app": name, **labels})
     pod.pop("status", None)
     return pod
 
@@ -159,8 +159,8 @@ async def test_update_sends_the_old_object_and_update_options(
     req = capture.reviews[1]["request"]
     assert req["operation"] == "UPDATE" and req["name"] == "p"
     assert req["options"] == {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"}
-    assert req["oldObject"]["metadata"]["labels"] == {}
-    assert req["object"]["metadata"]["labels"] == {"touched": "yes"}
+    assert req["oldObject"]["metadata"]["labels"] == {"app": "p"}
+    assert req["object"]["metadata"]["labels"] == {"app": "p", "touched": "yes"}
     assert req["object"]["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
     assert req["object"]["metadata"]["uid"] == created["metadata"]["uid"]
 
@@ -373,7 +373,7 @@ async def test_dry_run(api: ApiServer, client: Client, capture: CaptureWebhook) 
     )
     await client.register(hook(capture.url, capture.ca_bundle, sideEffects="NoneOnDryRun"))
     status, body, _ = await client.create_pod(plain_pod("d"), "?dryRun=All")
-    assert status == 201 and body["metadata"]["labels"] == {"seen": "yes"}
+    assert status == 201 and body["metadata"]["labels"] == {"app": "d", "seen": "yes"}
     assert api.store.find(api.store.resource("pods"), NS, "d") is None
     req = capture.reviews[0]["request"]
     assert req["dryRun"] is True
@@ -421,10 +421,14 @@ async def test_reinvocation_if_needed(api: ApiServer, client: Client) -> None:
         )
         await client.register(hook(b.url, b.ca_bundle, name="b.test.corral.dev"), name="2-b")
         status, body, _ = await client.create_pod(plain_pod("r"))
-        assert status == 201 and body["metadata"]["labels"] == {"a": "1", "b": "2"}
+        assert status == 201 and body["metadata"]["labels"] == {"app": "r", "a": "1", "b": "2"}
         # b changed the object after a: a is called once more and sees b's label
         assert calls == ["a", "b", "a"]
-        assert a.reviews[1]["request"]["object"]["metadata"]["labels"] == {"a": "1", "b": "2"}
+        assert a.reviews[1]["request"]["object"]["metadata"]["labels"] == {
+            "app": "r",
+            "a": "1",
+            "b": "2",
+        }
         calls.clear()
         await client.send(
             "PATCH",

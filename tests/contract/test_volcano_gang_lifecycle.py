@@ -6,17 +6,36 @@ Events."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.contract.conftest import ReplayFactory
 from tests.contract.controller_models import Models, same_events
 from tests.kubeapi.recording import Replay
 
+GENERATION = (
+    "the in-memory API server does not bump metadata.generation when the status of a "
+    "custom resource without a status subresource (Volcano's PodGroup) changes"
+)
+STRICT = [
+    pytest.param(False, id="scheduler"),
+    pytest.param(True, id="every-field", marks=pytest.mark.xfail(strict=True, reason=GENERATION)),
+]
 SESSIONS = 3  # Volcano sessions (one a second) run between the recording's steps
 
 
-async def test_the_podgroup_lifecycle(replay: ReplayFactory) -> None:
+@pytest.mark.parametrize("strict", STRICT)
+async def test_the_podgroup_lifecycle(replay: ReplayFactory, strict: bool) -> None:
     async with replay("volcano-gang-lifecycle") as r:
         r.store.load([r.recording.steps[0].response])  # Volcano's default Queue
         m = Models(r, gang=True)
+        store = r.store
+        watched = {  # what the recording watched: every version of each object
+            (ns, plural): store.watch(store.resource(plural, group), ns)
+            for ns in ("rec-vc-a1", "rec-vc-c", "rec-vc-a2", "rec-vc-b")
+            for plural, group in (("podgroups", "scheduling.volcano.sh"), ("pods", ""))
+            if not (ns == "rec-vc-c" and plural == "pods")
+            and not (ns == "rec-vc-a2" and plural == "pods")  # churns in Volcano: see below
+        }
         try:
 
             async def sessions(_: Replay) -> None:
@@ -24,11 +43,43 @@ async def test_the_podgroup_lifecycle(replay: ReplayFactory) -> None:
                     await m.step("volcano")
                     await m.settle(("kubelet",))
 
+            def versions(*namespaces: str) -> None:
+                """Every version of each object, as the recording's watch saw them until
+                that part of it ended."""
+                for (ns, plural), w in watched.items():
+                    if ns not in namespaces:
+                        continue
+                    store.unwatch(w)
+                    got: dict[str, list[str]] = {}
+                    while not w.queue.empty():
+                        item = w.queue.get_nowait()
+                        if item is not None:
+                            got.setdefault(item[1]["metadata"]["name"], []).append(item[0])
+                    (recorded,) = [
+                        o.object
+                        for o in r.recording.observed
+                        if f"/namespaces/{ns}/{plural}?" in o.object.get("watch", "")
+                    ]
+                    want: dict[str, list[str]] = {}
+                    for e in recorded["events"]:
+                        name = e["event"]["object"]["metadata"]["name"]
+                        want.setdefault(name, []).append(e["type"])
+                    assert got == want, f"{ns} {plural}: versions {got}, recorded {want}"
+
+            async def a1_and_c_done(_: Replay) -> None:
+                await sessions(_)
+                versions("rec-vc-a1", "rec-vc-c")
+
+            async def a2_done(_: Replay) -> None:
+                versions("rec-vc-a2")
+
+            generation = [] if strict else ["metadata.generation"]
             answers = await r.run(
                 before={
                     "[a1] create PodGroup": sessions,  # [c] went Inqueue
                     "[a1] GET PodGroup at the end": sessions,
-                    "[a2] create PodGroup": sessions,
+                    "[a2] create PodGroup": a1_and_c_done,
+                    "[b] create PodGroup": a2_done,
                     "[a2] GET PodGroup at the end": sessions,
                     "[b] create pod pair-0": sessions,  # Inqueue before its pods were seen
                     "[b] GET PodGroup at the end": sessions,
@@ -45,6 +96,7 @@ async def test_the_podgroup_lifecycle(replay: ReplayFactory) -> None:
                     # the pods' own fields (defaults, volumes) are the API server's business
                     "[a1] list pods": ["items.*.spec", "items.*.metadata.labels"],
                     "[b] list pods": ["items.*.spec", "items.*.metadata.labels"],
+                    **{f"[{g}] GET PodGroup": generation for g in ("a1", "c", "a2", "b")},
                 },
             )
             for ns in ("rec-vc-a1", "rec-vc-c", "rec-vc-b"):
@@ -59,5 +111,6 @@ async def test_the_podgroup_lifecycle(replay: ReplayFactory) -> None:
             )
             assert reasons == ["Schedulable", "Schedulable", "Schedulable", "Unschedulable"]
             assert all(not p["spec"].get("nodeName") for p in answers[step.index].body["items"])
+            versions("rec-vc-b")
         finally:
             await m.close()

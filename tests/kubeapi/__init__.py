@@ -1,16 +1,34 @@
 """An in-memory Kubernetes API server for tests: real HTTP on 127.0.0.1, spoken to by the
-real kubernetes-asyncio client.
+real kubernetes-asyncio client, calibrated on recordings of a real v1.28 control plane
+(``../shared/recordings``, replayed by ``tests/contract``; see :mod:`.recording`).
 
-It keeps typed objects with increasing resourceVersions, lists with label and field
-selectors and paging, watches with bookmarks and 410 Gone once a resourceVersion leaves
-its bounded history, computes PodDisruptionBudget status from the pods, and evicts as
-the API server does. Faults (latency, error statuses, broken watches) are injected
-through :class:`Faults`; every request is logged.
+It keeps typed objects with increasing resourceVersions; lists with label and field
+selectors, paging and exact resourceVersions; watches with bookmarks and the 410 ERROR
+event once a resourceVersion leaves its bounded history. It defaults new pods as the API
+server and its admission plugins do, deletes a bound pod gracefully (deletionTimestamp;
+gone when its kubelet deletes it again with grace 0), keeps an object with finalizers until
+they are removed, serves the status, binding, eviction (DisruptionTarget, budgets, dry run)
+and TokenRequest subresources, applies strategic merge patches, and authorises requests
+made with a ServiceAccount token by the stored Roles and bindings. It computes
+PodDisruptionBudget status from the pods itself. The rest of the control plane (kubelets,
+schedulers, workload controllers) is played by the models in :mod:`.controllers`. Faults
+(latency, error statuses, broken watches) are injected through :class:`Faults`; every
+request is logged.
 
-Deliberate simplifications: deletion is immediate (no grace period or finalizers),
-strategic-merge patches are applied as JSON merge patches, status given on create is
-kept (so tests can create running pods directly), and the two Event APIs (core/v1 and
-events.k8s.io/v1) are stored separately.
+Deliberate simplifications: status given on create is kept (so tests can create running
+pods directly; the real server starts every pod Pending); strategic merge patches know the
+merge keys of a fixed table, not the OpenAPI schema; a DELETE without propagationPolicy is
+Background for every kind (for batch/v1 Jobs the real default is Orphan), and deleting a
+namespace removes its contents at once; one change history serves every kind's watches
+(the real server has a watch cache per kind); a pod's spec may be changed by an update
+(the real server allows only images, activeDeadlineSeconds and added tolerations, and
+binding only through the Binding subresource); PodDisruptionBudget status is computed at
+once, and for maxUnavailable or a percentage it counts the pods (and evicted ones not yet
+replaced) where the real disruption controller reads the owner's scale subresource and,
+for owners without one (Jobs, bare pods), fails safe with disruptionsAllowed 0
+(SyncFailed); requests without a token are an admin's unless the server is given static
+tokens, and the bootstrap RBAC policy is reduced to what every authenticated user may do;
+the two Event APIs (core/v1 and events.k8s.io/v1) are stored separately.
 """
 
 from .app import Settings, make_app

@@ -84,8 +84,6 @@ class AdmittedWrites:
         warnings: list[str] | None = None,
         user: Json | None = None,
         options: Json | None = None,
-        grace_period_seconds: int | None = None,
-        propagation_policy: str | None = None,
     ) -> Json:
         store = self.store
         ns = namespace if rt.namespaced else ""
@@ -253,8 +251,12 @@ class AdmittedWrites:
                     raise e from None
             if is_mwc:
                 new = default_configuration(new)
-                validate_configuration(new)
-            new["metadata"]["generation"] = old["metadata"].get("generation", 1)
+                validate_configuration(new, default_configuration(old))
+            # Admission sees the stored generation: the bump (kinds that have one) is later.
+            if "generation" in old["metadata"]:
+                new["metadata"]["generation"] = old["metadata"]["generation"]
+            else:
+                new["metadata"].pop("generation", None)
             attrs = Attributes(
                 "UPDATE",
                 rt,
@@ -298,6 +300,11 @@ class AdmittedWrites:
         ns = namespace if rt.namespaced else ""
         if self.chain.active():
             old = store.get(rt, ns, name)
+            options = dict(options or {})
+            if grace_period_seconds is not None:
+                options.setdefault("gracePeriodSeconds", grace_period_seconds)
+            if propagation_policy is not None:
+                options.setdefault("propagationPolicy", propagation_policy)
             attrs = Attributes(
                 "DELETE",
                 rt,

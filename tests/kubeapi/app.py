@@ -10,17 +10,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import orjson
 from aiohttp import web
 
 from .admitted import AdmittedWrites
+from .auth import ADMIN, Attributes, Identity, authorize, forbidden_message, identity_of
 from .faults import Faults, RequestRecord
 from .store import ApiStatusError, ApiStore, ResourceType, status_body
-from .webhooks import ADMIN
 
-__all__ = ["FAULTS", "LOG", "SETTINGS", "STORE", "USER", "WRITES", "Settings", "make_app"]
+__all__ = [
+    "DENIED",
+    "FAULTS",
+    "LOG",
+    "SETTINGS",
+    "STORE",
+    "USER",
+    "WRITES",
+    "Settings",
+    "make_app",
+]
 
 log = logging.getLogger(__name__)
 
@@ -29,9 +39,13 @@ log = logging.getLogger(__name__)
 class Settings:
     bookmark_interval: float = 1.0  # seconds between BOOKMARKs on a quiet watch
     tokens: frozenset[str] | None = None  # accepted bearer tokens; None: no authentication
+    # bearer token -> the userInfo admission reviews carry for its requests (else admin)
+    users: dict[str, dict[str, object]] = field(default_factory=dict)
 
 
 STORE = web.AppKey("store", ApiStore)
+DENIED = web.AppKey("denied", list[RequestRecord])
+IDENTITY = web.RequestKey("identity", Identity)
 FAULTS = web.AppKey("faults", Faults)
 LOG = web.AppKey("log", list[RequestRecord])
 SETTINGS = web.AppKey("settings", Settings)
@@ -82,7 +96,12 @@ async def _warnings(request: web.Request, handler: web.Handler) -> web.StreamRes
 
 
 def _admission(request: web.Request) -> dict[str, object]:
-    return {"warnings": request[_WARNINGS], "user": request.get(USER) or ADMIN}
+    return {"warnings": request[_WARNINGS], "user": request.get(USER) or _user_info(ADMIN)}
+
+
+def _user_info(who: Identity) -> dict[str, object]:
+    """The userInfo of an AdmissionReview for an authenticated identity."""
+    return {"username": who.user, "groups": list(who.groups)}
 
 
 @web.middleware
@@ -102,12 +121,99 @@ async def _errors(request: web.Request, handler: web.Handler) -> web.StreamRespo
 
 @web.middleware
 async def _auth(request: web.Request, handler: web.Handler) -> web.StreamResponse:
+    """Who is asking: a ServiceAccount by a token the server minted, else an admin (a
+    static token of ``Settings.tokens``, or anyone when the server has none); 401 for a
+    token the server does not know while it authenticates, or for a minted token whose
+    ServiceAccount is gone."""
+    store = request.app[STORE]
     tokens = request.app[SETTINGS].tokens
-    if tokens is not None:
-        header = request.headers.get("Authorization", "")
-        if not header.startswith("Bearer ") or header[7:] not in tokens:
+    header = request.headers.get("Authorization", "")
+    token = header[7:] if header.startswith("Bearer ") else None
+    who: Identity | None = None
+    if token is not None and (claims := store.tokens.verify(token)) is not None:
+        who = identity_of(store, claims)
+        if who is None:
             return _json(status_body(401, "Unauthorized", "Unauthorized"), 401)
+    elif tokens is None or token in tokens or token in request.app[SETTINGS].users:
+        who = ADMIN
+    if who is None:
+        return _json(status_body(401, "Unauthorized", "Unauthorized"), 401)
+    request[IDENTITY] = who
+    # the userInfo admission reports: a test may name one for a token
+    users = request.app[SETTINGS].users
+    request[USER] = (users.get(token) if token is not None else None) or _user_info(who)
     return await handler(request)
+
+
+def _verb(method: str, t: _Target, watch: bool) -> str:
+    if method == "GET":
+        return "get" if t.name is not None else ("watch" if watch else "list")
+    if method == "DELETE" and t.name is None:
+        return "deletecollection"
+    return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(
+        method, method.lower()
+    )
+
+
+def _authorize(request: web.Request, t: _Target) -> None:
+    """403, worded as the API server words it, unless RBAC allows the request."""
+    who: Identity = request[IDENTITY]
+    if who.admin:
+        return
+    name = t.name or ""
+    namespace = t.namespace or ""
+    if (t.rt.group, t.rt.plural) == ("", "namespaces") and name:
+        namespace = name  # a namespace is authorised within itself
+    attrs = Attributes(
+        _verb(request.method, t, _flag(request.query.get("watch"))),
+        t.rt.group,
+        t.rt.plural,
+        t.subresource,
+        namespace,
+        name,
+    )
+    allowed, _ = authorize(request.app[STORE], who, attrs)
+    if not allowed:
+        request.app[DENIED].append(
+            RequestRecord(
+                request.method,
+                request.path,
+                dict(request.query),
+                request.content_type if request.body_exists else "",
+                request.headers.get("Authorization", ""),
+                request.headers.get("User-Agent", ""),
+            )
+        )
+        message, details = forbidden_message(who, attrs)
+        raise ApiStatusError(403, "Forbidden", message, details)
+
+
+def _access_review(request: web.Request, body: object) -> dict[str, object]:
+    """A SelfSubjectAccessReview answered for the requester."""
+    if not isinstance(body, dict) or not isinstance(body.get("spec"), dict):
+        raise ApiStatusError(400, "BadRequest", "the body must be a SelfSubjectAccessReview")
+    spec = body["spec"]
+    ra = spec.get("resourceAttributes") or {}
+    who: Identity = request[IDENTITY]
+    attrs = Attributes(
+        str(ra.get("verb", "")),
+        str(ra.get("group", "")),
+        str(ra.get("resource", "")),
+        str(ra.get("subresource", "")),
+        str(ra.get("namespace", "")),
+        str(ra.get("name", "")),
+    )
+    allowed, reason = authorize(request.app[STORE], who, attrs)
+    status: dict[str, object] = {"allowed": allowed}
+    if reason:
+        status["reason"] = reason
+    return {
+        "kind": "SelfSubjectAccessReview",
+        "apiVersion": "authorization.k8s.io/v1",
+        "metadata": {"creationTimestamp": None},
+        "spec": spec,
+        "status": status,
+    }
 
 
 @web.middleware
@@ -163,7 +269,9 @@ def _resolve(store: ApiStore, path: str) -> _Target:
         raise _not_found()
     if not rt.namespaced and namespace is not None:
         raise _not_found()
-    if sub and sub not in ("status", "eviction", "binding"):
+    if sub and sub not in ("status", "eviction", "binding", "token"):
+        raise _not_found()
+    if sub == "token" and (rt.group, rt.plural) != ("", "serviceaccounts"):
         raise _not_found()
     if sub == "status" and not rt.status_subresource:
         raise _not_found()
@@ -210,6 +318,7 @@ async def _handle(request: web.Request) -> web.StreamResponse:
     store = request.app[STORE]
     writes = request.app[WRITES]
     t = _resolve(store, request.path)
+    _authorize(request, t)
     q = request.query
     ns = t.namespace or ""
     method = request.method
@@ -244,6 +353,10 @@ async def _handle(request: web.Request) -> web.StreamResponse:
             return _json(evicted, 201)
         if t.subresource == "binding" and t.name is not None:
             return _json(store.bind(ns, t.name, await _body(request)), 201)
+        if t.subresource == "token" and t.name is not None:
+            return _json(store.token_request(ns, t.name, await _body(request)), 201)
+        if (t.rt.group, t.rt.plural) == ("authorization.k8s.io", "selfsubjectaccessreviews"):
+            return _json(_access_review(request, await _body(request)), 201)
         if t.name is not None or (t.rt.namespaced and t.namespace is None):
             raise ApiStatusError(
                 405, "MethodNotAllowed", f"POST is not supported on {request.path}"
@@ -302,19 +415,18 @@ async def _handle(request: web.Request) -> web.StreamResponse:
         if policy is None and opts.get("orphanDependents") is not None:
             policy = "Orphan" if opts["orphanDependents"] else "Background"
         if t.name is not None:
-            return _json(
-                await writes.delete(
-                    t.rt,
-                    ns,
-                    t.name,
-                    uid=pre.get("uid"),
-                    resource_version=pre.get("resourceVersion"),
-                    dry_run=dry,
-                    grace_period_seconds=grace,
-                    propagation_policy=str(policy) if policy is not None else None,
-                    **_admission(request),
-                )
+            deleted = await writes.delete(
+                t.rt,
+                ns,
+                t.name,
+                uid=pre.get("uid"),
+                resource_version=pre.get("resourceVersion"),
+                dry_run=dry,
+                grace_period_seconds=grace,
+                propagation_policy=str(policy) if policy is not None else None,
+                **_admission(request),
             )
+            return _json(store.delete_answer(t.rt, deleted, dry_run=dry))
         doomed = store.list(
             t.rt,
             t.namespace,
@@ -369,11 +481,7 @@ async def _watch(request: web.Request, t: _Target) -> web.StreamResponse:
     sent = 0
 
     def bookmark() -> bytes:
-        obj = {
-            "kind": t.rt.kind,
-            "apiVersion": t.rt.api_version,
-            "metadata": {"resourceVersion": str(store.rv)},
-        }
+        obj = _bookmark_object(t.rt, str(store.rv))
         return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
 
     interval = settings.bookmark_interval
@@ -425,6 +533,28 @@ async def _watch(request: web.Request, t: _Target) -> web.StreamResponse:
     return resp
 
 
+def _bookmark_object(rt: ResourceType, rv: str) -> dict[str, object]:
+    """A BOOKMARK's object: an empty object of the watched kind carrying only its
+    resourceVersion, serialised as the API server's typed objects are (null times, the
+    fields that are never omitted)."""
+    obj: dict[str, object] = {"kind": rt.kind, "apiVersion": rt.api_version}
+    if not rt.builtin:
+        obj["metadata"] = {"resourceVersion": rv}
+        return obj
+    obj["metadata"] = {"resourceVersion": rv, "creationTimestamp": None}
+    if (rt.group, rt.plural) == ("", "pods"):
+        obj["spec"] = {"containers": None}
+        obj["status"] = {}
+    elif (rt.group, rt.plural) == ("batch", "jobs"):
+        template = {"metadata": {"creationTimestamp": None}, "spec": {"containers": None}}
+        obj["spec"] = {"template": template}
+        obj["status"] = {}
+    elif rt.status_subresource:
+        obj["spec"] = {}
+        obj["status"] = {}
+    return obj
+
+
 async def _version(request: web.Request) -> web.Response:
     return _json({"major": "1", "minor": "31", "gitVersion": "v1.31.0-corral-test"})
 
@@ -452,6 +582,7 @@ def make_app(
     app[WRITES] = AdmittedWrites(app[STORE])
     app[FAULTS] = faults or Faults()
     app[LOG] = []
+    app[DENIED] = []
     app[SETTINGS] = settings or Settings()
     app.router.add_get("/version", _version)
     app.router.add_get("/healthz", _healthz)

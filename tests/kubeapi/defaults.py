@@ -1,6 +1,7 @@
-"""What the API server adds to a new pod: defaulted spec fields, the admission plugins'
-additions (ServiceAccount token volume, default tolerations, priority) and the status it
-starts with (phase Pending, qosClass), as a v1.28 server returns them on create."""
+"""What the API server adds to a new object, as a v1.28 server returns it on create: for a
+pod, defaulted spec fields, the admission plugins' additions (ServiceAccount token volume,
+default tolerations, priority) and the status it starts with (phase Pending, qosClass); for
+a Job, its generated selector and labels and the defaulted spec."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 Json = dict[str, Any]
 
-__all__ = ["default_pod", "qos_class"]
+__all__ = ["default_job", "default_pod", "qos_class"]
 
 _TOKEN_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 _SUFFIX = string.ascii_lowercase + string.digits
@@ -126,3 +127,61 @@ def default_pod(obj: Json, priority_of: Callable[[str | None], int | None]) -> N
     status = obj.setdefault("status", {})
     status.setdefault("phase", "Pending")
     status.setdefault("qosClass", qos_class(spec))
+
+
+def _default_pod_template_spec(spec: Json) -> None:
+    """What defaulting (not admission) adds to a pod spec in a template."""
+    for kind in ("initContainers", "containers"):
+        for c in spec.get(kind) or ():
+            c.setdefault("terminationMessagePath", "/dev/termination-log")
+            c.setdefault("terminationMessagePolicy", "File")
+            c.setdefault("imagePullPolicy", _pull_policy(str(c.get("image", ""))))
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+
+
+def _default_failure_policy(spec: Json) -> None:
+    """podFailurePolicy rules as stored: onExitCodes null when unset, a pod condition's
+    status True when unset."""
+    policy = spec.get("podFailurePolicy")
+    if not isinstance(policy, dict):
+        return
+    for rule in policy.get("rules") or ():
+        rule.setdefault("onExitCodes", None)
+        for cond in rule.get("onPodConditions") or ():
+            cond.setdefault("status", "True")
+
+
+def default_job(obj: Json) -> None:
+    """Default ``obj`` (a new batch/v1 Job, its uid set) in place: the generated selector
+    and the labels that go with it, parallelism, completions, backoffLimit,
+    completionMode, suspend, the template's pod spec, an empty status."""
+    meta = obj["metadata"]
+    spec = obj.setdefault("spec", {})
+    template = spec.setdefault("template", {})
+    tmeta = template.setdefault("metadata", {})
+    tmeta.setdefault("creationTimestamp", None)
+    if not spec.get("manualSelector"):
+        uid, name = meta["uid"], meta["name"]
+        generated = {
+            "batch.kubernetes.io/controller-uid": uid,
+            "batch.kubernetes.io/job-name": name,
+            "controller-uid": uid,
+            "job-name": name,
+        }
+        tmeta["labels"] = {**(tmeta.get("labels") or {}), **generated}
+        spec.setdefault("selector", {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}})
+    if not meta.get("labels") and tmeta.get("labels"):
+        meta["labels"] = dict(tmeta["labels"])
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    _default_failure_policy(spec)
+    _default_pod_template_spec(template.setdefault("spec", {}))
+    obj["status"] = {}

@@ -179,7 +179,7 @@ def load(name: str) -> Recording:
             Step(
                 index=i,
                 do=s["do"],
-                t=float(s.get("t", 0.0)),
+                t=float(s.get("t") or 0.0),
                 method=req["method"],
                 path=req["path"],
                 body=req.get("body"),
@@ -192,7 +192,9 @@ def load(name: str) -> Recording:
             )
         )
     observed = tuple(
-        Observation(o.get("after", ""), float(o.get("t", 0.0)), o.get("object"), o.get("what", ""))
+        Observation(
+            o.get("after", ""), float(o.get("t") or 0.0), o.get("object"), o.get("what", "")
+        )
         for o in raw.get("observed") or ()
     )
     return Recording(
@@ -514,6 +516,9 @@ class Replay:
                 a, b = recorded.get(k), mine.get(k)
                 if isinstance(a, str) and isinstance(b, str):
                     self.values[a] = b
+                    if k == "uid" and a not in self.names:
+                        # A uid also appears as a value (controller-uid labels, selectors).
+                        self.names[a] = self.names[b] = f"<uid-{len(self.values)}>"
             if recorded.get("generateName") and recorded.get("name") and mine.get("name"):
                 placeholder = f"{recorded['generateName']}<gen>"
                 self.names[recorded["name"]] = placeholder

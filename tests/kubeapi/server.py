@@ -9,7 +9,7 @@ from aiohttp import web
 from gangplace.kube import KubeClient, client_for
 from kubernetes_asyncio.client import Configuration
 
-from .app import LOG, WRITES, Settings, make_app
+from .app import DENIED, LOG, WRITES, Settings, make_app
 from .faults import Faults, RequestRecord
 from .store import ApiStore
 from .webhooks import AdmissionChain
@@ -57,6 +57,11 @@ class ApiServer:
     @property
     def log(self) -> list[RequestRecord]:
         return self.app[LOG]
+
+    @property
+    def denied(self) -> list[RequestRecord]:
+        """Every request RBAC refused (403)."""
+        return self.app[DENIED]
 
     def requests(self, method: str | None = None, path_contains: str = "") -> list[RequestRecord]:
         return [

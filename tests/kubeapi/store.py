@@ -27,7 +27,9 @@ import jsonpointer
 import orjson
 from gangplace.kube.selectors import FieldSelector, LabelSelector, SelectorError, field_value
 
-from .defaults import default_pod
+from .auth import TokenIssuer
+from .defaults import default_job, default_pod
+from .quantity import canonical_resources
 from .strategic import StrategicPatchError, strategic_merge
 
 Json = dict[str, Any]
@@ -190,6 +192,22 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, False),
     ResourceType("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, False),
     ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
+    ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True, False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True, False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False, False),
+    ResourceType(
+        "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False, False
+    ),
+    # Virtual: created and answered, never stored.
+    ResourceType(
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+        False,
+        False,
+    ),
 )
 
 # The custom resources corral uses, as their CustomResourceDefinitions declare them (a
@@ -290,6 +308,30 @@ def _pod_healthy(pod: Json) -> bool:
     )
 
 
+def _pod_spec_quantities(spec: Any) -> None:
+    if not isinstance(spec, dict):
+        return
+    for kind in ("initContainers", "containers", "ephemeralContainers"):
+        for c in spec.get(kind) or ():
+            if isinstance(c, dict):
+                canonical_resources(c.get("resources"))
+    canonical_resources(spec.get("overhead"))
+
+
+def _canonical_quantities(rt: ResourceType, obj: Json) -> None:
+    """Quantities of built-in kinds are stored in canonical form ("1000" cpu is "1k")."""
+    key = (rt.group, rt.plural)
+    if key == ("", "pods"):
+        _pod_spec_quantities(obj.get("spec"))
+    elif key == ("batch", "jobs"):
+        _pod_spec_quantities(((obj.get("spec") or {}).get("template") or {}).get("spec"))
+    elif key == ("", "nodes"):
+        status = obj.get("status")
+        if isinstance(status, dict):
+            canonical_resources(status.get("capacity"))
+            canonical_resources(status.get("allocatable"))
+
+
 class ApiStore:
     """Objects by type; see the module docstring. ``history`` bounds how many changes are
     kept for watches to resume from; a resourceVersion older than that is 410 Gone."""
@@ -302,6 +344,7 @@ class ApiStore:
         self.compacted_rv = self.rv
         self.watches: set[Watch] = set()
         self.require_namespaces = require_namespaces
+        self.tokens = TokenIssuer()
         # The disruption controller's memory: pods evicted under a budget, and those gone
         # and not yet replaced, by budget.
         self._evicted: set[str] = set()
@@ -452,10 +495,7 @@ class ApiStore:
             if resource_version_match == "Exact":
                 if wanted < self.compacted_rv:
                     raise ApiStatusError(
-                        410,
-                        "Expired",
-                        f"The resourceVersion for the provided list is too old: {wanted} "
-                        f"(oldest available: {self.compacted_rv})",
+                        410, "Expired", "The resourceVersion for the provided list is too old."
                     )
                 items = self._as_of(rt, wanted, namespace, labels, fields)
                 return self._page(rt, items, 0, limit, wanted, None)
@@ -705,6 +745,7 @@ class ApiStore:
         for k in ("labels", "annotations", "finalizers", "ownerReferences"):
             if k in meta and not meta[k]:
                 del meta[k]  # empty is omitted, as typed serialisation does
+        _canonical_quantities(rt, obj)
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = f"{meta['generateName']}{uuid.uuid4().hex[:5]}"
         if not meta.get("name"):
@@ -756,6 +797,8 @@ class ApiStore:
     def _default(self, rt: ResourceType, obj: Json) -> None:
         if rt.group == "" and rt.plural == "pods":
             default_pod(obj, self._priority_of)
+        elif (rt.group, rt.plural) == ("batch", "jobs"):
+            default_job(obj)
         elif rt.group == "" and rt.plural == "namespaces":
             obj.setdefault("status", {}).setdefault("phase", "Active")
             labels = obj["metadata"].setdefault("labels", {})
@@ -985,6 +1028,8 @@ class ApiStore:
         nmeta = new["metadata"]
         current = nmeta.get("deletionGracePeriodSeconds")
         if not nmeta.get("deletionTimestamp") or (current is not None and grace < current):
+            if not nmeta.get("deletionTimestamp") and "generation" in nmeta:
+                nmeta["generation"] += 1  # the deletion is a change the object's owner sees
             nmeta["deletionTimestamp"] = now_iso(grace)
             nmeta["deletionGracePeriodSeconds"] = grace
         if finalizers:
@@ -997,6 +1042,27 @@ class ApiStore:
             return self._remove(rt, new)
         self._after_write(rt, new)
         return self.find(rt, namespace, name) or new
+
+    def delete_answer(self, rt: ResourceType, deleted: Json, *, dry_run: bool = False) -> Json:
+        """What a DELETE answers: the object while it is still there (being deleted), and
+        once it is gone a Status naming it -- except for pods, whose registry answers with
+        the deleted object."""
+        meta = deleted["metadata"]
+        if dry_run:
+            gone = not meta.get("deletionTimestamp")
+        else:
+            gone = self.find(rt, meta.get("namespace", ""), meta["name"]) is None
+        if not gone or (rt.group, rt.plural) == ("", "pods"):
+            return deleted
+        body = status_body(
+            200,
+            "",
+            "",
+            {"name": meta["name"], "group": rt.group, "kind": rt.plural, "uid": meta.get("uid")},
+            success=True,
+        )
+        del body["code"]  # as recorded: a removal's Status carries no code
+        return body
 
     def _grace(self, rt: ResourceType, obj: Json, asked: int | None) -> int:
         """The grace period of a deletion: only a pod on a node, not finished, has one."""
@@ -1235,6 +1301,42 @@ class ApiStore:
         new["status"]["conditions"] = conditions
         self._commit(pods, "MODIFIED", new, pod)
         self._after_write(pods, new)
+
+    def token_request(self, namespace: str, name: str, body: Any) -> Json:
+        """POST serviceaccounts/{name}/token: a signed token for the ServiceAccount."""
+        sa = self.get(self.types[("", "v1", "serviceaccounts")], namespace, name)
+        if not isinstance(body, dict) or body.get("kind", "TokenRequest") != "TokenRequest":
+            raise ApiStatusError(400, "BadRequest", "the body must be a TokenRequest object")
+        spec = dict(body.get("spec") or {})
+        audiences = spec.get("audiences") or ["https://kubernetes.default.svc"]
+        seconds = spec.get("expirationSeconds") or 3600
+        if not isinstance(seconds, int) or seconds < 600:
+            raise ApiStatusError(
+                422,
+                "Invalid",
+                f'TokenRequest.authentication.k8s.io "{name}" is invalid: '
+                "spec.expirationSeconds: Invalid value: "
+                f"{seconds}: may not specify a duration less than 10 minutes",
+            )
+        token, expiry = self.tokens.mint(
+            namespace, name, sa["metadata"]["uid"], audiences=list(audiences), seconds=seconds
+        )
+        return {
+            "kind": "TokenRequest",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"name": name, "namespace": namespace, "creationTimestamp": now_iso()},
+            "spec": {
+                "audiences": list(audiences),
+                "expirationSeconds": seconds,
+                "boundObjectRef": spec.get("boundObjectRef"),
+            },
+            "status": {
+                "token": token,
+                "expirationTimestamp": datetime.fromtimestamp(expiry, UTC).strftime(
+                    "%Y-%m-%dT%H:%M:%SZ"
+                ),
+            },
+        }
 
     def bind(self, namespace: str, name: str, body: Any) -> Json:
         """POST pods/{name}/binding: the scheduler's (or anyone's) assignment of a node. The

@@ -22,9 +22,6 @@ MERGE_KEYS: dict[str, str] = {
     "containers": "name",
     "initContainers": "name",
     "ephemeralContainers": "name",
-    "containerStatuses": "name",
-    "initContainerStatuses": "name",
-    "ephemeralContainerStatuses": "name",
     "volumes": "name",
     "volumeMounts": "mountPath",
     "volumeDevices": "devicePath",
@@ -129,16 +126,13 @@ def _merge_list(field: str, base: list[Any], patch: list[Any]) -> list[Any]:
 
 
 def _ordered(field: str, items: list[Any], order: list[Any]) -> list[Any]:
-    """``items`` in the order a ``$setElementOrder`` directive gives; the rest after."""
+    """``items`` in the order a ``$setElementOrder`` directive gives; the rest after, in
+    their own order."""
     key = MERGE_KEYS.get(field)
 
-    def ident(x: Any) -> Any:
-        return x.get(key) if key and isinstance(x, dict) else x
+    def ident(x: Any) -> str:
+        return repr(x.get(key) if key and isinstance(x, dict) else x)
 
-    wanted = [ident(o) for o in order]
-    rank = {json_key(w): n for n, w in enumerate(wanted)}
-    return sorted(items, key=lambda x: rank.get(json_key(ident(x)), len(rank) + items.index(x)))
-
-
-def json_key(x: Any) -> str:
-    return repr(x)
+    rank = {ident(o): n for n, o in enumerate(order)}
+    ranked = [(rank.get(ident(x), len(rank) + n), x) for n, x in enumerate(items)]
+    return [x for _, x in sorted(ranked, key=lambda p: p[0])]

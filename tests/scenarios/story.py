@@ -1,12 +1,27 @@
 """The cluster of the scenario tests: three Ready nodes of 8 GPUs (as in the recordings),
-Jobs and the PodGroups corral's webhook writes for them, and the controller models that
-play the control plane (Job controller, garbage collector, kubelet, a scheduler)."""
+Jobs and the PodGroups corral's webhook writes for them, the controller models that play
+the control plane (:class:`Cluster`: Job controller, garbage collector, kubelet, a
+scheduler), a fragmented history laid out by hand (:func:`place`, :data:`LAYOUT_767`) and
+one ``corral-descheduler run --once`` against it (:func:`run_descheduler`).
+
+    setup(api)
+    c = Cluster(api, scheduler="gang")
+    await place(c, LAYOUT_767)          # 7, 6 and 7 GPUs used by Jobs of backoffLimit 0
+    await submit(c.rest, job("llm", 4, gang=True), with_podgroup=True)
+    await c.settle()                    # every model stepped until none writes
+    doc = await run_descheduler(c.api)
+    await c.settle()
+"""
 
 from __future__ import annotations
 
 import copy
+import io
+import json
 from typing import Any
 
+from descheduler import DeschedulerConfig
+from descheduler.serve import RunOptions, run_command
 from tests.controllers import (
     ControllerSet,
     GangScheduler,
@@ -140,19 +155,59 @@ async def submit(rest: Rest, job_obj: Json, *, with_podgroup: bool = False) -> J
     return made
 
 
+DESCHED_NS = "corral-system"
+
+
+async def run_descheduler(
+    api: ApiServer, config: DeschedulerConfig | None = None
+) -> dict[str, Any]:
+    """``corral-descheduler run --once`` against the fake, as tests/test_desched_live."""
+    out = io.StringIO()
+    opts = RunOptions(
+        once=True, output="json", lease_namespace=DESCHED_NS, backoff_initial=0.01, sync_timeout=5.0
+    )
+    code = await run_command(
+        opts,
+        config or DeschedulerConfig(),
+        client=api.client("descheduler"),
+        out=out,
+        install_signals=False,
+    )
+    doc: dict[str, Any] = json.loads(out.getvalue()) if out.getvalue() else {}
+    assert code == 0, doc
+    return doc
+
+
+async def place(c: Cluster, layout: dict[str, list[tuple[str, int]]], **job_kw: Any) -> None:
+    """Jobs (gangs of one, with their PodGroups) bound by hand where ``layout`` says,
+    the fragmented history of a busy cluster."""
+    for node, jobs in layout.items():
+        for name, gpus in jobs:
+            await submit(c.rest, job(name, gpus, gang=True, **job_kw), with_podgroup=True)
+            await c.models.settle(only=["job-controller"])
+            (pod,) = c.pods(name)
+            await c.rest.bind(NS, pod["metadata"]["name"], node)
+    await c.settle()
+
+
+LAYOUT_767 = {
+    "n1": [("big-1", 4), ("a1", 1), ("a2", 1), ("a3", 1)],
+    "n2": [("big-2", 4), ("b1", 1), ("b2", 1)],
+    "n3": [("big-3", 4), ("c1", 1), ("c2", 1), ("c3", 1)],
+}
+
+
 class Cluster:
     """The models of one scenario, all stepped in order by :meth:`settle`."""
 
-    def __init__(
-        self, api: ApiServer, *, scheduler: str = "gang", rest: Rest | None = None
-    ) -> None:
-        """``rest``: the Job controller's client (one whose creates go through a
-        webhook); the test's own creates use it too."""
+    def __init__(self, api: ApiServer, *, scheduler: str = "gang", backoff: float = 0.0) -> None:
+        """``scheduler``: "gang" (Volcano's rules), "pod" (default-scheduler) or "both";
+        ``backoff``: the Job controller's pod-failure backoff, in seconds of ``clock``."""
         self.api = api
-        self.rest = rest or Rest(api.url)
+        self.rest = Rest(api.url)
         self.clock = ManualClock()
         self.kubelet = Kubelet()
-        self.jobs = JobController(rest or Rest(api.url), clock=self.clock, backoff=0)
+        self.jobs = JobController(Rest(api.url), clock=self.clock, backoff=backoff)
         models: list[Any] = [self.jobs, GarbageCollector(Rest(api.url))]
         if scheduler in ("gang", "both"):
             models.append(GangScheduler(Rest(api.url), clock=self.clock))

@@ -5,30 +5,28 @@ run is the same."""
 
 from __future__ import annotations
 
-import io
-import json
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
-from descheduler import DeschedulerConfig, parse_config
-from descheduler.serve import RunOptions, run_command
+from descheduler import parse_config
 from tests.kubeapi import ApiServer
 from tests.scenarios.corral_webhook import CorralWebhook
 from tests.scenarios.story import (
+    DESCHED_NS,
+    LAYOUT_767,
     NS,
     Cluster,
     Json,
     bound,
     conditions,
     job,
+    place,
+    run_descheduler,
     running,
     setup,
     submit,
 )
-
-DESCHED_NS = "corral-system"
 
 
 @pytest.fixture
@@ -109,45 +107,6 @@ async def test_a_gang_of_four_by_two_gpus_binds_whole_in_one_session(gang_cluste
 
 
 # --- corral's descheduler on a fragmented cluster ---------------------------------------
-
-
-async def run_descheduler(
-    api: ApiServer, config: DeschedulerConfig | None = None
-) -> dict[str, Any]:
-    """``corral-descheduler run --once`` against the fake, as tests/test_desched_live."""
-    out = io.StringIO()
-    opts = RunOptions(
-        once=True, output="json", lease_namespace=DESCHED_NS, backoff_initial=0.01, sync_timeout=5.0
-    )
-    code = await run_command(
-        opts,
-        config or DeschedulerConfig(),
-        client=api.client("descheduler"),
-        out=out,
-        install_signals=False,
-    )
-    doc: dict[str, Any] = json.loads(out.getvalue()) if out.getvalue() else {}
-    assert code == 0, doc
-    return doc
-
-
-async def place(c: Cluster, layout: dict[str, list[tuple[str, int]]], **job_kw: Any) -> None:
-    """Jobs (gangs of one, with their PodGroups) bound by hand where ``layout`` says,
-    the fragmented history of a busy cluster."""
-    for node, jobs in layout.items():
-        for name, gpus in jobs:
-            await submit(c.rest, job(name, gpus, gang=True, **job_kw), with_podgroup=True)
-            await c.models.settle(only=["job-controller"])
-            (pod,) = c.pods(name)
-            await c.rest.bind(NS, pod["metadata"]["name"], node)
-    await c.settle()
-
-
-LAYOUT_767 = {
-    "n1": [("big-1", 4), ("a1", 1), ("a2", 1), ("a3", 1)],
-    "n2": [("big-2", 4), ("b1", 1), ("b2", 1)],
-    "n3": [("big-3", 4), ("c1", 1), ("c2", 1), ("c3", 1)],
-}
 
 
 async def _767_case(c: Cluster, *, with_suspended: bool) -> None:
