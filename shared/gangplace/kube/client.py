@@ -270,22 +270,6 @@ class KubeClient:
         query = [("dryRun", "All")] if dry_run else []
         return await self.request("POST", resource.path(namespace), query, dict(body))
 
-    async def delete(
-        self,
-        resource: Resource,
-        name: str,
-        *,
-        namespace: str | None = None,
-        uid: str = "",
-    ) -> Json:
-        """DELETE one object (background propagation); with ``uid`` only that object,
-        not a newer one of the same name (409 otherwise)."""
-        check_call("delete", resource)
-        body: Json = {"apiVersion": "v1", "kind": "DeleteOptions"}
-        if uid:
-            body["preconditions"] = {"uid": uid}
-        return await self.request("DELETE", resource.path(namespace, name), (), body)
-
     async def replace(
         self,
         resource: Resource,
@@ -328,10 +312,14 @@ class KubeClient:
         *,
         namespace: str | None = None,
         propagation: str = "Background",
+        uid: str = "",
     ) -> Json:
-        """DELETE with a propagationPolicy (Background, Foreground or Orphan)."""
+        """DELETE with a propagationPolicy (Background, Foreground or Orphan); with
+        ``uid`` only that object, not a newer one of the same name (409 otherwise)."""
         check_call("delete", resource)
-        body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+        body: Json = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+        if uid:
+            body["preconditions"] = {"uid": uid}
         return await self.request("DELETE", resource.path(namespace, name), (), body)
 
     async def evict(
