@@ -6,9 +6,16 @@ contracts in ``pyproject.toml`` (``make lint``) hold ``kubectl_corral`` to this 
 
 from __future__ import annotations
 
-from .config import ConfigError, DeschedulerConfig, SchedulingConfig, load_config
-from .planner import fragmentation_now, plan
+from .config import (
+    ConfigError,
+    DeschedulerConfig,
+    EvictionRules,
+    SchedulingConfig,
+    load_config,
+)
+from .planner import fragmentation_now, move_verdict, plan
 from .render import render_plan
+from .serve import RunOptions, run_command
 from .state import ClusterState, StateError, state_from_objects
 from .units import Demand, GangView, build_views, demand_of
 
@@ -17,7 +24,9 @@ __all__ = [
     "ConfigError",
     "Demand",
     "DeschedulerConfig",
+    "EvictionRules",
     "GangView",
+    "RunOptions",
     "SchedulingConfig",
     "StateError",
     "build_views",
@@ -25,6 +34,8 @@ __all__ = [
     "fragmentation_now",
     "load_config",
     "plan",
+    "move_verdict",
     "render_plan",
+    "run_command",
     "state_from_objects",
 ]

@@ -160,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument(
         "--snapshot",
         help="output of `kubectl get nodes,pods,pdb,podgroups.scheduling.volcano.sh,"
-        "queues.scheduling.volcano.sh,priorityclasses -A -o json`, or a bundled sample: "
+        "queues.scheduling.volcano.sh,priorityclasses,jobs -A -o json` (with the other "
+        "workloads whose pods run: jobsets, pytorchjobs, rayjobs...), or a bundled sample: "
         "sample:trace (the default: a fragmented cluster of Alibaba trace nodes) or "
         "sample:small (a hand-built one)",
     )

@@ -31,6 +31,7 @@ __all__ = [
     "EvictionRules",
     "Limits",
     "MakeRoomConfig",
+    "MovesConfig",
     "RunnerConfig",
     "SchedulingConfig",
     "StaleGangsConfig",
@@ -115,6 +116,11 @@ class EvictionRules(_Section):
         "(remembered in the corral.dev/last-moved annotation)",
     )
     min_pod_age: Duration = Field(default=0.0, description="pods younger than this are not evicted")
+    victim_priority: Literal["LowerPriority", "LowerOrEqualPriority"] = Field(
+        default="LowerPriority",
+        description="a gang is moved for a waiting gang only if its priority is lower "
+        "(LowerPriority) or not higher (LowerOrEqualPriority)",
+    )
 
 
 class Limits(_Section):
@@ -135,6 +141,35 @@ class Limits(_Section):
     )
     max_gpus_disrupted_per_run: float | None = Field(
         default=64.0, ge=0, description="GPUs held by evicted pods, summed over the run"
+    )
+
+
+class MovesConfig(_Section):
+    """How a gang is moved, chosen per top-level owner: a workload with a suspend switch
+    (batch/v1 Job, JobSet, Kubeflow jobs, RayJob) is suspended and resumed; pods whose
+    owner makes them again without loss (ReplicaSet, StatefulSet; a Job whose
+    podFailurePolicy ignores DisruptionTarget, or whose backoffLimit leaves room for
+    every member evicted) are evicted; anything else is not moved."""
+
+    suspend: bool = Field(
+        default=True,
+        description="suspend and resume workloads that have a suspend switch (false: "
+        "evict their pods where that is safe, else leave them)",
+    )
+    resume_after: Duration = Field(
+        default=600.0,
+        description="resume a workload corral suspended after this long, even if the gang "
+        "it made room for is not bound yet",
+    )
+    resume_wait: Duration = Field(
+        default=30.0,
+        description="run: how long to wait for the gangs room was made for to be bound, "
+        "resuming the workloads suspended for them; later runs resume the rest",
+    )
+    retry_deadline: Duration = Field(
+        default=60.0,
+        description="a gang whose eviction was refused after some members went is retried "
+        "until this deadline, then reported as partially moved",
     )
 
 
@@ -240,6 +275,7 @@ class DeschedulerConfig(_Section):
     eviction: EvictionRules = Field(default_factory=EvictionRules)
     limits: Limits = Field(default_factory=Limits)
     cost: CostWeights = Field(default_factory=CostWeights)
+    moves: MovesConfig = Field(default_factory=MovesConfig)
     make_room: MakeRoomConfig = Field(default_factory=MakeRoomConfig)
     defragment: DefragmentConfig = Field(default_factory=DefragmentConfig)
     stale_gangs: StaleGangsConfig = Field(default_factory=StaleGangsConfig)
@@ -332,4 +368,14 @@ _ENGINE_KEYS = {
 }
 
 # Keys written back as Go durations.
-_DURATIONS = frozenset({"cooldown", "min_pod_age", "default_timeout", "interval"})
+_DURATIONS = frozenset(
+    {
+        "cooldown",
+        "min_pod_age",
+        "default_timeout",
+        "interval",
+        "resume_after",
+        "resume_wait",
+        "retry_deadline",
+    }
+)

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from gangplace.engine import (
     GangOptions,
@@ -22,20 +23,24 @@ from gangplace.engine import (
 )
 from gangplace.engine.fragmentation import TargetWorkload, TaskShape
 from gangplace.engine.timeparse import TimeFormatError, format_time, parse_time
+from gangplace.engine.workloads import ANNOTATION_SUSPENDED_BY, WorkloadRecord
 
 from .budget import Budget
 from .config import DeschedulerConfig
 from .plan import Unserved
 from .protect import gang_protection
+from .safety import Owners, Way
 from .scoring import make_scorer
 from .state import GPU, ClusterState, EvictedPod
 from .units import Demand, GangView, build_views, demand_of, request_of
 
-__all__ = ["PlanContext", "Victim", "cluster_total"]
+__all__ = ["PlanContext", "Victim", "cluster_total", "move_way"]
 
 # Pods of queues at or below their deserved share sort after every pod of a queue above
 # it: victims come first from queues that use more than they deserve.
 TIER_PENALTY = 1000.0
+# A victim built without its way worked out (never moved).
+NO_WAY = Way(None, "not worked out")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -48,6 +53,7 @@ class Victim:
     partial: bool
     cost: float
     tier: int  # 0: its queue uses more than it deserves; 1: otherwise
+    way: Way = NO_WAY  # how it moves (suspend or evict), or why it may not
 
     @property
     def gpu_milli(self) -> int:
@@ -90,6 +96,9 @@ class PlanContext:
     notes: list[str] = field(default_factory=list)
     # Pods a run cut short evicted: they count against this run's limits.
     carried: list[EvictedPod] = field(default_factory=list)
+    owners: Owners = field(default_factory=lambda: Owners({}))
+    # Gangs whose workload is suspended (by a person, Kueue or corral): not waiting.
+    suspended: dict[str, str] = field(default_factory=dict)
     _cost: dict[int, float] = field(default_factory=dict)
     _view_of: dict[int, GangView] = field(default_factory=dict)
 
@@ -132,12 +141,23 @@ class PlanContext:
             workload=workload,
             budget=Budget(config.limits, state.pdbs),
         )
+        ctx.owners = Owners(state.workloads)
+        ctx.owners.index_units((v.key, v.pods) for v in views.values())
         for v in views.values():
             for p in v.pods:
                 ctx._view_of[id(p)] = v
+            held = ctx.owners.suspended_by(v.pods, v.podgroup)
+            if held is not None:
+                ctx.suspended[v.key] = _suspended_reason(held)
             why = gang_protection(v, config.eviction, state.queues, state.now)
             if why is None and len(v.placed) != len(v.running):
                 why = f"{v.describe()} runs partly on nodes missing from the snapshot"
+            if why is None and held is not None:
+                why = f"{held.describe()} is suspended"
+            if why is None and v.placed:
+                way = ctx.way(v, v.placed)
+                if way.method is None:
+                    why = way.reason.removeprefix("not movable: ")
             if why is not None:
                 ctx.protected[v.key] = why
         ctx.carried = state.ledger.carried(state.now, config.runner.interval)
@@ -162,7 +182,7 @@ class PlanContext:
             for p in v.pods:
                 if p.node >= 0:
                     per_shape[(v.queue, p.shape)] += 1
-            if v.is_gang:
+            if v.is_gang and v.key not in self.suspended:
                 d = demand_of(v)
                 if d is not None:
                     demands.append(d)
@@ -214,14 +234,73 @@ class PlanContext:
     def tier(self, view: GangView) -> int:
         return 0 if view.queue in self.overused else 1
 
-    def victim(self, view: GangView, pods: Sequence[PodRecord] | None = None) -> Victim:
+    def way(self, view: GangView, pods: Sequence[PodRecord], *, evict_only: bool = False) -> Way:
+        """How ``pods`` of ``view`` may move (see :mod:`descheduler.safety`)."""
+        whole = len(pods) == len(view.running) and len(pods) == len(view.placed)
+        return self.owners.way(
+            view.key,
+            pods,
+            whole=whole and not evict_only,
+            suspend=self.config.moves.suspend,
+        )
+
+    def victim(
+        self,
+        view: GangView,
+        pods: Sequence[PodRecord] | None = None,
+        *,
+        evict_only: bool = False,
+    ) -> Victim:
         """``view`` whole (``pods`` None) or only ``pods``, which must number at most
-        its members above minAvailable."""
+        its members above minAvailable. ``evict_only``: never by suspending (a stale
+        gang released to start again whole)."""
         chosen = tuple(view.placed) if pods is None else tuple(pods)
         partial = pods is not None and len(chosen) < len(view.running)
         if partial and len(chosen) > view.extras:
             raise ValueError(f"{view.describe()}: {len(chosen)} members exceed its extras")
-        return Victim(view, chosen, partial, sum(self.pod_cost(p) for p in chosen), self.tier(view))
+        return Victim(
+            view,
+            chosen,
+            partial,
+            sum(self.pod_cost(p) for p in chosen),
+            self.tier(view),
+            self.way(view, chosen, evict_only=evict_only),
+        )
 
     def refusal(self, pods: Sequence[PodRecord], queue: str) -> str | None:
         return self.budget.refusal(pods, queue)
+
+    def victim_refusal(self, v: Victim) -> str | None:
+        """Why ``v`` may not move now: no safe way, or a limit or disruption budget."""
+        if v.way.method is None:
+            return f"{v.view.describe()}: {v.way.reason}"
+        return self.budget.refusal(v.pods, v.view.queue)
+
+    def outranked(self, view: GangView, d: Demand) -> str | None:
+        """Why ``view`` may not be moved to make room for ``d``: priority is a rule
+        (``eviction.victim_priority``), not only a cost."""
+        mine, theirs = view.priority, d.view.priority
+        if self.config.eviction.victim_priority == "LowerOrEqualPriority":
+            if mine <= theirs:
+                return None
+            return f"{view.describe()} has priority {mine}, higher than {theirs} of {d.key}"
+        if mine < theirs:
+            return None
+        return f"{view.describe()} has priority {mine}, not lower than {theirs} of {d.key}"
+
+
+def _suspended_reason(w: WorkloadRecord) -> str:
+    if ANNOTATION_SUSPENDED_BY in w.annotations:
+        return f"{w.describe()} is suspended by corral: it waits to be resumed"
+    return f"{w.describe()} is suspended (not by corral): it is not waiting"
+
+
+def move_way(v: Victim) -> dict[str, Any]:
+    """The fields of a :class:`~descheduler.plan.Move` that say how ``v`` moves."""
+    assert v.way.method is not None, "a victim without a safe way is never moved"
+    return {
+        "method": v.way.method,
+        "priority": v.view.priority,
+        "workloads": [w.key for w in v.way.workloads],
+        "how": v.way.reason,
+    }

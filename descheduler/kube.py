@@ -40,6 +40,11 @@ from gangplace.engine.gangs import membership
 from gangplace.engine.objects import pdb_from_json, podgroup_from_json, queue_from_json
 from gangplace.engine.snapshot import PodRecord
 from gangplace.engine.timeparse import format_time
+from gangplace.engine.workloads import (
+    ANNOTATION_SUSPENDED_BY,
+    WorkloadRecord,
+    workload_from_json,
+)
 from gangplace.kube import (
     REQUEST_ERRORS,
     TRANSIENT_ERRORS,
@@ -59,6 +64,7 @@ from gangplace.kube import Outcome as KubeOutcome
 from gangplace.kube.resources import (
     CONFIGMAPS,
     COSCHED_PODGROUPS,
+    DESCHEDULER_WORKLOADS,
     PDBS,
     PRIORITY_CLASSES,
     VOLCANO_PODGROUPS,
@@ -69,7 +75,9 @@ from gangplace.kube.resources import (
 from .config import DeschedulerConfig
 from .config import Limits as LimitsConfig
 from .plan import Move, Plan
-from .runner import GangEvent, Outcome, PodResult, RunnerIO
+from .resume import Resumption, due_resumptions, mark_text
+from .runner import GangEvent, GangOutcome, Outcome, PodResult, Resumed, RunnerIO
+from .safety import Owners
 from .state import (
     ANNOTATION_LAST_MOVED,
     ANNOTATION_ROOM_MADE,
@@ -106,8 +114,12 @@ PODGROUP_APIS: Mapping[str, Resource] = {
     VOLCANO_PODGROUPS.group: VOLCANO_PODGROUPS,
     COSCHED_PODGROUPS.group: COSCHED_PODGROUPS,
 }
-_OPTIONAL = (VOLCANO_PODGROUPS, VOLCANO_QUEUES, COSCHED_PODGROUPS)
+_OPTIONAL = (VOLCANO_PODGROUPS, VOLCANO_QUEUES, COSCHED_PODGROUPS, *DESCHEDULER_WORKLOADS)
+# The workload resources by kind: what a suspend or resume patches.
+WORKLOAD_RESOURCES: Mapping[str, Resource] = {r.kind: r for r in DESCHEDULER_WORKLOADS}
 _MERGE_PATCH = "application/merge-patch+json"
+# The spec fields of a workload the planner reads (see gangplace.engine.workloads).
+_WORKLOAD_SPEC = frozenset({"suspend", "runPolicy", "backoffLimit", "podFailurePolicy"})
 
 
 def _trimmed(resource: Resource, check: Callable[[Json], object]) -> Callable[[Json], Json]:
@@ -118,6 +130,10 @@ def _trimmed(resource: Resource, check: Callable[[Json], object]) -> Callable[[J
     def convert(obj: Json) -> Json:
         out = dict(obj)
         out["kind"], out["apiVersion"] = resource.kind, resource.api_version
+        spec = out.get("spec")
+        if resource in DESCHEDULER_WORKLOADS and isinstance(spec, dict):
+            # a workload's pod templates can be large, and the planner reads none of them
+            out["spec"] = {k: v for k, v in spec.items() if k in _WORKLOAD_SPEC}
         meta = dict(out.get("metadata") or {})
         meta.pop("managedFields", None)
         ann = meta.get("annotations")
@@ -162,6 +178,8 @@ class ClusterView:
             return lambda o: drf_queue(queue_from_json(o), cfg)
         if resource == PDBS:
             return pdb_from_json
+        if resource in DESCHEDULER_WORKLOADS:
+            return workload_from_json
         return lambda o: o
 
     async def _installed(self, resource: Resource) -> bool:
@@ -214,6 +232,15 @@ class ClusterView:
     def podgroup(self, group: str, key: str) -> Json | None:
         inf = self.objects.get(PODGROUP_APIS[group]) if group in PODGROUP_APIS else None
         return inf.get(key) if inf is not None else None
+
+    def any_podgroup(self, key: str) -> tuple[Resource, Json] | None:
+        """The PodGroup ``ns/name`` of either API, as the informer has it."""
+        for r in PODGROUP_APIS.values():
+            inf = self.objects.get(r)
+            obj = inf.get(key) if inf is not None else None
+            if obj is not None:
+                return r, obj
+        return None
 
     def invalid(self) -> dict[str, str]:
         """Objects left out because they cannot be read, by ``resource key``."""
@@ -305,6 +332,17 @@ def evictor_limits(cfg: LimitsConfig) -> list[Budget]:
     return out
 
 
+def _workload_ref(w: WorkloadRecord) -> Json:
+    """An Event's involvedObject naming a workload."""
+    return {
+        "apiVersion": WORKLOAD_RESOURCES[w.kind].api_version,
+        "kind": w.kind,
+        "namespace": w.namespace,
+        "name": w.name,
+        "uid": w.uid,
+    }
+
+
 def _pod_result(r: EvictionResult) -> PodResult:
     return PodResult(r.target.namespace, r.target.name, OUTCOMES[r.outcome], r.message)
 
@@ -324,6 +362,7 @@ class KubeIO:
         ledger_namespace: str = "corral-system",
         component: str = "corral-descheduler",
         backoff_initial: float = 1.0,
+        settle_poll: float = 0.5,
     ) -> None:
         self.client = client
         self.view = view
@@ -334,6 +373,8 @@ class KubeIO:
         self.ledger = LedgerStore(client, ledger_namespace)
         self.component = component
         self.backoff_initial = backoff_initial
+        self.settle_poll = settle_poll
+        self._plan_id = ""
         self.state: ClusterState | None = None
         self.evictor: Evictor | None = None
         self._pods: dict[str, PodRecord] = {}
@@ -351,6 +392,9 @@ class KubeIO:
             mark_room=self.mark_room,
             interrupted=self.interrupted,
             finish=self.finish,
+            suspend_gang=self.suspend_gang,
+            resume=self.resume,
+            settle=self.settle,
         )
 
     # --- state --------------------------------------------------------------------------
@@ -373,6 +417,7 @@ class KubeIO:
         """The Evictor for ``plan``, its limits already charged with what a run cut
         short evicted, and the run written to the ledger before anything goes."""
         assert self.state is not None
+        self._plan_id = plan.plan_id
         carried = self.state.ledger.carried(plan.now, self.config.runner.interval)
         budgets = evictor_limits(self.config.limits)
         limits = Limits(budgets)
@@ -537,6 +582,192 @@ class KubeIO:
             return
         await self.ledger.record("room_made", gang, now, self.config.eviction.cooldown)
 
+    # --- suspending and resuming ---------------------------------------------------------
+
+    async def _patch_workload(self, w: WorkloadRecord, body: Json) -> None:
+        await self.client.patch(
+            WORKLOAD_RESOURCES[w.kind],
+            w.name,
+            body,
+            namespace=w.namespace,
+            content_type=_MERGE_PATCH,
+        )
+
+    @staticmethod
+    def _switch(w: WorkloadRecord, on: bool, mark: str | None, rv: str | None) -> Json:
+        """A merge patch setting the workload's suspend switch and corral's mark (None:
+        removed); with ``rv`` it applies only to the version read (409 otherwise)."""
+        body: Json = {}
+        cur = body
+        for part in w.suspend_path[:-1]:
+            cur = cur.setdefault(part, {})
+        cur[w.suspend_path[-1]] = on
+        meta: Json = {"annotations": {ANNOTATION_SUSPENDED_BY: mark}}
+        if rv:
+            meta["resourceVersion"] = rv
+        body["metadata"] = meta
+        return body
+
+    def _podgroup_copy(self, move: Move) -> tuple[Resource, Json] | None:
+        """The live PodGroup of a moved gang, trimmed to what making it again needs."""
+        if not move.podgroup:
+            return None
+        found = self.view.any_podgroup(f"{move.namespace}/{move.podgroup}")
+        if found is None:
+            return None
+        r, obj = found
+        meta = obj.get("metadata") or {}
+        keep = {
+            k: meta[k]
+            for k in ("name", "namespace", "labels", "annotations", "ownerReferences")
+            if meta.get(k)
+        }
+        ann = dict(keep.get("annotations") or {})
+        ann.pop(ANNOTATION_ROOM_MADE, None)
+        # made again on resume with the time of this move: the cool-down holds
+        ann[ANNOTATION_LAST_MOVED] = format_time(self.clock())
+        keep["annotations"] = ann
+        copy: Json = {
+            "apiVersion": r.api_version,
+            "kind": r.kind,
+            "metadata": keep,
+            "spec": obj.get("spec") or {},
+        }
+        return r, copy
+
+    async def suspend_gang(self, move: Move, message: str) -> Sequence[PodResult]:
+        """Suspend every workload of a suspend move, each marked with
+        ``corral.dev/suspended-by`` (the PodGroup it held goes into the first mark), and
+        remove the gang's PodGroup, which would otherwise sit Inqueue with no pods.
+        The patch carries the resourceVersion the plan read: a workload changed since
+        (a person resumed or suspended it) is not touched (409)."""
+        assert self.state is not None
+        owners = Owners(self.state.workloads)
+        records = [self.state.workloads.get(k) for k in move.workloads]
+        missing = [k for k, w in zip(move.workloads, records, strict=True) if w is None]
+        if missing or not records:
+            why = f"workload {', '.join(missing) or '(none)'} not in the cluster state"
+            return [PodResult(p.namespace, p.name, Outcome.FAILED, why) for p in move.pods]
+        pg = self._podgroup_copy(move)
+        now = self.clock()
+        done: set[str] = set()
+        failure = ""
+        refused = False
+        for i, w in enumerate(r for r in records if r is not None):
+            held = pg[1] if pg is not None and i == 0 else None
+            mark = mark_text(self._plan_id, now, move.for_gang, held)
+            try:
+                await self._patch_workload(w, self._switch(w, True, mark, w.resource_version))
+            except REQUEST_ERRORS as e:
+                failure = f"{w.describe()}: {e}"
+                refused = isinstance(e, ApiError) and e.status in (404, 409)
+                break
+            done.add(w.key)
+            await self._workload_event(w, "Normal", "Suspended", message)
+        if done and pg is not None:
+            r, copy = pg
+            name = copy["metadata"]["name"]
+            try:
+                await self.client.delete(r, name, namespace=move.namespace)
+            except REQUEST_ERRORS as e:  # the next run removes it (heal)
+                log.warning(
+                    "PodGroup %s/%s of a suspended gang not removed: %s", move.namespace, name, e
+                )
+        out = []
+        for pm in move.pods:
+            rec = self._pods.get(pm.key)
+            top = owners.top_of_pod(rec)[0] if rec is not None else None
+            if top is not None and top.key in done:
+                out.append(
+                    PodResult(pm.namespace, pm.name, Outcome.SUSPENDED, "workload suspended")
+                )
+            elif refused and not done:
+                out.append(PodResult(pm.namespace, pm.name, Outcome.REFUSED, failure))
+            else:
+                out.append(
+                    PodResult(pm.namespace, pm.name, Outcome.FAILED, failure or "not suspended")
+                )
+        return out
+
+    async def _workload_event(
+        self, w: WorkloadRecord, type_: str, reason: str, message: str
+    ) -> None:
+        body = event_body(
+            _workload_ref(w),
+            reason=reason,
+            message=message,
+            type_=type_,
+            action="Deschedule",
+            component=self.component,
+        )
+        error = await post_event(self.client, body)
+        if error:
+            log.warning("event on %s not written: %s", w.describe(), error)
+
+    async def _apply(self, res: Resumption) -> Resumed:
+        w = res.workload
+        try:
+            if res.action == "heal" or res.action == "resume":
+                pg = res.mark.podgroup
+                meta = (pg or {}).get("metadata") or {}
+                key = f"{meta.get('namespace') or w.namespace}/{meta.get('name')}"
+                if pg is not None and meta.get("name"):
+                    found = self.view.any_podgroup(key)
+                    r = next(
+                        (
+                            x
+                            for x in PODGROUP_APIS.values()
+                            if x.api_version == pg.get("apiVersion")
+                        ),
+                        VOLCANO_PODGROUPS,
+                    )
+                    if res.action == "heal" and found is not None:
+                        await self.client.delete(found[0], meta["name"], namespace=w.namespace)
+                    elif res.action == "resume" and found is None:
+                        try:
+                            await self.client.create(r, dict(pg), namespace=w.namespace)
+                        except ApiError as e:
+                            if e.status != 409:
+                                raise
+            if res.action == "resume":
+                await self._patch_workload(w, self._switch(w, False, None, w.resource_version))
+                text = f"corral resumed {w.describe()}: {res.reason}"
+                await self._workload_event(w, "Normal", "Resumed", text)
+            elif res.action == "forget":
+                body: Json = {"metadata": {"annotations": {ANNOTATION_SUSPENDED_BY: None}}}
+                body["metadata"]["resourceVersion"] = w.resource_version
+                await self._patch_workload(w, body)
+        except REQUEST_ERRORS as e:
+            log.warning("%s %s: %s", res.action, w.describe(), e)
+            return Resumed(w.describe(), res.action, res.reason, False, str(e))
+        log.info("%s %s: %s", res.action, w.describe(), res.reason)
+        return Resumed(w.describe(), res.action, res.reason)
+
+    async def resume(self) -> list[Resumed]:
+        """End the suspensions corral made that are due, and heal what a crash left."""
+        assert self.state is not None
+        return [await self._apply(r) for r in due_resumptions(self.state, self.config)]
+
+    async def settle(self, plan: Plan, outcomes: Sequence[GangOutcome]) -> list[Resumed]:
+        """Wait up to ``moves.resume_wait`` for the gangs room was made for, resuming the
+        workloads suspended for them as they are bound (and those of defragmenting
+        moves once their pods are gone); later runs resume the rest."""
+        wanted = {k for o in outcomes if o.status == "suspended" for k in o.move.workloads}
+        out: list[Resumed] = []
+        deadline = asyncio.get_running_loop().time() + self.config.moves.resume_wait
+        while wanted:
+            state = await self.view.state(self.clock())
+            for r in due_resumptions(state, self.config):
+                if r.workload.key in wanted and r.action == "resume":
+                    done = await self._apply(r)
+                    out.append(done)
+                    wanted.discard(r.workload.key)
+            left = deadline - asyncio.get_running_loop().time()
+            if not wanted or left <= 0 or self.interrupted() is not None:
+                break
+            await asyncio.sleep(min(self.settle_poll, left))
+        return out
+
     # --- evicting -----------------------------------------------------------------------
 
     async def evict_gang(self, move: Move, message: str) -> Sequence[PodResult]:
@@ -544,6 +775,13 @@ class KubeIO:
         return [_pod_result(r) for r in results]
 
     def _involved(self, event: GangEvent) -> Json:
+        w = (
+            self.state.workloads.get(event.workloads[0])
+            if self.state is not None and event.workloads
+            else None
+        )
+        if w is not None:
+            return _workload_ref(w)
         api = event.podgroup_api or ""
         if event.podgroup and api in PODGROUP_APIS:
             r = PODGROUP_APIS[api]

@@ -1,5 +1,6 @@
-"""Prometheus metrics of the runner: evictions by result, GPUs freed, fragmentation
-before and after each plan, plan time, and the state of the loop (leader, last run).
+"""Prometheus metrics of the runner: evictions by result, gang moves by method and
+outcome, resumptions, GPUs freed, fragmentation before and after each plan, plan time,
+and the state of the loop (leader, last run).
 ``run --interval`` serves them on ``/metrics``."""
 
 from __future__ import annotations
@@ -26,8 +27,28 @@ class Metrics:
         )
         self.gangs = Counter(
             "corral_descheduler_gang_moves",
-            "Gang moves, by status (evicted, skipped, failed, broken, dry-run, not-attempted)",
+            "Gang moves, by status (evicted, suspended, skipped, failed, partially-moved, "
+            "dry-run, not-attempted)",
             ["status"],
+            registry=r,
+        )
+        self.moves = Counter(
+            "corral_descheduler_moves",
+            "Gang moves by method (evict, suspend) and outcome (the status of the move)",
+            ["method", "outcome"],
+            registry=r,
+        )
+        self.resumptions = Counter(
+            "corral_descheduler_resumptions",
+            "What runs did about the suspensions corral made, by action (resume, forget, "
+            "heal) and result (ok, failed)",
+            ["action", "result"],
+            registry=r,
+        )
+        self.suspended = Gauge(
+            "corral_descheduler_suspended_gangs",
+            "Gangs whose workload is suspended in the last plan, by who suspended it",
+            ["by"],
             registry=r,
         )
         self.gpus_freed = Counter(
@@ -84,8 +105,15 @@ class Metrics:
         self.waiting.labels("after").set(len(p.waiting_after))
         for o in result.outcomes:
             self.gangs.labels(o.status).inc()
-            for r in o.results:
-                self.evictions.labels(r.outcome.value).inc()
+            self.moves.labels(o.move.method, o.status).inc()
+            if o.move.method == "evict":
+                for r in o.results:
+                    self.evictions.labels(r.outcome.value).inc()
+        for res in result.resumed:
+            self.resumptions.labels(res.action, "ok" if res.ok else "failed").inc()
+        mine = sum(1 for x in p.suspended if "suspended by corral" in x.reason)
+        self.suspended.labels("corral").set(mine)
+        self.suspended.labels("other").set(len(p.suspended) - mine)
         self.gpus_freed.inc(result.gpus_freed)
         self.runs.labels(str(result.exit_code)).inc()
         self.room_taken.set(sum(1 for u in p.unserved if u.reason.startswith(ROOM_TAKEN)))

@@ -14,9 +14,19 @@ from typing import Any, Literal
 from gangplace.engine.report import FragmentationReport
 from gangplace.engine.timeparse import format_time
 
-__all__ = ["LargestFit", "Move", "MoveKind", "Plan", "PodMove", "Unserved"]
+__all__ = [
+    "LargestFit",
+    "Move",
+    "MoveKind",
+    "MoveMethod",
+    "NotMoved",
+    "Plan",
+    "PodMove",
+    "Unserved",
+]
 
 MoveKind = Literal["make-room", "defragment", "release-stale"]
+MoveMethod = Literal["suspend", "evict"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +62,18 @@ class Move:
     gain_gpus: float = 0.0  # defragment: how much F(M) falls, in GPUs
     podgroup: str | None = None  # the PodGroup to annotate and report on, if any
     podgroup_api: str | None = None
+    method: MoveMethod = "evict"
+    priority: int = 0  # the unit's priority (its highest member's)
+    workloads: list[str] = field(default_factory=list)  # suspend: ns/Kind/name of each
+    how: str = ""  # why this method
+
+    def workload_names(self) -> list[str]:
+        """``Kind ns/name`` of each workload a suspend move suspends."""
+        out = []
+        for key in self.workloads:
+            ns, kind, name = key.split("/", 2)
+            out.append(f"{kind} {ns}/{name}")
+        return out
 
     @property
     def gpus(self) -> float:
@@ -60,6 +82,9 @@ class Move:
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
+            "method": self.method,
+            "priority": self.priority,
+            "workloads": self.workload_names(),
             "unit": self.unit,
             "namespace": self.namespace,
             "gang": self.gang,
@@ -94,6 +119,19 @@ class Unserved:
 
 
 @dataclass(frozen=True, slots=True)
+class NotMoved:
+    """A running unit the rules do not let move, and why; ``suspended``: its workload
+    is suspended (it neither runs nor waits)."""
+
+    unit: str
+    priority: int
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"unit": self.unit, "priority": self.priority, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
 class LargestFit:
     """Per GPU model: the most GPUs one pod could get on one node."""
 
@@ -115,6 +153,8 @@ class Plan:
     report_after: FragmentationReport | None = None
     largest: list[LargestFit] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    not_moved: list[NotMoved] = field(default_factory=list)
+    suspended: list[NotMoved] = field(default_factory=list)
 
     @property
     def plan_id(self) -> str:
@@ -156,5 +196,15 @@ class Plan:
             "report_before": before,
             "report_after": after,
             "cost": round(self.cost, 3),
+            "moves_by_method": self.by_method(),
+            "not_moved": [x.to_dict() for x in self.not_moved],
+            "suspended_gangs": [x.to_dict() for x in self.suspended],
             "notes": self.notes,
         }
+
+    def by_method(self) -> dict[str, int]:
+        """Pods moved per method."""
+        out = {"suspend": 0, "evict": 0}
+        for m in self.moves:
+            out[m.method] += len(m.pods)
+        return out

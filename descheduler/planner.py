@@ -21,15 +21,16 @@ from gangplace.engine.feasibility import fits
 from gangplace.engine.fragmentation import TargetWorkload, fragmentation
 from gangplace.engine.report import FragmentationReport, fragmentation_report
 
+from .budget import Budget
 from .config import DeschedulerConfig
 from .context import PlanContext
-from .plan import LargestFit, Move, Plan
+from .plan import LargestFit, Move, NotMoved, Plan
 from .simulate import evaluate_waiting
 from .state import ClusterState
 from .strategies import defragment, make_room, release_stale_gangs
 from .units import Demand, demand_of
 
-__all__ = ["MoveError", "apply_moves", "fragmentation_now", "plan"]
+__all__ = ["MoveError", "apply_moves", "fragmentation_now", "move_verdict", "plan"]
 
 
 class MoveError(RuntimeError):
@@ -79,7 +80,49 @@ def plan(
     out.largest = _largest_rows(snap, largest_now, moves, ctx) if largest else []
     out.unserved = [u for u in ctx.unserved if u.gang in out.waiting_after]
     out.notes = ctx.notes
+    moved = {m.unit for m in moves}
+    out.not_moved = _not_moved(ctx, moved)
+    out.suspended = [
+        NotMoved(k, ctx.views[k].priority, why) for k, why in sorted(ctx.suspended.items())
+    ]
     return out
+
+
+def _not_moved(ctx: PlanContext, moved: set[str]) -> list[NotMoved]:
+    """Running units the rules keep in place, with why: protected ones, and those a
+    disruption budget covers that allows fewer disruptions than they have members."""
+    fresh = Budget(ctx.config.limits, ctx.state.pdbs)
+    out = []
+    for k, v in sorted(ctx.views.items()):
+        if not v.placed or k in moved or k in ctx.suspended:
+            continue
+        why = ctx.protected.get(k) or fresh.pdb_reason(v.placed)
+        if why is not None:
+            out.append(NotMoved(k, v.priority, why))
+    return out
+
+
+def move_verdict(state: ClusterState, config: DeschedulerConfig, unit: str) -> str:
+    """How the descheduler would move the unit ``ns/gang`` (or ``ns/pod:name``), or why
+    it would not: ``kubectl corral explain``. The rules only, not whether a plan needs
+    the move."""
+    ctx = PlanContext.build(state, config)
+    view = ctx.views.get(unit)
+    if view is None:
+        return f"{unit}: not in the cluster state"
+    if unit in ctx.suspended:
+        return f"not moved: {ctx.suspended[unit]}"
+    if not view.placed:
+        return "not moved: none of its pods runs"
+    why = ctx.protected.get(unit) or Budget(config.limits, state.pdbs).pdb_reason(view.placed)
+    if why is not None:
+        return f"not moved: {why}"
+    way = ctx.way(view, view.placed)
+    higher = "higher" if config.eviction.victim_priority == "LowerPriority" else "equal or higher"
+    return (
+        f"may be moved by {way.method} ({way.reason}), priority {view.priority}: only for a "
+        f"waiting gang of {higher} priority, or to defragment"
+    )
 
 
 def fragmentation_now(

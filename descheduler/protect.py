@@ -3,7 +3,8 @@
 Pod rules: DaemonSet pods (the controller puts them straight back), mirror/static pods
 (the API cannot evict them), pods without a controller (nothing would recreate them),
 system-critical priorities, excluded namespaces, pods that opt out
-(``corral.dev/evictable: "false"``, ``descheduler.alpha.kubernetes.io/prefer-no-eviction``),
+(``corral.dev/evictable: "false"``, ``cluster-autoscaler.kubernetes.io/safe-to-evict: "false"``,
+``descheduler.alpha.kubernetes.io/prefer-no-eviction``),
 pods with local storage unless allowed, pods that are not running yet or younger than
 the minimum age. Gang rules: one protected member protects its whole gang (a gang is
 moved whole or not at all), and so do a recent move (cool-down) and a queue that is not
@@ -25,12 +26,15 @@ from .units import GangView
 __all__ = [
     "ANNOTATION_MIRROR",
     "ANNOTATION_PREFER_NO_EVICTION",
+    "ANNOTATION_SAFE_TO_EVICT",
     "gang_protection",
     "pod_protection",
 ]
 
 ANNOTATION_MIRROR = "kubernetes.io/config.mirror"
 ANNOTATION_PREFER_NO_EVICTION = "descheduler.alpha.kubernetes.io/prefer-no-eviction"
+# The cluster autoscaler's opt-out, which admins already put on pods that must not go.
+ANNOTATION_SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 
 
 def pod_protection(pod: PodRecord, rules: EvictionRules, now: datetime) -> str | None:
@@ -51,6 +55,8 @@ def pod_protection(pod: PodRecord, rules: EvictionRules, now: datetime) -> str |
         return f"namespace {pod.namespace} is not included"
     if pod.annotations.get(ANNOTATION_EVICTABLE, "").strip().lower() == "false":
         return f'pod {pod.key} is annotated {ANNOTATION_EVICTABLE}: "false"'
+    if pod.annotations.get(ANNOTATION_SAFE_TO_EVICT, "").strip().lower() == "false":
+        return f'pod {pod.key} is annotated {ANNOTATION_SAFE_TO_EVICT}: "false"'
     if ANNOTATION_PREFER_NO_EVICTION in pod.annotations:
         return f"pod {pod.key} is annotated {ANNOTATION_PREFER_NO_EVICTION}"
     if pod.local_storage and not rules.evict_local_storage_pods:

@@ -29,8 +29,13 @@ def _move_lines(i: int, m: Move) -> list[str]:
         who = f"{len(m.pods)} member(s) above minAvailable of gang {m.unit}"
     else:
         who = f"gang {m.unit} (whole, {len(m.pods)} pod{'s' if len(m.pods) != 1 else ''})"
-    head = f"{i:>3}. {_KIND[m.kind]}: {who}, queue {m.queue}, cost {m.cost:.2f}"
+    head = (
+        f"{i:>3}. {_KIND[m.kind]}: {who}, {m.method}, priority {m.priority}, "
+        f"queue {m.queue}, cost {m.cost:.2f}"
+    )
     lines = [head]
+    if m.method == "suspend":
+        lines.append(f"     suspends {', '.join(m.workload_names())} (resumed after)")
     if m.for_gang:
         lines.append(f"     makes room for {m.for_gang}")
     if m.kind == "defragment":
@@ -44,6 +49,18 @@ def _move_lines(i: int, m: Move) -> list[str]:
     return lines
 
 
+# Running gangs that may not move, listed one by one up to this many (JSON has all).
+NOT_MOVED_SHOWN = 12
+
+
+def _not_moved_lines(plan: Plan) -> list[str]:
+    rows = sorted(plan.not_moved, key=lambda x: (x.priority, x.unit))
+    lines = [f"  {x.unit} (priority {x.priority}): {x.reason}" for x in rows[:NOT_MOVED_SHOWN]]
+    if len(rows) > NOT_MOVED_SHOWN:
+        lines.append(f"  ... and {len(rows) - NOT_MOVED_SHOWN} more (--output json lists all)")
+    return lines
+
+
 def render_plan(plan: Plan, source: str = "") -> str:
     title = f"corral descheduler plan {plan.plan_id} at {format_time(plan.now)}"
     lines = [title + (f" for {source}" if source else ""), ""]
@@ -52,8 +69,10 @@ def render_plan(plan: Plan, source: str = "") -> str:
         lines.append("")
     gpus = sum(m.gpus for m in plan.moves)
     if plan.moves:
+        by = plan.by_method()
         lines.append(
-            f"Plan: {len(plan.moves)} move(s), {plan.pods_moved} pod(s) evicted, "
+            f"Plan: {len(plan.moves)} move(s), {plan.pods_moved} pod(s) moved "
+            f"({by['evict']} evicted, {by['suspend']} by suspending their workload), "
             f"{_gpus(gpus)} disrupted, cost {plan.cost:.2f}"
         )
         for i, m in enumerate(plan.moves, 1):
@@ -64,6 +83,14 @@ def render_plan(plan: Plan, source: str = "") -> str:
         lines.append("")
         lines.append("Waiting gangs the plan cannot help:")
         lines.extend(f"  {u.gang}: {u.reason}" for u in plan.unserved)
+    if plan.suspended:
+        lines.append("")
+        lines.append("Suspended gangs (neither waiting nor moved):")
+        lines.extend(f"  {x.unit}: {x.reason}" for x in plan.suspended)
+    if plan.not_moved:
+        lines.append("")
+        lines.append(f"Running gangs not movable ({len(plan.not_moved)}):")
+        lines.extend(_not_moved_lines(plan))
     if plan.notes:
         lines.append("")
         lines.append("Notes:")
@@ -89,17 +116,22 @@ def render_plan(plan: Plan, source: str = "") -> str:
 def render_run(result: RunResult, source: str = "") -> str:
     """The plan, then what the run did with it, gang by gang."""
     lines = [render_plan(result.plan, source), ""]
-    counts = {s: result.count(s) for s in ("evicted", "skipped", "failed", "broken")}
+    counts = {
+        s: result.count(s) for s in ("evicted", "suspended", "skipped", "failed", "partially-moved")
+    }
     head = (
         f"Run: {result.pods_evicted} pod(s) evicted, {_gpus(result.gpus_freed)} freed; "
         + ", ".join(f"{n} gang(s) {s}" for s, n in counts.items() if n)
     )
     lines.append(head.rstrip("; "))
     for o in result.outcomes:
-        line = f"  {o.status:<13} {o.move.unit}"
+        line = f"  {o.status:<15} {o.move.unit} ({o.move.method})"
         if o.message:
             line += f": {o.message}"
         lines.append(line)
+    for r in result.resumed:
+        ok = "" if r.ok else f" -- failed: {r.message}"
+        lines.append(f"  {r.action:<15} {r.workload}: {r.reason}{ok}")
     if result.stopped:
         lines.append(f"Stopped early: {result.stopped}")
     lines.append(f"Exit code {result.exit_code}")

@@ -68,12 +68,14 @@ class Round:
     idle_gpu_pct: float  # idle GPU when the round starts, % of capacity
     seconds: float
     notes: list[str] = field(default_factory=list)
+    by_method: dict[str, int] = field(default_factory=dict)  # pods moved per method
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "step": self.step,
             "arrived_pct": round(self.arrived_pct, 2),
             "pods_moved": self.pods_moved,
+            "pods_moved_by_method": dict(self.by_method),
             "units_moved": self.units_moved,
             "gain_gpus": round(self.gain_gpus, 3),
             "frag_fall_gpus": round(self.frag_fall_gpus, 3),
@@ -104,6 +106,15 @@ class PlannerHook:
     @property
     def pods_moved(self) -> int:
         return sum(r.pods_moved for r in self.rounds)
+
+    def by_method(self) -> dict[str, int]:
+        """Pods moved per method over every round (the replay's pods are ReplicaSet
+        pods: evicted)."""
+        out = {"suspend": 0, "evict": 0}
+        for r in self.rounds:
+            for k, n in r.by_method.items():
+                out[k] = out.get(k, 0) + n
+        return out
 
     @property
     def plan_seconds(self) -> float:
@@ -155,6 +166,7 @@ class PlannerHook:
                 idle_gpu_pct=100.0 * idle / self.capacity if self.capacity else 0.0,
                 seconds=time.perf_counter() - start,
                 notes=list(result.notes),
+                by_method=result.by_method(),
             )
         )
         self.last_plan = result

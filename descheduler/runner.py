@@ -24,6 +24,15 @@ tests and against the Kubernetes layer in a cluster. Its rules:
   plan through, or stopped by a gang broken part way), a run without moves too; the
   next run within ``runner.interval`` of the last eviction of a record left open counts
   its evictions as its own.
+- A move's method says how: ``evict`` (the Evictor: a dry run of every member first,
+  then the real evictions) or ``suspend`` (the workload's suspend switch, atomic by
+  construction). A gang whose eviction is refused after some members went is retried
+  until ``moves.retry_deadline``, then reported as partially moved (a Warning Event,
+  the ``partially-moved`` status in the metrics, exit code 1).
+- Before planning, the suspensions corral made that are due end (``resume``): the gang
+  they made room for is bound, or ``moves.resume_after`` passed; a crash between a
+  suspend and its resume is healed there. After the moves, ``settle`` waits up to
+  ``moves.resume_wait`` for the gangs room was made for, resuming as they bind.
 - Dry-run plans and reports and touches nothing.
 """
 
@@ -34,7 +43,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -51,6 +60,7 @@ __all__ = [
     "GangOutcome",
     "Outcome",
     "PodResult",
+    "Resumed",
     "RunResult",
     "RunnerIO",
     "eviction_message",
@@ -67,6 +77,7 @@ class Outcome(StrEnum):
     """What happened to one pod (the Kubernetes layer's evictor reports these)."""
 
     EVICTED = "evicted"
+    SUSPENDED = "suspended"  # its workload was suspended: the pod goes without a failure
     GONE = "gone"  # already deleted: as good as evicted
     DRY_RUN = "dry-run"
     REFUSED = "refused"  # a disruption budget said no (HTTP 429)
@@ -94,6 +105,28 @@ class GangEvent:
     podgroup: str | None
     podgroup_api: str | None
     pods: tuple[str, ...]
+    workloads: tuple[str, ...] = ()  # ns/Kind/name: a suspend move's Events go on these
+
+
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """What a run did about one suspension corral made (see :mod:`descheduler.resume`):
+    ``action`` resume, forget or heal; ``ok`` False with the error in ``message``."""
+
+    workload: str
+    action: str
+    reason: str
+    ok: bool = True
+    message: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload,
+            "action": self.action,
+            "reason": self.reason,
+            "ok": self.ok,
+            "message": self.message,
+        }
 
 
 FetchState = Callable[[], Awaitable[ClusterState]]
@@ -102,6 +135,8 @@ EmitEvent = Callable[[GangEvent], Awaitable[None]]
 MarkMoved = Callable[[Move, datetime], Awaitable[None]]
 Precheck = Callable[[Sequence[Move]], Awaitable[str | None]]
 Begin = Callable[[Plan], Awaitable[None]]
+Resume = Callable[[], Awaitable[list[Resumed]]]
+Settle = Callable[[Plan, Sequence["GangOutcome"]], Awaitable[list[Resumed]]]
 
 
 @dataclass(slots=True)
@@ -114,7 +149,10 @@ class RunnerIO:
     returns None. ``begin(plan)`` is called once a plan is made, before any eviction
     (not in dry-run); ``mark_room(move, now)`` records that room is being made for
     ``move.for_gang``; ``finish(plan)`` says the run ended on its own (not in dry-run;
-    a run cut short from outside never calls it, so the next run shares its limits)."""
+    a run cut short from outside never calls it, so the next run shares its limits).
+    ``suspend_gang(move, message)`` suspends a suspend move's workloads; ``resume()``
+    ends the suspensions that are due (before planning), ``settle(plan, outcomes)``
+    waits for the gangs room was made for and resumes as they bind (after the moves)."""
 
     fetch_state: FetchState
     evict_gang: EvictGang
@@ -126,12 +164,17 @@ class RunnerIO:
     mark_room: MarkMoved | None = None
     interrupted: Callable[[], str | None] | None = None
     finish: Begin | None = None
+    suspend_gang: EvictGang | None = None
+    resume: Resume | None = None
+    settle: Settle | None = None
+    retry_pause: float = 1.0  # between retries of a gang evicted only in part
 
 
 @dataclass(slots=True)
 class GangOutcome:
     move: Move
-    status: str  # evicted, dry-run, skipped, failed, broken, not-attempted
+    # evicted, suspended, dry-run, skipped, failed, partially-moved, not-attempted
+    status: str
     message: str = ""
     results: list[PodResult] = field(default_factory=list)
 
@@ -143,6 +186,7 @@ class RunResult:
     plan_seconds: float
     exit_code: int = EXIT_OK
     stopped: str | None = None
+    resumed: list[Resumed] = field(default_factory=list)
     # Stopped from outside (SIGTERM, a lost Lease) before the plan was through: the
     # run's record stays open, and the next run shares its limits.
     cut_short: bool = False
@@ -152,12 +196,7 @@ class RunResult:
 
     @property
     def pods_evicted(self) -> int:
-        return sum(
-            1
-            for o in self.outcomes
-            for r in o.results
-            if r.outcome in (Outcome.EVICTED, Outcome.GONE)
-        )
+        return sum(1 for o in self.outcomes for r in o.results if r.outcome in _DONE)
 
     def to_dict(self) -> dict[str, Any]:
         """The plan (``Plan.to_dict``) with what the run did: ``run.outcomes`` gang by
@@ -169,10 +208,12 @@ class RunResult:
             "plan_seconds": round(self.plan_seconds, 3),
             "pods_evicted": self.pods_evicted,
             "gpus_freed": self.gpus_freed,
+            "resumed": [r.to_dict() for r in self.resumed],
             "outcomes": [
                 {
                     "unit": o.move.unit,
                     "for_gang": o.move.for_gang,
+                    "method": o.move.method,
                     "status": o.status,
                     "message": o.message,
                     "pods": [
@@ -193,10 +234,7 @@ class RunResult:
     @property
     def gpus_freed(self) -> float:
         done = {
-            (r.namespace, r.name)
-            for o in self.outcomes
-            for r in o.results
-            if r.outcome in (Outcome.EVICTED, Outcome.GONE)
+            (r.namespace, r.name) for o in self.outcomes for r in o.results if r.outcome in _DONE
         }
         return sum(
             p.gpu_milli / 1000
@@ -235,10 +273,11 @@ def _event(plan: Plan, move: Move, type_: str, reason: str, message: str) -> Gan
         move.podgroup,
         move.podgroup_api,
         tuple(p.name for p in move.pods),
+        tuple(move.workloads) if move.method == "suspend" else (),
     )
 
 
-_DONE = (Outcome.EVICTED, Outcome.GONE)
+_DONE = (Outcome.EVICTED, Outcome.GONE, Outcome.SUSPENDED)
 _HELD_BACK = (Outcome.REFUSED, Outcome.SKIPPED, Outcome.ABORTED)
 
 
@@ -251,20 +290,32 @@ async def run_once(
 ) -> RunResult:
     """Fetch, plan, evict gang by gang; see the module docstring for the rules."""
     state = await io.fetch_state()
+    resumed: list[Resumed] = []
+    if not dry_run and io.resume is not None:
+        resumed = await io.resume()
+        if resumed:
+            state = await io.fetch_state()
     t0 = time.perf_counter()
     plan = planner(state, config)
-    result = RunResult(plan, [], time.perf_counter() - t0)
+    result = RunResult(plan, [], time.perf_counter() - t0, resumed=resumed)
     if dry_run:
-        note = "dry run: nothing evicted"
+        note = "dry run: nothing evicted or suspended"
         result.outcomes = [GangOutcome(m, "dry-run", note) for m in plan.moves]
         return result
+    if any(not r.ok for r in resumed):
+        result.exit_code = EXIT_FAILED
     if io.begin is not None and plan.moves:
         await io.begin(plan)
     for group in _groups(plan.moves):
         if result.stopped is not None:
             result.outcomes.extend(GangOutcome(m, "not-attempted", result.stopped) for m in group)
             continue
-        await _run_group(io, plan, group, result)
+        await _run_group(io, plan, group, result, config.moves.retry_deadline)
+    if io.settle is not None and any(o.status == "suspended" for o in result.outcomes):
+        settled = await io.settle(plan, result.outcomes)
+        result.resumed.extend(settled)
+        if any(not r.ok for r in settled):
+            result.exit_code = EXIT_FAILED
     if io.finish is not None and not result.cut_short:
         try:
             await io.finish(plan)
@@ -273,7 +324,34 @@ async def run_once(
     return result
 
 
-async def _run_group(io: RunnerIO, plan: Plan, group: list[Move], result: RunResult) -> None:
+async def _move_gang(io: RunnerIO, move: Move, message: str) -> list[PodResult]:
+    if move.method == "suspend":
+        if io.suspend_gang is None:
+            why = "this runner cannot suspend workloads"
+            return [PodResult(p.namespace, p.name, Outcome.FAILED, why) for p in move.pods]
+        return list(await io.suspend_gang(move, message))
+    return list(await io.evict_gang(move, message))
+
+
+async def _retry_rest(
+    io: RunnerIO, move: Move, message: str, results: list[PodResult], deadline: float
+) -> list[PodResult]:
+    """A gang evicted only in part: evict the rest again until ``deadline`` (monotonic
+    seconds), or until the run must stop. The latest result of each pod."""
+    latest = {(r.namespace, r.name): r for r in results}
+    while time.monotonic() < deadline and _stop_reason(io) is None:
+        rest = [p for p in move.pods if latest[(p.namespace, p.name)].outcome not in _DONE]
+        if not rest:
+            break
+        await asyncio.sleep(max(min(io.retry_pause, deadline - time.monotonic()), 0))
+        for r in await io.evict_gang(replace(move, pods=rest), message):
+            latest[(r.namespace, r.name)] = r
+    return [latest[(p.namespace, p.name)] for p in move.pods if (p.namespace, p.name) in latest]
+
+
+async def _run_group(
+    io: RunnerIO, plan: Plan, group: list[Move], result: RunResult, retry_deadline: float = 0.0
+) -> None:
     if io.precheck is not None:
         why = await io.precheck(group)
         if why:
@@ -301,8 +379,14 @@ async def _run_group(io: RunnerIO, plan: Plan, group: list[Move], result: RunRes
                 result.outcomes.append(GangOutcome(move, "skipped", why))
                 result.outcomes.extend(GangOutcome(m, "not-attempted", why) for m in rest)
                 return
-        results = list(await io.evict_gang(move, eviction_message(plan, move)))
+        message = eviction_message(plan, move)
+        results = await _move_gang(io, move, message)
         done = [r for r in results if r.outcome in _DONE]
+        if done and len(done) < len(move.pods) and move.method == "evict":
+            results = await _retry_rest(
+                io, move, message, results, time.monotonic() + retry_deadline
+            )
+            done = [r for r in results if r.outcome in _DONE]
         if done and not room_marked and move.for_gang and io.mark_room is not None:
             room_marked = True
             try:
@@ -310,6 +394,11 @@ async def _run_group(io: RunnerIO, plan: Plan, group: list[Move], result: RunRes
             except Exception as e:  # the evictions stand; the next run may try again
                 log.warning("%s: could not record the room made: %s", move.for_gang, e)
         if len(done) == len(move.pods):
+            if move.method == "suspend":
+                result.outcomes.append(GangOutcome(move, "suspended", "", results))
+                text = f"{move.reason}; {move.how}"
+                await io.emit_event(_event(plan, move, "Normal", "GangSuspended", text))
+                continue
             result.outcomes.append(GangOutcome(move, "evicted", "", results))
             await io.emit_event(_event(plan, move, "Normal", "GangMoved", move.reason))
             continue
@@ -335,10 +424,10 @@ async def _run_group(io: RunnerIO, plan: Plan, group: list[Move], result: RunRes
             await io.emit_event(_event(plan, move, "Warning", "GangEvictionFailed", msg))
             return
         msg = (
-            f"gang evicted only in part: {len(done)} of {len(move.pods)} pods ({detail}); "
-            "the run stops evicting"
+            f"gang partially moved: {len(done)} of {len(move.pods)} pods ({detail}), "
+            f"retried for {retry_deadline:g}s; the run stops evicting"
         )
-        result.outcomes.append(GangOutcome(move, "broken", msg, results))
+        result.outcomes.append(GangOutcome(move, "partially-moved", msg, results))
         result.stopped = msg
         result.outcomes.extend(GangOutcome(m, "not-attempted", msg) for m in rest)
         log.error("%s: %s", move.unit, msg)

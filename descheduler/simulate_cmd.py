@@ -177,6 +177,7 @@ def moves_summary(
         "pods_moved": moved,
         "pods_total": res.pods,
         "pods_moved_pct": round(100.0 * moved / res.pods, 2) if res.pods else 0.0,
+        "pods_moved_by_method": hook.by_method(),
         "distinct_pods_moved": len(hook.moved_pods),
         "units_moved": sum(r.units_moved for r in hook.rounds),
         "max_moves": max_moves,
@@ -199,6 +200,8 @@ def _notes(extra: dict[str, Any]) -> list[str]:
         f"{extra['pods_total']} arrivals; {extra['distinct_pods_moved']} distinct) in "
         f"{len(extra['rounds'])} planning rounds of at most {extra['max_moves']}; "
         f"planning took {extra['plan_seconds']:.1f} s",
+        "moves by method: "
+        + ", ".join(f"{n} pods {k}ed" for k, n in sorted(extra["pods_moved_by_method"].items())),
     ]
     if "without_moves" in extra:
         w = extra["without_moves"]

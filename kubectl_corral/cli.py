@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from gangplace.engine.gangs import membership
 from gangplace.engine.report import render_report
 from gangplace.engine.snapshot import SnapshotError, pod_from_json
 from gangplace.kube import (
@@ -39,6 +40,7 @@ from descheduler.api import (
     DeschedulerConfig,
     fragmentation_now,
     load_config,
+    move_verdict,
     plan,
     render_plan,
 )
@@ -203,7 +205,7 @@ async def cmd_explain(s: Session, out: TextIO, err: TextIO) -> int:
         record = pod_from_json(pod, s.config.engine)
     except SnapshotError as e:
         raise PluginError(str(e)) from None
-    reading = await s.reader.cluster(namespace=s.namespace)
+    reading = await s.reader.cluster(namespace=s.namespace, planner=True)
     state = state_of(reading, s.config.engine, datetime.now(UTC))
     rows = gang_rows(
         state,
@@ -213,6 +215,10 @@ async def cmd_explain(s: Session, out: TextIO, err: TextIO) -> int:
     )
     labels, why = await s.reader.namespace_labels(s.namespace)
     ex = explain_pod(pod, record, labels, why, rows)
+    if record.node_name:
+        m = membership(record)
+        unit = f"{record.namespace}/{m.gang}" if m else f"{record.namespace}/pod:{record.name}"
+        ex.moves = move_verdict(state, s.config, unit)
     if s.args.output == "json":
         _json(out, {**ex.to_dict(), "notes": reading.notes})
     else:

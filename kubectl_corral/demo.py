@@ -42,7 +42,7 @@ from gangplace.kube.resources import (
     VOLCANO_QUEUES,
 )
 
-from descheduler.config import DeschedulerConfig, EvictionRules
+from descheduler.api import DeschedulerConfig, EvictionRules
 
 __all__ = ["GPU", "Demo", "DemoError"]
 
@@ -346,7 +346,15 @@ class Demo:
         if _bound(await self._pods(self.gang_ns, "wide")):
             raise DemoError("the 4-GPU gang was bound before any move: the layout is not 7/6/7")
         self.say("The 4-GPU gang `wide` waits. corral's descheduler, once:")
-        config = DeschedulerConfig(eviction=EvictionRules(included_namespaces=[self.gang_ns]))
+        # Every Job of the demo has the same priority (none): moving equals for the
+        # waiting gang is allowed by LowerOrEqualPriority (the default moves only gangs of
+        # lower priority). The Jobs are suspended, not evicted, and resumed once `wide`
+        # is bound.
+        config = DeschedulerConfig(
+            eviction=EvictionRules(
+                included_namespaces=[self.gang_ns], victim_priority="LowerOrEqualPriority"
+            )
+        )
         report = await self.descheduler(self.client, config, self.gang_ns)
         moved = _moved(report)
         self.say(
@@ -560,13 +568,14 @@ def _why(pg: Json) -> str:
 
 
 def _moved(report: Json) -> list[str]:
-    """The pods a descheduler run evicted, from its JSON report (``run.outcomes``)."""
+    """The pods a descheduler run moved (evicted, or gone with their suspended Job), from
+    its JSON report (``run.outcomes``)."""
     outcomes = (report.get("run") or {}).get("outcomes") or ()
     return [
         str(p.get("name"))
         for o in outcomes
         for p in o.get("pods") or ()
-        if p.get("outcome") == "evicted"
+        if p.get("outcome") in ("evicted", "suspended")
     ]
 
 
@@ -575,7 +584,7 @@ async def run_descheduler_once(
 ) -> Json:
     """``corral-descheduler run --once`` in this process, with the user's credentials,
     evicting only in the demo's namespace."""
-    from descheduler.serve import RunOptions, run_command
+    from descheduler.api import RunOptions, run_command
 
     out = io.StringIO()
     opts = RunOptions(once=True, output="json", lease_namespace=namespace, sync_timeout=60.0)

@@ -68,6 +68,7 @@ class Explanation:
     node_pool: list[str] = field(default_factory=list)
     gang_state: GangRow | None = None
     verdict: str = ""
+    moves: str = ""  # how the descheduler would move its gang, or why not
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -206,4 +207,6 @@ def render_explanation(ex: Explanation) -> str:
     if ex.user_keys:
         lines.append("  corral keys:  " + ", ".join(f"{k.key}={k.value}" for k in ex.user_keys))
     lines.append(f"  Verdict:      {ex.verdict}")
+    if ex.moves:
+        lines.append(f"  Descheduler:  {ex.moves}")
     return "\n".join(lines)

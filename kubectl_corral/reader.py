@@ -14,6 +14,7 @@ from gangplace.engine.snapshot import SnapshotError, node_from_json, pod_from_js
 from gangplace.kube import REQUEST_ERRORS, ApiError, KubeClient, rbac
 from gangplace.kube.resources import (
     COSCHED_PODGROUPS,
+    DESCHEDULER_WORKLOADS,
     NAMESPACES,
     NODES,
     NON_TERMINAL_PODS,
@@ -33,9 +34,13 @@ Json = dict[str, Any]
 PAGE = 500
 
 # Read beside nodes and pods: what decides who waits (PodGroups) and, for the planner,
-# who may move (Queues, PDBs, PriorityClasses).
+# who may move and how (Queues, PDBs, PriorityClasses, the pods' workloads).
 GANG_OBJECTS = (VOLCANO_PODGROUPS, COSCHED_PODGROUPS)
-PLANNER_OBJECTS = (VOLCANO_QUEUES, PDBS, PRIORITY_CLASSES)
+PLANNER_OBJECTS = (VOLCANO_QUEUES, PDBS, PRIORITY_CLASSES, *DESCHEDULER_WORKLOADS)
+# Custom resources a cluster may not serve.
+_OPTIONAL = frozenset({VOLCANO_QUEUES, *DESCHEDULER_WORKLOADS}) - {
+    r for r in DESCHEDULER_WORKLOADS if r.group == "batch"
+}
 
 
 class PluginError(RuntimeError):
@@ -121,7 +126,7 @@ class Reader:
                 out.others += found
         if planner:
             for r in PLANNER_OBJECTS:
-                found = await self.list(r, optional=r is VOLCANO_QUEUES)
+                found = await self.list(r, optional=r in _OPTIONAL)
                 out.others += found or []
         return out
 

@@ -348,6 +348,39 @@ def main() -> None:
             )
         )
 
+    # The waiting gangs outrank the running batch work (batch-high), so it may move.
+    for x in items:
+        gang = (x["metadata"].get("annotations") or {}).get("scheduling.k8s.io/group-name")
+        if x["kind"] == "Pod" and gang in ("llm-finetune", "pretrain"):
+            x["spec"]["priority"] = 100000
+            x["spec"]["priorityClassName"] = "batch-high"
+    # The Jobs: training must not retry blindly (backoffLimit 0); the sweeps and the
+    # stale MPI job carry the podFailurePolicy rule that does not count an eviction.
+    for ns, name, parallelism, limit, ignore in (
+        ("research", "eval-a", 1, 0, False),
+        ("research", "eval-b", 1, 0, False),
+        ("research", "eval-c", 1, 0, False),
+        ("research", "llm-finetune", 1, 0, True),
+        ("training", "sweep-a", 2, 0, True),
+        ("training", "sweep-b", 2, 0, True),
+        ("training", "sweep-c", 4, 0, True),
+        ("training", "finetune-d", 1, 0, False),
+        ("training", "pretrain", 2, 0, True),
+        ("speech", "mpi-stale", 4, 0, True),
+        ("speech", "asr", 1, 3, False),
+    ):
+        items.append(
+            b.job(
+                name,
+                ns,
+                backoff_limit=limit,
+                parallelism=parallelism,
+                ignore_disruption=ignore,
+                uid=f"uid-job-{name}",
+                created="2026-12-01T00:00:00Z",
+            )
+        )
+
     doc = {
         "apiVersion": "v1",
         "kind": "List",

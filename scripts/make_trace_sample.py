@@ -59,6 +59,9 @@ FILL = 0.86  # GPU asked for, as a share of capacity
 GANG_SHARE = 0.85  # of the whole-GPU pods, the share grouped into gangs
 
 # Waiting gangs: (namespace, name, queue, pods, GPUs per pod, CPU milli, memory MiB).
+# The waiting gangs' priority (PriorityClass batch-high): above the running batch work,
+# so the descheduler may move that work for them.
+WAITING_PRIORITY = 1000
 WAITING = [
     ("training", "llm-pretrain", "training", 2, 8, 64000, 262144),
     ("research", "vision-finetune", "research", 2, 4, 32000, 131072),
@@ -340,15 +343,19 @@ def build(trace_dir: Path) -> dict[str, Any]:
                     gang=name,
                     queue=queue,
                     labels={"app": name},
+                    priority_class="batch-high",
+                    priority=WAITING_PRIORITY,
                 )
             )
 
+    items += jobs_of(items)
     items += [
         b.queue("default", 1, state="Open"),
         b.queue("training", 4, state="Open"),
         b.queue("research", 2, state="Open"),
         b.queue("inference", 2, reclaimable=False, state="Open"),
         b.priority_class("serving", 10000),
+        b.priority_class("batch-high", WAITING_PRIORITY),
         pdb_json(
             "inference",
             "search-ranker",
@@ -373,6 +380,36 @@ def build(trace_dir: Path) -> dict[str, Any]:
         "metadata": {"annotations": {"corral.dev/snapshot-time": ts(TAKEN)}},
         "items": items,
     }
+
+
+def jobs_of(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A batch/v1 Job for every Job that owns pods, in order of first mention. How each
+    may move follows from its fields: ETL jobs retry (backoffLimit 6); training jobs
+    and gangs must not retry blindly (backoffLimit 0), and every other one has the
+    podFailurePolicy rule that does not count an eviction; notebooks tolerate 2."""
+    seen: dict[tuple[str, str], int] = {}
+    for x in items:
+        if x["kind"] != "Pod":
+            continue
+        ref = x["metadata"]["ownerReferences"][0]
+        if ref["kind"] == "Job":
+            key = (x["metadata"]["namespace"], ref["name"])
+            seen[key] = seen.get(key, 0) + 1
+    out = []
+    for i, ((ns, name), n) in enumerate(seen.items()):
+        limit = 6 if name.startswith("etl-") else 2 if name.startswith("notebook-") else 0
+        out.append(
+            b.job(
+                name,
+                ns,
+                backoff_limit=limit,
+                parallelism=n,
+                ignore_disruption=limit == 0 and i % 2 == 0,
+                uid=f"uid-job-{ns}-{name}",
+                created=ts(TAKEN - timedelta(hours=1)),
+            )
+        )
+    return out
 
 
 def write(doc: dict[str, Any], path: Path) -> None:

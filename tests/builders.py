@@ -231,3 +231,54 @@ def priority_class(name: str, value: int, *, global_default: bool | None = None)
     if global_default is not None:
         out["globalDefault"] = global_default
     return out
+
+
+# The podFailurePolicy rule that keeps an eviction from counting against backoffLimit.
+IGNORE_DISRUPTION = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}
+
+
+def job(
+    name: str,
+    namespace: str = "default",
+    *,
+    backoff_limit: int = 6,
+    parallelism: int = 1,
+    suspend: bool = False,
+    ignore_disruption: bool = False,
+    failed: int = 0,
+    uid: str | None = None,
+    created: str | None = None,
+    annotations: dict[str, str] | None = None,
+    owner: Json | None = None,
+) -> Json:
+    """A batch/v1 Job as the API returns it (the pod template left out: the descheduler
+    reads only the Job's own fields). ``ignore_disruption``: its podFailurePolicy
+    ignores the DisruptionTarget condition an eviction sets."""
+    meta: Json = {"name": name, "namespace": namespace}
+    if uid is not None:
+        meta["uid"] = uid
+    if created is not None:
+        meta["creationTimestamp"] = created
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    if owner is not None:
+        meta["ownerReferences"] = [owner]
+    meta["resourceVersion"] = "1"
+    spec: Json = {
+        "backoffLimit": backoff_limit,
+        "parallelism": parallelism,
+        "completions": parallelism,
+        "suspend": suspend,
+    }
+    if ignore_disruption:
+        spec["podFailurePolicy"] = {"rules": [dict(IGNORE_DISRUPTION)]}
+    status: Json = {"active": 0 if suspend else parallelism}
+    if failed:
+        status["failed"] = failed
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta,
+        "spec": spec,
+        "status": status,
+    }

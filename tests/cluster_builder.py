@@ -10,6 +10,8 @@ from typing import Any
 from tests import builders as b
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+# The priority of a gang built waiting whole (no member running), unless told.
+WAITING_PRIORITY = 1000
 EARLIER = "2026-12-02T08:00:00Z"  # four hours before NOW
 
 
@@ -40,7 +42,7 @@ def pod(
     gang: str | None = None,
     cpu: str = "4",
     memory: str = "16Gi",
-    owner_kind: str = "Job",
+    owner_kind: str = "ReplicaSet",
     owner: str | None = None,
     created: str = EARLIER,
     annotations: dict[str, str] | None = None,
@@ -51,7 +53,8 @@ def pod(
     phase: str | None = None,
     gpu_milli: int | None = None,
 ) -> dict[str, Any]:
-    """A pod owned by a controller (``owner_kind=""`` for none); ``gang`` ties it to a
+    """A pod owned by a controller (``owner_kind=""`` for none; by default a ReplicaSet,
+    which makes an evicted pod again: see :func:`job` for Jobs); ``gang`` ties it to a
     Volcano PodGroup of that name."""
     req: dict[str, str] = {"cpu": cpu, "memory": memory}
     ann = dict(annotations or {})
@@ -128,6 +131,10 @@ def gang(
     """A PodGroup and its pods: one running pod per entry of ``nodes`` (a node may
     repeat), and ``pending`` more waiting."""
     size = len(nodes) + pending
+    if not nodes and "priority" not in pod_kw and "priority_class" not in pod_kw:
+        # A gang that waits whole outranks the running ones (priority 0), so that room
+        # may be made for it (the descheduler moves only gangs of lower priority).
+        pod_kw["priority"] = WAITING_PRIORITY
     items = [
         podgroup(
             name,

@@ -38,9 +38,17 @@ def test_plan_on_the_small_sample_text(capsys: pytest.CaptureFixture[str]) -> No
         "Waiting gangs that cannot start after: speech/mpi-stale",
     ):
         assert expected in out, expected
-    # protected pods never show up as moved
+    # each move says how and at what priority; the Jobs are suspended, not killed
+    assert "make room: gang training/sweep-a (whole, 2 pods), suspend, priority 0" in out
+    assert "suspends Job training/sweep-a (resumed after)" in out
+    assert "make room: pod research/notebook-4, evict, priority 0" in out
+    # protected pods never show up as moved, and each says why it stays
+    moves = out.split("Plan:")[1].split("Waiting gangs the plan")[0]
+    kept = out.split("Running gangs not movable")[1].split("Before and after")[0]
     for never in ("sweep-c", "finetune-d", "tts-serve", "nvidia-device-plugin", "etcd-backup"):
-        assert f"/{never}" not in out.split("Plan:")[1].split("Before and after")[0], never
+        assert f"/{never}" not in moves, never
+    assert 'training/finetune-d-0 is annotated corral.dev/evictable: "false"' in kept
+    assert "inference/pod:tts-serve-0 (priority 0): queue inference is not reclaimable" in kept
 
 
 def test_plan_on_the_small_sample_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -67,6 +75,16 @@ def test_plan_on_the_small_sample_json(capsys: pytest.CaptureFixture[str]) -> No
     }
     assert doc["waiting_gangs_after"] == ["speech/mpi-stale"]
     assert doc["now"] == "2026-12-01T12:00:00Z"  # from the dump's snapshot-time annotation
+    how = {m["unit"]: (m["method"], m["priority"], m["workloads"]) for m in doc["moves"]}
+    assert how["training/sweep-a"] == ("suspend", 0, ["Job training/sweep-a"])
+    assert how["research/pod:notebook-4"] == ("evict", 0, [])
+    assert how["speech/mpi-stale"] == ("evict", 0, [])  # a stale gang is released, not held
+    assert doc["moves_by_method"] == {"suspend": 4, "evict": 4}
+    not_moved = {x["unit"]: x["reason"] for x in doc["not_moved"]}
+    assert not_moved["training/sweep-c"] == (
+        "disruption budget training/sweep-c allows 0 more disruption(s); the move needs 4"
+    )
+    assert not_moved["kube-system/pod:etcd-backup-cpu-0"].endswith("is a static (mirror) pod")
 
 
 @pytest.mark.slow

@@ -371,7 +371,16 @@ def test_podgroup_without_pods_waits_with_shapes_from_min_resources() -> None:
     items.append(
         podgroup("est", 1, phase="Pending", min_resources={"cpu": "4", "nvidia.com/gpu": "4"})
     )
+    # Known only by its PodGroup (priority 0, like the pods in its way): not lower
+    # than theirs, so nothing moves by default; with LowerOrEqualPriority they do.
     p = plan(state(items))
+    assert p.waiting_after == ["default/est"] and not p.moves
+    assert p.unserved[0].reason == (
+        "no gang it needs may be moved for it: pod default/s0 has priority 0, not lower "
+        "than 0 of default/est"
+    )
+    equal = parse_config({"eviction": {"victim_priority": "LowerOrEqualPriority"}})
+    p = plan(state(items), equal)
     assert p.waiting_before == ["default/est"] and p.waiting_after == []
     assert moved(p) == ["s0", "s1"]
 
@@ -449,12 +458,14 @@ def test_the_move_ledger_cools_down_pods_by_their_controller() -> None:
     """Pods without a PodGroup: their controller makes the replacement, so the ledger
     remembers the controller; s1a's Job moved 10 minutes ago, so s1b moves with s2a."""
     ten_min_ago = (NOW - timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    st = state(issue_3948(), ledger({"default/owner:Job/s1a": ten_min_ago}))
-    assert st.ledger.last_moved == {"default/owner:Job/s1a": NOW - timedelta(minutes=10)}
+    st = state(issue_3948(), ledger({"default/owner:ReplicaSet/s1a": ten_min_ago}))
+    assert st.ledger.last_moved == {"default/owner:ReplicaSet/s1a": NOW - timedelta(minutes=10)}
     p = plan(st)
     assert "s1a" not in moved(p) and p.waiting_after == []
     hours_ago = (NOW - timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    assert moved(plan(state(issue_3948(), ledger({"default/owner:Job/s1a": hours_ago})))) == [
+    assert moved(
+        plan(state(issue_3948(), ledger({"default/owner:ReplicaSet/s1a": hours_ago})))
+    ) == [
         "s1a",
         "s1b",
     ]

@@ -1,6 +1,9 @@
 """Invariants of the planner over generated clusters: never a partial gang beyond its
 extras, every victim fits again where the plan says, every limit and disruption budget
-held, protected pods never evicted, no gang kept from starting, deterministic."""
+held, protected pods never evicted, no gang kept from starting, deterministic; never a
+victim of higher priority than the gang it makes room for, never a gang moved for one
+whose pods say preemptionPolicy Never, never a pod moved in a way that loses it (a Job
+evicted past its backoffLimit, a pod that says safe-to-evict "false")."""
 
 from __future__ import annotations
 
@@ -13,15 +16,20 @@ import pytest
 from cluster_builder import NOW, as_list, gpu_node, pdb, pod, podgroup, queue
 from gangplace.engine import Snapshot
 from gangplace.engine.feasibility import fits
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from descheduler import Plan, parse_config, plan, state_from_list
 from descheduler.config import DeschedulerConfig
+from descheduler.units import build_views
+from tests import builders as b
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-PROTECTIONS = ["none"] * 8 + ["daemonset", "no-controller", "evictable", "local"]
+PROTECTIONS = ["none"] * 8 + ["daemonset", "no-controller", "evictable", "local", "safe-to-evict"]
+# Who owns a running gang's pods: a ReplicaSet, or one Job of the gang with backoffLimit 6,
+# backoffLimit 0, or backoffLimit 0 and the podFailurePolicy rule ignoring DisruptionTarget.
+OWNERS = ["ReplicaSet", "ReplicaSet", "job-6", "job-0", "job-0", "job-pfp"]
 
 
 @dataclass
@@ -33,6 +41,8 @@ class Running:
     queue: str
     budget: int | None
     age_h: int
+    priority: int = 0
+    owner: str = "ReplicaSet"
 
 
 running_st = st.builds(
@@ -44,9 +54,16 @@ running_st = st.builds(
     st.sampled_from(["a", "a", "b", "b", "locked"]),
     st.sampled_from([None, None, None, 0, 1, 8]),
     st.integers(0, 200),
+    st.sampled_from([0, 0, 0, 500, 1000, 5000]),
+    st.sampled_from(OWNERS),
 )
+# size, GPUs per pod, queue, priority, preemptionPolicy
 waiting_st = st.tuples(
-    st.integers(1, 3), st.sampled_from([1, 2, 4, 8]), st.sampled_from(["a", "b"])
+    st.integers(1, 3),
+    st.sampled_from([1, 2, 4, 8]),
+    st.sampled_from(["a", "b"]),
+    st.sampled_from([1000, 1000, 1000, 0, 500]),
+    st.sampled_from(["", "", "", "Never"]),
 )
 limits_st = st.fixed_dictionaries(
     {
@@ -62,7 +79,7 @@ limits_st = st.fixed_dictionaries(
 def build(
     node_gpus: list[int],
     gangs: list[Running],
-    waiting: list[tuple[int, int, str]],
+    waiting: list[tuple[int, int, str, int, str]],
     order: list[int],
     fill: float = 1.0,
 ) -> tuple[dict[str, Any], set[str]]:
@@ -105,6 +122,10 @@ def build(
                 kw["annotations"] = {"corral.dev/evictable": "false"}
             elif g.protection == "local":
                 kw["volumes"] = [{"name": "s", "emptyDir": {}}]
+            elif g.protection == "safe-to-evict":
+                kw["annotations"] = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
+            if g.owner != "ReplicaSet" and "owner_kind" not in kw:
+                kw["owner_kind"] = "Job"
             ann = {"scheduling.volcano.sh/queue-name": g.queue, **kw.pop("annotations", {})}
             created = f"2026-11-{1 + g.age_h // 24:02d}T{g.age_h % 24:02d}:00:00Z"
             pods.append(
@@ -119,11 +140,23 @@ def build(
                     created=created,
                     cpu="2",
                     memory="8Gi",
+                    priority=g.priority,
                     **kw,
                 )
             )
         if not pods:
             continue
+        if g.owner != "ReplicaSet":
+            items.append(
+                b.job(
+                    name,
+                    ns,
+                    backoff_limit=6 if g.owner == "job-6" else 0,
+                    parallelism=len(pods),
+                    ignore_disruption=g.owner == "job-pfp",
+                    uid=f"uid-owner-{name}",
+                )
+            )
         if g.protection != "none" or g.queue == "locked":
             protected.update(f"{ns}/{p['metadata']['name']}" for p in pods)
         items += pods
@@ -132,22 +165,24 @@ def build(
         )
         if g.budget is not None:
             items.append(pdb(f"pdb-{name}", {"app": name}, g.budget, namespace=ns))
-    for wi, (size, gpus, q) in enumerate(waiting):
+    for wi, (size, gpus, q, prio, policy) in enumerate(waiting):
         name = f"w{wi}"
         items.append(podgroup(name, size, namespace="wait", queue=q, phase="Pending"))
         for j in range(size):
-            items.append(
-                pod(
-                    f"{name}-{j}",
-                    "",
-                    gpus,
-                    namespace="wait",
-                    gang=name,
-                    cpu="2",
-                    memory="8Gi",
-                    annotations={"scheduling.volcano.sh/queue-name": q},
-                )
+            x = pod(
+                f"{name}-{j}",
+                "",
+                gpus,
+                namespace="wait",
+                gang=name,
+                cpu="2",
+                memory="8Gi",
+                annotations={"scheduling.volcano.sh/queue-name": q},
+                priority=prio,
             )
+            if policy:
+                x["spec"]["preemptionPolicy"] = policy
+            items.append(x)
     return as_list(items), protected
 
 
@@ -185,6 +220,42 @@ def check_plan(doc: dict[str, Any], p: Plan, cfg: DeschedulerConfig, protected: 
 
     # protected pods and non-reclaimable queues are never touched
     assert not (set(evicted) & protected)
+
+    # priority is a rule: a victim outranks nobody it makes room for; a waiting gang
+    # that says preemptionPolicy Never gets no room made
+    prio = {v.key: v.priority for v in build_views(st_, cfg.queue_default).values()}
+    never = {
+        f"{pp.namespace}/{pp.annotations['scheduling.k8s.io/group-name']}"
+        for pp in snap.pods
+        if pp.preemption_policy == "Never"
+    }
+    for m in p.moves:
+        assert m.priority == prio[m.unit]
+        if m.for_gang is not None:
+            assert m.for_gang not in never
+            if cfg.eviction.victim_priority == "LowerPriority":
+                assert m.priority < prio[m.for_gang], (m.unit, m.for_gang)
+            else:
+                assert m.priority <= prio[m.for_gang], (m.unit, m.for_gang)
+
+    # never a pod moved in a way that loses it
+    jobs = {
+        (o["metadata"]["namespace"], o["metadata"]["name"]): o
+        for o in doc["items"]
+        if o["kind"] == "Job"
+    }
+    for m in p.moves:
+        owners = {(pods[pm.key].owner_kind, pods[pm.key].owner_name) for pm in m.pods}
+        if m.method == "suspend":
+            assert not m.partial and m.kind != "release-stale"
+            assert owners == {("Job", name) for _, _, name in (w.split("/") for w in m.workloads)}
+            continue
+        for kind, name in owners:
+            assert kind in ("ReplicaSet", "Job"), kind
+            if kind == "Job":
+                spec = jobs[(m.namespace, name)]["spec"]
+                n = sum(1 for pm in m.pods if pods[pm.key].owner_name == name)
+                assert "podFailurePolicy" in spec or n <= spec["backoffLimit"]
 
     # limits
     lim = cfg.limits
@@ -244,15 +315,19 @@ def check_plan(doc: dict[str, Any], p: Plan, cfg: DeschedulerConfig, protected: 
     st.floats(0.3, 0.8),
     limits_st,
     st.sampled_from(["binpack", "fgd"]),
+    st.sampled_from(["LowerPriority", "LowerOrEqualPriority"]),
+    st.booleans(),
 )
 def test_plan_invariants(
     node_gpus: list[int],
     gangs: list[Running],
-    waiting: list[tuple[int, int, str]],
+    waiting: list[tuple[int, int, str, int, str]],
     order: list[int],
     fill: float,
     limits: dict[str, Any],
     policy: str,
+    victim_priority: str,
+    suspend: bool,
 ) -> None:
     doc, protected = build(node_gpus, gangs, waiting, order, fill)
     cfg = parse_config(
@@ -260,6 +335,8 @@ def test_plan_invariants(
             "limits": limits,
             "scheduling": {"policy": policy},
             "defragment": {"min_gain_gpus": 0.1, "min_total_gain_gpus": 0.1},
+            "eviction": {"victim_priority": victim_priority},
+            "moves": {"suspend": suspend},
         }
     )
     st_ = state_from_list(doc, NOW)
@@ -267,6 +344,8 @@ def test_plan_invariants(
     p = plan(st_, cfg)
     assert st_.snapshot.state() == fingerprint, "the planner changed its input"
     check_plan(doc, p, cfg, protected)
+    for m in p.moves:
+        event(f"{m.kind} by {m.method}")
     again = plan(state_from_list(doc, NOW), cfg)
     assert again.to_dict() == p.to_dict(), "not deterministic"
 
@@ -280,28 +359,40 @@ small_st = st.builds(
     st.sampled_from(["a", "b"]),
     st.sampled_from([None] * 6 + [0, 1]),
     st.integers(0, 200),
+    st.sampled_from([0, 0, 0, 5000]),
+    st.sampled_from(OWNERS),
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.integers(3, 6),
     st.lists(small_st, min_size=4, max_size=16),
-    st.tuples(st.integers(1, 2), st.sampled_from([4, 6, 8]), st.just("b")),
+    st.tuples(
+        st.integers(1, 2),
+        st.sampled_from([4, 6, 8]),
+        st.just("b"),
+        st.sampled_from([1000, 1000, 1000, 0, 5000]),
+        st.sampled_from(["", "", "", "", "Never"]),
+    ),
     st.one_of(st.just(list(range(64))), st.lists(st.integers(0, 50), min_size=1, max_size=20)),
     st.floats(0.25, 0.6),
     st.one_of(st.just({}), limits_st),
+    st.sampled_from(["LowerPriority", "LowerOrEqualPriority"]),
 )
 def test_plan_invariants_when_small_jobs_scatter(
     n_nodes: int,
     gangs: list[Running],
-    waiting: tuple[int, int, str],
+    waiting: tuple[int, int, str, int, str],
     order: list[int],
     fill: float,
     limits: dict[str, Any],
+    victim_priority: str,
 ) -> None:
     """Small jobs scattered over 8-GPU nodes and a big gang waiting: moves are the rule."""
     doc, protected = build([8] * n_nodes, gangs, [waiting], order, fill)
-    cfg = parse_config({"limits": limits})
+    cfg = parse_config({"limits": limits, "eviction": {"victim_priority": victim_priority}})
     p = plan(state_from_list(doc, NOW), cfg)
     check_plan(doc, p, cfg, protected)
+    for m in p.moves:
+        event(f"{m.kind} by {m.method}")

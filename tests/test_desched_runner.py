@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from cluster_builder import NOW, as_list, gang, gpu_node, pod
 
-from descheduler import DeschedulerConfig, Move, Plan, state_from_list
+from descheduler import DeschedulerConfig, Move, Plan, parse_config, state_from_list
 from descheduler.metrics import Metrics
 from descheduler.runner import (
     EXIT_FAILED,
@@ -20,12 +20,14 @@ from descheduler.runner import (
     GangEvent,
     Outcome,
     PodResult,
+    Resumed,
     RunnerIO,
     RunResult,
     run_loop,
     run_once,
 )
 from descheduler.state import ClusterState
+from tests import builders as b
 
 
 def two_gang_cluster() -> ClusterState:
@@ -127,15 +129,43 @@ async def test_a_refusal_mid_gang_stops_the_run_loudly() -> None:
     first = probe.plan.moves[0]
     assert first.unit == "default/pair" and len(first.pods) == 2
     fake = FakeCluster(state, {first.pods[1].name: Outcome.REFUSED})
-    result = await run_once(fake.io(), DeschedulerConfig())
+    io = fake.io()
+    io.retry_pause = 0.01
+    quick = parse_config({"moves": {"retry_deadline": 0.1}})
+    result = await run_once(io, quick)
     assert result.exit_code == EXIT_FAILED
-    assert result.outcomes[0].status == "broken"
+    assert result.outcomes[0].status == "partially-moved"
     assert result.stopped and "stops evicting" in result.stopped
-    assert fake.calls == [first.unit]  # nothing after the broken gang
+    # the rest of the gang was retried until the deadline, nothing after it was tried
+    assert set(fake.calls) == {first.unit} and len(fake.calls) > 2
+    assert fake.evicted == [first.pods[0].name]
     assert all(o.status == "not-attempted" for o in result.outcomes[1:])
     (event,) = fake.events
     assert event.type == "Warning" and event.reason == "GangEvictionIncomplete"
     assert event.podgroup == first.podgroup and "1 of 2" in event.message
+
+
+async def test_a_refusal_mid_gang_is_retried_until_it_goes() -> None:
+    """The budget frees up within the deadline: the gang is moved whole after all."""
+    state = two_gang_cluster()
+    first = (await run_once(FakeCluster(state).io(), DeschedulerConfig(), dry_run=True)).plan.moves[
+        0
+    ]
+    fake = FakeCluster(state, {first.pods[1].name: Outcome.REFUSED})
+    io = fake.io()
+    io.retry_pause = 0.01
+    real = io.evict_gang
+
+    async def refuse_twice(move: Move, message: str) -> Sequence[PodResult]:
+        if fake.calls.count(first.unit) == 2:
+            fake.script.clear()
+        return await real(move, message)
+
+    io.evict_gang = refuse_twice
+    result = await run_once(io, parse_config({"moves": {"retry_deadline": 5}}))
+    assert result.outcomes[0].status == "evicted" and result.exit_code == EXIT_OK
+    assert fake.calls[:3] == [first.unit] * 3
+    assert sorted(fake.evicted[:2]) == sorted(p.name for p in first.pods)
 
 
 async def test_budget_refusal_before_any_eviction_skips_the_gang_and_goes_on() -> None:
@@ -316,3 +346,60 @@ async def test_an_interruption_stops_between_gangs() -> None:
     assert len(fake.calls) == 1 and result.exit_code == EXIT_OK
     assert result.stopped == "SIGTERM received: the run stops evicting"
     assert {o.status for o in result.outcomes[1:]} == {"not-attempted"}
+
+
+def job_cluster() -> ClusterState:
+    """7/6/7 with the two 1-GPU pods of n1 each a Job of backoffLimit 0: suspended."""
+    items: list[Any] = [gpu_node(f"n{i}") for i in range(3)]
+    items += [pod("big-0", "n0", 7, owner_kind=""), pod("big-2", "n2", 7, owner_kind="")]
+    items += [pod("big-1", "n1", 4, owner_kind="")]
+    for name in ("s1", "s2"):
+        items.append(pod(name, "n1", 1, owner_kind="Job", owner=name))
+        items.append(b.job(name, backoff_limit=0, uid=f"uid-owner-{name}"))
+    items += gang("llm", [], 4, pending=1)
+    return state_from_list(as_list(items), NOW)
+
+
+async def test_suspend_moves_go_through_suspend_and_are_counted_by_method() -> None:
+    fake = FakeCluster(job_cluster())
+    suspended: list[str] = []
+    order: list[str] = []
+
+    async def suspend_gang(move: Move, message: str) -> Sequence[PodResult]:
+        assert move.method == "suspend" and move.workloads
+        assert message.startswith("corral plan-") and move.reason in message
+        suspended.append(move.unit)
+        return [PodResult(p.namespace, p.name, Outcome.SUSPENDED) for p in move.pods]
+
+    async def resume() -> list[Resumed]:
+        order.append("resume")
+        return [Resumed("Job default/old", "resume", "gang default/x is bound")]
+
+    async def settle(plan: Plan, outcomes: Sequence[Any]) -> list[Resumed]:
+        order.append("settle")
+        assert {o.status for o in outcomes} == {"suspended"}
+        return [Resumed("Job default/s1", "resume", "bound", ok=False, message="409")]
+
+    io = fake.io()
+    io.suspend_gang, io.resume, io.settle = suspend_gang, resume, settle
+    result = await run_once(io, DeschedulerConfig())
+    assert sorted(suspended) == ["default/pod:s1", "default/pod:s2"] and fake.calls == []
+    assert order == ["resume", "settle"]
+    assert [r.action for r in result.resumed] == ["resume", "resume"]
+    assert result.exit_code == EXIT_FAILED  # a resume that failed is reported
+    assert {e.reason for e in fake.events} == {"GangSuspended"}
+    assert all(e.workloads for e in fake.events)
+    m = Metrics()
+    m.observe(result)
+    reg = m.registry
+    moves = {"method": "suspend", "outcome": "suspended"}
+    assert reg.get_sample_value("corral_descheduler_moves_total", moves) == 2
+    assert reg.get_sample_value("corral_descheduler_evictions_total", {"result": "evicted"}) is None
+    for result_, n in (("ok", 1), ("failed", 1)):
+        labels = {"action": "resume", "result": result_}
+        assert reg.get_sample_value("corral_descheduler_resumptions_total", labels) == n
+    # dry run: neither suspends nor resumes
+    order.clear()
+    suspended.clear()
+    dry = await run_once(io, DeschedulerConfig(), dry_run=True)
+    assert {o.status for o in dry.outcomes} == {"dry-run"} and not suspended and not order

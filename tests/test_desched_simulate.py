@@ -132,6 +132,9 @@ def test_simulate_json_has_gangplace_keys_and_the_moves(
     assert len(doc["rounds"]) == 12  # every 10% up to 130%, the last point past the end
     assert all(r["pods_moved"] <= 50 for r in doc["rounds"])
     assert doc["pods_moved"] == sum(r["pods_moved"] for r in doc["rounds"])
+    # the replay's pods are ReplicaSet pods: every move is an eviction, counted by method
+    assert doc["pods_moved_by_method"] == {"evict": doc["pods_moved"], "suspend": 0}
+    assert all(sum(r["pods_moved_by_method"].values()) == r["pods_moved"] for r in doc["rounds"])
     w = doc["without_moves"]
     assert doc["unallocated_gain_pct"] == pytest.approx(
         w["unallocated_gpu_pct"] - doc["unallocated_gpu_pct"], abs=0.011
@@ -143,6 +146,7 @@ def test_simulate_at_points_and_text(files: list[str], capsys: pytest.CaptureFix
     assert code == 0
     assert "policy corral" in out and "% arrived: allocated" in out
     assert "pods moved" in out and "in 2 planning rounds of at most 50" in out
+    assert "moves by method: " in out and " pods evicted" in out
 
 
 @pytest.mark.parametrize(

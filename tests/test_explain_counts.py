@@ -97,6 +97,4 @@ def test_explain_matches_asking_node_by_node(seed: int) -> None:
     for _ in range(8):
         shape = random_shape(rng)
         limit = rng.choice((2, 4, 20))
-        assert explain(snap, shape, "w-0", limit) == explain_node_by_node(
-            snap, shape, "w-0", limit
-        )
+        assert explain(snap, shape, "w-0", limit) == explain_node_by_node(snap, shape, "w-0", limit)

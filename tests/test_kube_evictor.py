@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from gangplace.engine import EngineConfig
@@ -32,6 +33,11 @@ class Sleeps:
 
     async def __call__(self, seconds: float) -> None:
         self.delays.append(seconds)
+
+
+def real_evictions(api: ApiServer) -> list[Any]:
+    """POSTed Evictions that were not dry runs (each gang is dry-run first)."""
+    return [r for r in api.requests("POST", "/eviction") if "dryRun" not in r.query]
 
 
 def target(store: ApiStore, ns: str, name: str, **kw: str) -> EvictionTarget:
@@ -76,7 +82,7 @@ async def test_limits_are_never_exceeded(
         assert exists(store, r.target.namespace, r.target.name) is (
             r.outcome is not Outcome.EVICTED
         )
-    assert len(api.requests("POST", "/eviction")) == len(evicted)
+    assert len(real_evictions(api)) == len(evicted)
     assert ev.summary() == {"evicted": len(evicted), "skipped-by-limit": len(skipped)}
 
 
@@ -120,7 +126,7 @@ async def test_a_budget_refusal_is_a_clear_result(api: ApiServer, kube: KubeClie
     assert "after 3 attempt(s)" in result.message and result.attempts == 3
     assert len(sleeps.delays) == 2 and all(0 < d <= 2 for d in sleeps.delays)
     assert exists(store, "ns1", "w0")
-    assert len(api.requests("POST", "/eviction")) == 3
+    assert len(real_evictions(api)) == 3
     assert ev.limits.used.total() == 0  # a refused pod gives its share of the limits back
 
 
@@ -147,7 +153,7 @@ async def test_retries_are_bounded(api: ApiServer, kube: KubeClient) -> None:
     assert result.outcome is Outcome.FAILED
     assert "500" in result.message and "etcd is unwell" in result.message
     assert result.attempts == 4 and len(sleeps.delays) == 3
-    assert len(api.requests("POST", "/eviction")) == 4
+    assert len(real_evictions(api)) == 4
 
 
 async def test_throttling_is_not_a_budget_refusal(api: ApiServer, kube: KubeClient) -> None:
@@ -267,13 +273,13 @@ async def test_gang_is_checked_against_budgets_first(api: ApiServer, kube: KubeC
     )
     results = await ev.evict_gang(gang)
     assert [r.outcome for r in results] == [Outcome.REFUSED_BY_PDB] * 2
-    assert not api.requests("POST", "/eviction")
+    assert not real_evictions(api)
     assert (await ev.check_gang_pdbs(gang[:1])).allowed
     # Budgets that cannot be read stop the gang too, with a result per member.
     api.faults.fail(503, times=1, path="/poddisruptionbudgets$")
     results = await ev.evict_gang(gang[:1])
     assert results[0].outcome is Outcome.FAILED and "could not be read" in results[0].message
-    assert not api.requests("POST", "/eviction")
+    assert not real_evictions(api)
 
 
 async def test_gang_stops_when_its_first_member_is_refused(
@@ -288,15 +294,47 @@ async def test_gang_stops_when_its_first_member_is_refused(
     )
     ev = Evictor(kube, plan="p", max_attempts=1, limits=[Budget.per_run(3)], sleep=Sleeps())
     gang = [target(store, "ns1", f"g{i}") for i in range(3)]
-    results = await ev.evict_gang(gang, check_pdbs=False)
+    results = await ev.evict_gang(gang, check_pdbs=False, dry_run_first=False)
     assert [r.outcome for r in results] == [
         Outcome.REFUSED_BY_PDB,
         Outcome.ABORTED,
         Outcome.ABORTED,
     ]
     assert "refused-by-pdb" in results[1].message
-    assert len(api.requests("POST", "/eviction")) == 1
+    assert len(real_evictions(api)) == 1
     assert ev.limits.used.total() == 0
+
+
+async def test_a_dry_run_of_every_member_comes_first(api: ApiServer, kube: KubeClient) -> None:
+    """The budgets as the API server sees them at that moment: a member whose dry-run
+    eviction is refused keeps the whole gang in place, with no real eviction sent."""
+    store = api.store
+    store.load([o.pod(f"g{i}", "ns1", node="n1", labels={"app": "g"}) for i in range(3)])
+    store.load([o.pod("h0", "ns1", node="n1", labels={"app": "h"})])
+    store.create(
+        store.resource("poddisruptionbudgets", "policy"),
+        "ns1",
+        o.pdb("h", "ns1", match_labels={"app": "h"}, min_available=1),
+    )
+    ev = Evictor(kube, plan="p", max_attempts=1, limits=[Budget.per_run(4)], sleep=Sleeps())
+    gang = [target(store, "ns1", n) for n in ("g0", "g1", "h0", "g2")]
+    results = await ev.evict_gang(gang, check_pdbs=False)
+    assert [r.outcome for r in results] == [
+        Outcome.ABORTED,
+        Outcome.ABORTED,
+        Outcome.REFUSED_BY_PDB,
+        Outcome.ABORTED,
+    ]
+    assert "dry-run eviction of ns1/h0" in results[2].message
+    dry = [r for r in api.requests("POST", "/eviction") if r.query.get("dryRun") == "All"]
+    assert [r.path.split("/pods/")[1] for r in dry] == ["g0/eviction", "g1/eviction", "h0/eviction"]
+    assert not real_evictions(api)
+    assert all(exists(store, "ns1", n) for n in ("g0", "g1", "g2", "h0"))
+    assert ev.limits.used.total() == 0
+    # Without the refusing member the gang goes whole, dry run first.
+    results = await ev.evict_gang([gang[0], gang[1], gang[3]], check_pdbs=False)
+    assert {r.outcome for r in results} == {Outcome.EVICTED}
+    assert len(real_evictions(api)) == 3
 
 
 async def test_gang_over_a_limit_is_skipped_whole(api: ApiServer, kube: KubeClient) -> None:
@@ -314,7 +352,8 @@ async def test_gang_follows_through_once_started(api: ApiServer, kube: KubeClien
     store.load([o.pod(f"g{i}", "ns1", node="n1") for i in range(3)])
     api.faults.fail(500, times=-1, method="POST", path="/pods/g1/eviction$")
     ev = Evictor(kube, plan="p", max_attempts=2, sleep=Sleeps())
-    results = await ev.evict_gang([target(store, "ns1", f"g{i}") for i in range(3)])
+    gang = [target(store, "ns1", f"g{i}") for i in range(3)]
+    results = await ev.evict_gang(gang, dry_run_first=False)
     assert [r.outcome for r in results] == [Outcome.EVICTED, Outcome.FAILED, Outcome.EVICTED]
 
 
@@ -336,7 +375,7 @@ async def test_guard_stops_evictions(api: ApiServer, kube: KubeClient) -> None:
     )
     assert [r.outcome for r in results] == [Outcome.EVICTED, Outcome.ABORTED, Outcome.ABORTED]
     assert (await ev.evict(target(store, "ns1", "g1"))).outcome is Outcome.ABORTED
-    assert len(api.requests("POST", "/eviction")) == 1
+    assert len(real_evictions(api)) == 1
 
 
 def test_disruption_check_rules() -> None:

@@ -34,10 +34,10 @@ def test_every_declared_call_is_attributed_and_nothing_else() -> None:
 
 
 def test_an_unattributed_call_is_reported() -> None:
-    extra = ApiCall("delete", "scheduling.volcano.sh", "podgroups", why="webhook: PodGroups")
+    extra = ApiCall("delete", "scheduling.volcano.sh", "queues", why="webhook: Queues")
     problems = rbac.attribution_problems((*API_CALLS, extra))
     assert len(problems) == 1
-    assert "delete podgroups.scheduling.volcano.sh" in problems[0]
+    assert "delete queues.scheduling.volcano.sh" in problems[0]
     assert "attributed to no component" in problems[0] and "make manifests" in problems[0]
 
 
@@ -88,9 +88,20 @@ def test_rules_are_merged_sorted_and_named_only_where_rbac_can() -> None:
     )
     for r in cluster:
         assert r["resources"] == sorted(r["resources"])
-    # the descheduler patches PodGroups (its marks), and nothing else it reads
+    # the descheduler patches PodGroups (its marks) and the workloads it suspends and
+    # resumes, nothing else it reads; it deletes only PodGroups (of suspended gangs)
     patched = {res for r in cluster if "patch" in r["verbs"] for res in r["resources"]}
-    assert patched == {"podgroups"}
+    assert patched == {
+        "podgroups",
+        "jobs",
+        "jobsets",
+        "pytorchjobs",
+        "tfjobs",
+        "mpijobs",
+        "rayjobs",
+    }
+    deleted = {res for r in cluster if "delete" in r["verbs"] for res in r["resources"]}
+    assert deleted == {"podgroups"}
     # the webhook writes nothing in every install: its PodGroups come with the backend,
     # its Secret and caBundle with self-signed certificates
     verbs = {v for r in rbac.rules(rbac.WEBHOOK) for v in r["verbs"]}

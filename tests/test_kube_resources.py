@@ -21,6 +21,7 @@ from gangplace.kube.resources import (
     COSCHED_PODGROUPS,
     NODES,
     PODS,
+    SUSPENDABLE_WORKLOADS,
     VOLCANO_PODGROUPS,
     VOLCANO_QUEUES,
     WORKLOADS,
@@ -122,12 +123,39 @@ async def test_api_calls_match_the_wire(api: ApiServer, kube: KubeClient) -> Non
     for unit in ("ns1/a", "ns1/b"):
         await ledger.record("last_moved", unit, datetime(2026, 12, 2, tzinfo=UTC), 3600)
     await webhook_calls(api, kube)
+    await descheduler_workload_calls(api, kube)
     await demo_calls(api, kube)
     declared = {(c.verb, c.group, c.resource, c.subresource) for c in API_CALLS}
     seen = wire_calls(api)
     assert seen - declared == set(), "calls made but not declared in API_CALLS"
     assert declared - seen == set(), "calls declared but never made: drop them or test them"
     assert all(c.why for c in API_CALLS)
+
+
+async def descheduler_workload_calls(api: ApiServer, kube: KubeClient) -> None:
+    """What the descheduler does to workloads: informers of each kind it reads, a merge
+    patch of each it suspends, and a PodGroup of a suspended gang removed and made again
+    (both APIs). Run after :func:`webhook_calls`, which registers the workload kinds."""
+    from descheduler import DeschedulerConfig
+    from descheduler.kube import ClusterView
+
+    view = ClusterView(kube, DeschedulerConfig(), ledger_namespace="corral")
+    await view.start()
+    try:
+        await view.wait_synced(5)
+        await asyncio.sleep(0.05)  # the watches are open
+    finally:
+        await view.stop()
+    merge = "application/merge-patch+json"
+    for r in SUSPENDABLE_WORKLOADS:
+        body = {"apiVersion": r.api_version, "kind": r.kind, "metadata": {"name": "w"}}
+        api.store.create(api.store.resource(r.plural, r.group), "ns1", body)
+        note = {"metadata": {"annotations": {"corral.dev/suspended-by": "{}"}}}
+        await kube.patch(r, "w", note, namespace="ns1", content_type=merge)
+    for res in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS):
+        body = {"apiVersion": res.api_version, "kind": "PodGroup", "metadata": {"name": "sg"}}
+        await kube.create(res, body, namespace="ns1")
+        await kube.delete(res, "sg", namespace="ns1")
 
 
 async def webhook_calls(api: ApiServer, kube: KubeClient) -> None:

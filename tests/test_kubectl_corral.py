@@ -24,6 +24,7 @@ from descheduler.planner import plan
 from descheduler.state import state_from_objects
 from kubectl_corral.cli import run
 from kubectl_corral.kubeconfig import context_namespace
+from tests import builders as b
 from tests.kubeapi import ApiServer, Faults
 from tests.kubeapi import objects as o
 
@@ -236,6 +237,50 @@ async def test_explain_pods_the_webhook_left_alone(cluster: tuple[ApiServer, Pat
     _, out, _ = await corral(kc, "explain", "loner", "-n", "other")
     assert "Namespace:    not opted in" in out
     assert "namespace other is not opted in" in out
+
+
+async def test_explain_says_how_the_descheduler_would_move_a_gang(
+    cluster: tuple[ApiServer, Path],
+) -> None:
+    """A running Job's pod: its gang is moved by suspending the Job; a Job a person
+    suspended is neither moved nor waiting; a pod under safe-to-evict "false" never moves."""
+    api, kc = cluster
+    job = b.job("etl", "ml", backoff_limit=0, uid="uid-etl")
+    api.store.load([job])
+    etl = b.pod(
+        "etl-0",
+        "ml",
+        requests={"cpu": "1"},
+        node="gpu-a",
+        owner=b.owner_ref("Job", "etl", uid="uid-etl"),
+    )
+    kept = b.pod(
+        "kept-0",
+        "ml",
+        requests={"cpu": "1"},
+        node="gpu-a",
+        owner=b.owner_ref("ReplicaSet", "kept", api="apps/v1", uid="uid-kept"),
+        annotations={"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"},
+    )
+    api.store.load([etl, kept])
+    _, out, err = await corral(kc, "explain", "etl-0")
+    assert "Descheduler:  may be moved by suspend (suspend Job ml/etl" in out, err
+    assert "only for a waiting gang of higher priority, or to defragment" in out
+    _, out, _ = await corral(kc, "explain", "kept-0")
+    assert (
+        "Descheduler:  not moved: pod ml/kept-0 is annotated "
+        'cluster-autoscaler.kubernetes.io/safe-to-evict: "false"'
+    ) in out
+    api.store.replace(
+        api.store.resource("jobs", "batch"),
+        "ml",
+        "etl",
+        {**job, "spec": {**job["spec"], "suspend": True}},
+    )
+    _, out, _ = await corral(kc, "explain", "etl-0")
+    assert (
+        "Descheduler:  not moved: Job ml/etl is suspended (not by corral): it is not waiting" in out
+    )
 
 
 async def test_explain_a_missing_pod(cluster: tuple[ApiServer, Path]) -> None:

@@ -1,6 +1,6 @@
 """The planner's input: the engine's snapshot plus the objects that decide who may be
 moved and who is waiting, and the time ("now") the plan is made for. Built from a
-``kubectl get nodes,pods,pdb,podgroups,queues,priorityclasses -A -o json`` List."""
+``kubectl get nodes,pods,pdb,podgroups,queues,priorityclasses,jobs -A -o json`` List."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from gangplace.engine.objects import (
     priority_class_from_json,
     queue_from_json,
 )
+from gangplace.engine.workloads import WORKLOAD_KINDS, WorkloadRecord, workload_from_json
 
 from .objects import MOVE_LEDGER, MoveLedger, StateError, drf_queue, ledger_from_json
 
@@ -36,6 +37,8 @@ class ClusterState:
     queues: dict[str, Queue] = field(default_factory=dict)
     priority_classes: dict[str, int] = field(default_factory=dict)
     ledger: MoveLedger = field(default_factory=MoveLedger)
+    # The pods' owners with a say in how a gang may move, by ``ns/Kind/name``.
+    workloads: dict[str, WorkloadRecord] = field(default_factory=dict)
 
 
 def _resolve_priorities(snap: Snapshot, classes: Mapping[str, int]) -> None:
@@ -51,8 +54,8 @@ def state_from_objects(
     objects: Iterable[Mapping[str, Any]] = (),
 ) -> ClusterState:
     """A state from a snapshot and the other objects (PodGroups, Queues, PDBs,
-    PriorityClasses, and the descheduler's move ledger ConfigMap; anything else is
-    ignored)."""
+    PriorityClasses, the workloads of :data:`WORKLOAD_KINDS`, and the descheduler's
+    move ledger ConfigMap; anything else is ignored)."""
     if now.tzinfo is None:
         raise StateError("now must be an aware datetime (UTC)")
     cfg = snapshot.config
@@ -70,6 +73,9 @@ def state_from_objects(
         elif kind == "PriorityClass":
             pc = priority_class_from_json(obj)
             state.priority_classes[pc.name] = pc.value
+        elif kind in WORKLOAD_KINDS:
+            w = workload_from_json(obj)
+            state.workloads[w.key] = w
         elif kind == "ConfigMap" and (obj.get("metadata") or {}).get("name") == MOVE_LEDGER:
             state.ledger = ledger_from_json(obj)
     _resolve_priorities(snapshot, state.priority_classes)
@@ -87,6 +93,13 @@ def state_from_list(
     bad = next((i for i, x in enumerate(items) if not isinstance(x, dict)), None)
     if bad is not None:
         raise StateError(f"items[{bad}] is not an object")
+    for i, x in enumerate(items):
+        if "metadata" not in x or x["metadata"] is None:
+            raise StateError(f"items[{i}] ({x.get('kind') or 'no kind'}) has no metadata")
+        if not isinstance(x["metadata"], dict):
+            raise StateError(
+                f"items[{i}] ({x.get('kind') or 'no kind'}): metadata is not an object"
+            )
     try:
         snap = Snapshot.from_list(doc, config)
     except SnapshotError as e:

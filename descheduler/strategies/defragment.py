@@ -32,7 +32,7 @@ from gangplace.engine import PodShape, Snapshot
 from gangplace.engine.fragmentation import TargetWorkload, frag_amount, table_for
 from gangplace.engine.policies.corral import cpu_per_gpu_milli, cpu_stranded
 
-from ..context import PlanContext, Victim
+from ..context import PlanContext, Victim, move_way
 from ..plan import Move, PodMove
 from ..simulate import try_move
 
@@ -138,12 +138,16 @@ def _units(ctx: PlanContext, with_cpu_only: bool) -> list[Victim]:
             continue
         if len(placed) <= cfg.max_pods_per_move:
             has_gpu = with_cpu_only or any(p.shape.is_gpu for p in placed)
-            if has_gpu and ctx.refusal(placed, v.queue) is None:
-                out.append(ctx.victim(v))
+            if has_gpu:
+                whole = ctx.victim(v)
+                if ctx.victim_refusal(whole) is None:
+                    out.append(whole)
         elif v.is_gang and v.extras > 0 and len(v.running) == len(placed):
             for p in placed:
-                if (with_cpu_only or p.shape.is_gpu) and ctx.refusal([p], v.queue) is None:
-                    out.append(ctx.victim(v, [p]))
+                if with_cpu_only or p.shape.is_gpu:
+                    one = ctx.victim(v, [p])
+                    if ctx.victim_refusal(one) is None:
+                        out.append(one)
     return out
 
 
@@ -206,6 +210,7 @@ def _candidates(ctx: PlanContext, measure: Measure, now: FloatArray) -> list[Vic
     order = sorted(
         (i for i in range(len(victims)) if est[i] > 0),
         key=lambda i: (
+            victims[i].view.priority,  # the lowest priority first
             ctx.tier(victims[i].view),  # queues above their deserved share first
             -est[i] / max(victims[i].cost, 1e-9),
             victims[i].cost,
@@ -241,7 +246,9 @@ def defragment(ctx: PlanContext) -> list[Move]:
         gain, _ = _attempt(ctx, v, measure, now, None)
         if gain >= floor and gain > 0:
             scored.append((gain / max(v.cost, 1e-9), gain, v))
-    scored.sort(key=lambda t: (ctx.tier(t[2].view), -t[0], -t[1], t[2].view.key))
+    scored.sort(
+        key=lambda t: (t[2].view.priority, ctx.tier(t[2].view), -t[0], -t[1], t[2].view.key)
+    )
     token = snap.fork()
     saved = ctx.budget.snapshot()
     moves: list[Move] = []
@@ -254,7 +261,7 @@ def defragment(ctx: PlanContext) -> list[Move]:
         room = v.view.extras - taken.get(key, 0) if v.partial else 0 if key in taken else 1
         if room < (len(v.pods) if v.partial else 1):
             continue
-        if ctx.refusal(v.pods, v.view.queue) is not None:
+        if ctx.victim_refusal(v) is not None:
             continue
         gain, targets = _attempt(ctx, v, measure, now, max(floor, 1e-9))
         if not (gain >= floor and gain > 0):
@@ -305,4 +312,5 @@ def _move(v: Victim, targets: Targets, gain: float, weight: float) -> Move:
         reason=f"moves {who}: {what} falls by {gain / 1000:.2f} GPUs",
         podgroup=pg.name if pg is not None else None,
         podgroup_api=pg.api_group if pg is not None else None,
+        **move_way(v),
     )

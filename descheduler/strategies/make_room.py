@@ -31,7 +31,7 @@ from gangplace.engine import PodRecord, PodShape, place_gang
 from gangplace.engine.feasibility import member_capacity
 from gangplace.engine.timeparse import format_duration, format_time
 
-from ..context import TIER_PENALTY, PlanContext, Victim
+from ..context import TIER_PENALTY, PlanContext, Victim, move_way
 from ..plan import Move, PodMove, Unserved
 from ..simulate import Trial, freed, remove_pods, try_move
 from ..units import Demand, GangView
@@ -269,6 +269,7 @@ def _node_option(
     shape: PodShape,
     target: int,
     excluded: set[str],
+    d: Demand,
     refused: list[str] | None = None,
 ) -> NodeOption | None:
     snap = ctx.snap
@@ -294,7 +295,7 @@ def _node_option(
     for v in _unit_options(ctx, pods_here, node):
         if v.view.key in excluded:
             continue
-        no = ctx.refusal(v.pods, v.view.queue)
+        no = ctx.outranked(v.view, d) or ctx.victim_refusal(v)
         if no is not None:
             if refused is not None:
                 refused.append(no)
@@ -379,7 +380,7 @@ def _merge(
     saved = budget.snapshot()
     try:
         for v in out.values():
-            if budget.refusal(v.pods, v.view.queue) is not None:
+            if v.way.method is None or budget.refusal(v.pods, v.view.queue) is not None:
                 return None
             budget.take(v.pods, v.view.queue)
     finally:
@@ -503,6 +504,7 @@ def _moves(ctx: PlanContext, d: Demand, victims: Sequence[Victim], trial: Trial)
                 for_gang=d.key,
                 podgroup=pg.name if pg is not None else None,
                 podgroup_api=pg.api_group if pg is not None else None,
+                **move_way(v),
             )
         )
     return out
@@ -535,7 +537,7 @@ def _room_for(ctx: PlanContext, cand: Candidates, d: Demand) -> list[Move] | str
         if not pods_here:
             return None
         target = min(deficit, int(gain[n]))
-        return _node_option(ctx, room, pods_here, n, shape, target, excluded, refused)
+        return _node_option(ctx, room, pods_here, n, shape, target, excluded, d, refused)
 
     # Exact options are worked out a batch at a time, best estimates first: most
     # gangs find room in the first batch.
@@ -548,7 +550,7 @@ def _room_for(ctx: PlanContext, cand: Candidates, d: Demand) -> list[Move] | str
             break
     else:
         if not options and refused:
-            return f"the eviction limits or disruption budgets stop every move: {refused[0]}"
+            return f"no gang it needs may be moved for it: {refused[0]}"
         return why
     trial, victims = _prune(ctx, d, victims)
     moves = _moves(ctx, d, victims, trial)
@@ -608,6 +610,15 @@ def make_room(ctx: PlanContext, demands: Sequence[Demand]) -> list[Move]:
             continue
         if ctx.budget.exhausted():
             ctx.unserved.append(Unserved(d.key, "the eviction limit of this run is reached"))
+            continue
+        never = next((p for p in d.view.pods if p.preemption_policy == "Never"), None)
+        if never is not None:
+            ctx.unserved.append(
+                Unserved(
+                    d.key,
+                    f"pod {never.key} says preemptionPolicy: Never: no gang is moved for it",
+                )
+            )
             continue
         taken = _room_taken(ctx, d)
         if taken is not None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from gangplace.engine import place_gang
 from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_time
 
-from ..context import PlanContext
+from ..context import PlanContext, move_way
 from ..plan import Move, PodMove
 from ..simulate import remove_pods
 from ..units import GangView, demand_of
@@ -85,13 +85,13 @@ def release_stale_gangs(ctx: PlanContext, starting: Set[str] = frozenset()) -> l
         if why is None and v.key in ctx.moved:
             why = "already moved by this plan"
         pods = v.placed
+        victim = ctx.victim(v, evict_only=True)
         if why is None:
-            why = ctx.refusal(pods, v.queue)
+            why = ctx.victim_refusal(victim)
         waited = format_duration((ctx.now - since).total_seconds())
         if why is not None:
             ctx.notes.append(f"stale {v.describe()} (waited {waited}) not released: {why}")
             continue
-        victim = ctx.victim(v)
         remove_pods(ctx.snap, pods)
         ctx.budget.take(pods, v.queue)
         ctx.moved.add(v.key)
@@ -115,6 +115,7 @@ def release_stale_gangs(ctx: PlanContext, starting: Set[str] = frozenset()) -> l
                 "can start again whole",
                 podgroup=pg.name if pg is not None else None,
                 podgroup_api=pg.api_group if pg is not None else None,
+                **move_way(victim),
             )
         )
     return moves

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from descheduler import parse_config
 from tests.kubeapi import ApiServer
 from tests.scenarios.corral_webhook import CorralWebhook
 from tests.scenarios.story import (
@@ -16,6 +17,7 @@ from tests.scenarios.story import (
     LAYOUT_767,
     NS,
     Cluster,
+    Json,
     bound,
     conditions,
     job,
@@ -107,17 +109,6 @@ async def test_a_gang_of_four_by_two_gpus_binds_whole_in_one_session(gang_cluste
 # --- corral's descheduler on a fragmented cluster ---------------------------------------
 
 
-MOVES_KILL_JOBS = (
-    "the descheduler evicts the pods of Jobs with backoffLimit 0, and the Job controller "
-    "counts each evicted pod as a failure: the moved Jobs end Failed (BackoffLimitExceeded) "
-    "instead of running again"
-)
-SUSPENDED_BLOCKS = (
-    "the planner takes the suspended Job's pod-less PodGroup for a gang waiting for room "
-    "and moves nothing"
-)
-
-
 async def _767_case(c: Cluster, *, with_suspended: bool) -> None:
     await place(c, LAYOUT_767)
     assert c.gpus_used() == {"n1": 7, "n2": 6, "n3": 7}
@@ -131,8 +122,58 @@ async def _767_case(c: Cluster, *, with_suspended: bool) -> None:
         j: {p["metadata"]["name"] for p in c.pods(j)}
         for j in ("a1", "a2", "a3", "b1", "b2", "c1", "c2", "c3", "big-1", "big-2", "big-3")
     }
-    doc = await run_descheduler(c.api)
+    # Every Job here has priority 0, the waiting gang too: moving equals is allowed
+    # by LowerOrEqualPriority (the default, LowerPriority, moves nothing for it). The
+    # models rest while a run waits (moves.resume_wait 0): the next run (the CronJob's
+    # next one) resumes what the first suspended, once the gang is bound.
+    config = parse_config(
+        {"eviction": {"victim_priority": "LowerOrEqualPriority"}, "moves": {"resume_wait": 0}}
+    )
+    doc = await run_descheduler(c.api, config)
+    suspended = [o for o in doc["run"]["outcomes"] if o["status"] == "suspended"]
+    assert suspended and len(suspended) == len(doc["run"]["outcomes"])
+    assert {o["method"] for o in suspended} == {"suspend"}
     await c.settle()
+    assert len(running(c.pods("llm"))) == 1  # bound in the room made
+    held_by_corral = []
+    for o in suspended:
+        (move,) = (m for m in doc["moves"] if m["unit"] == o["unit"])
+        for w in move["workloads"]:
+            name = w.rsplit("/", 1)[1]
+            held_by_corral.append(name)
+            j = c.job(name)
+            assert j["spec"]["suspend"] is True and c.pods(name) == []
+            assert "corral.dev/suspended-by" in j["metadata"]["annotations"]
+            assert "Failed" not in conditions(j)
+            # its PodGroup is gone while it is suspended: the gang scheduler sees no
+            # pod-less gang to put Inqueue and warn about every session
+            assert podgroup_or_none(c, f"job-{name}") is None
+            assert not [
+                e
+                for e in c.api.store.items(c.api.store.resource("events"), NS)
+                if e["involvedObject"].get("name") == f"job-{name}" and e["type"] == "Warning"
+            ]
+    if with_suspended:
+        # a Job a person suspended is not waiting: not served, not counted, not moved
+        gangs = {x["unit"]: x["reason"] for x in doc["suspended_gangs"]}
+        assert gangs == {
+            f"{NS}/job-held": f"Job {NS}/held is suspended (not by corral): it is not waiting"
+        }
+    later = await run_descheduler(c.api, config)
+    resumed = later["run"]["resumed"]
+    assert sorted(r["workload"] for r in resumed) == sorted(f"Job {NS}/{n}" for n in held_by_corral)
+    assert {r["action"] for r in resumed} == {"resume"}
+    assert all("which it made room for, is bound" in r["reason"] for r in resumed)
+    await c.settle()
+    for name in held_by_corral:  # back as a normal gang: its PodGroup made again
+        j = c.job(name)
+        assert j["spec"]["suspend"] is False
+        assert "corral.dev/suspended-by" not in (j["metadata"].get("annotations") or {})
+        assert c.podgroup(f"job-{name}")["status"]["phase"] == "Running"
+    if with_suspended:  # never resumed by corral: it was not corral's to resume
+        held = c.job("held")
+        assert held["spec"]["suspend"] is True and c.pods("held") == []
+        assert "corral.dev/suspended-by" not in (held["metadata"].get("annotations") or {})
 
     # moved: evicted, or suspended and resumed -- either way its pod is a new one
     moved = sorted(
@@ -152,7 +193,10 @@ async def _767_case(c: Cluster, *, with_suspended: bool) -> None:
     assert c.gpus_used() == {"n1": 8, "n2": 8, "n3": 8}
 
 
-@pytest.mark.xfail(strict=True, reason=f"{MOVES_KILL_JOBS}; {SUSPENDED_BLOCKS}")
+def podgroup_or_none(c: Cluster, name: str) -> Json | None:
+    return c.api.store.find(c.api.store.resource("podgroups", "scheduling.volcano.sh"), NS, name)
+
+
 async def test_the_767_case_ends_with_the_gang_bound_and_every_moved_job_running(
     gang_cluster: Cluster,
 ) -> None:
@@ -162,18 +206,12 @@ async def test_the_767_case_ends_with_the_gang_bound_and_every_moved_job_running
     await _767_case(gang_cluster, with_suspended=True)
 
 
-@pytest.mark.xfail(strict=True, reason=MOVES_KILL_JOBS)
 async def test_the_767_case_without_a_suspended_job(gang_cluster: Cluster) -> None:
     """The same without the suspended Job: the planner moves the two 1-GPU Jobs of n2,
     and they must run again elsewhere."""
     await _767_case(gang_cluster, with_suspended=False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the planner weighs priority only as a cost: it moves a priority-1,000,000 "
-    "Job to make room for a priority-1,000 gang",
-)
 async def test_a_high_priority_gang_is_never_moved_for_a_low_priority_one(
     gang_cluster: Cluster,
 ) -> None:
@@ -243,3 +281,49 @@ async def test_through_corrals_webhook_the_gang_scheduler_binds_no_pod(api: ApiS
             assert reviewed == {"Job", "Pod"}
         finally:
             await c.close()
+
+
+async def test_a_budget_that_allows_no_disruption_leaves_its_gang_whole(
+    gang_cluster: Cluster,
+) -> None:
+    """7/6/7 again, but the only gang whose move makes room is a 2-worker Job under a
+    PodDisruptionBudget of minAvailable 2: it stays whole and in place, and the plan
+    says why. Without the budget, the same run moves it (suspended and resumed)."""
+    c = gang_cluster
+    await place(c, {"n1": [("big-1", 4), ("x1", 3)], "n3": [("big-3", 4), ("x3", 3)]})
+    await place(c, {"n2": [("big-2", 4)]})
+    await submit(c.rest, job("pair", 1, workers=2, gang=True), with_podgroup=True)
+    await c.models.settle(only=["job-controller"])
+    for p in c.pods("pair"):
+        await c.rest.bind(NS, p["metadata"]["name"], "n2")
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "pair", "namespace": NS},
+        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "pair"}}},
+    }
+    await c.rest.create("policy/v1", "poddisruptionbudgets", NS, pdb)
+    await submit(c.rest, job("llm", 4, gang=True), with_podgroup=True)
+    await c.settle()
+    assert c.gpus_used() == {"n1": 7, "n2": 6, "n3": 7} and bound(c.pods("llm")) == []
+    pair = {p["metadata"]["name"] for p in c.pods("pair")}
+    config = parse_config(
+        {"eviction": {"victim_priority": "LowerOrEqualPriority"}, "moves": {"resume_wait": 0}}
+    )
+
+    doc = await run_descheduler(c.api, config)
+    await c.settle()
+
+    assert doc["moves"] == [] and doc["waiting_gangs_after"] == [f"{NS}/job-llm"]
+    assert [u["gang"] for u in doc["unserved"]] == [f"{NS}/job-llm"]
+    kept = {x["unit"]: x["reason"] for x in doc["not_moved"]}
+    assert kept[f"{NS}/job-pair"] == (
+        "disruption budget ml/pair allows 0 more disruption(s); the move needs 2"
+    )
+    assert {p["metadata"]["name"] for p in running(c.pods("pair"))} == pair
+    assert c.job("pair")["spec"]["suspend"] is False
+
+    # The control: without the budget the same run moves the pair.
+    await c.rest.delete("policy/v1", "poddisruptionbudgets", NS, "pair")
+    doc = await run_descheduler(c.api, config)
+    assert [(m["unit"], m["method"]) for m in doc["moves"]] == [(f"{NS}/job-pair", "suspend")]

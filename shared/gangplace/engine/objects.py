@@ -275,6 +275,9 @@ class PodGroupRecord:
     annotations: Mapping[str, str] = field(default_factory=dict)
     timeout: float | None = None
     last_transition: datetime | None = None
+    # The controller ownerReference (the workload the webhook made the gang for).
+    owner_kind: str = ""
+    owner_name: str = ""
 
     @property
     def key(self) -> str:
@@ -316,6 +319,12 @@ def podgroup_from_json(obj: Mapping[str, Any], group: str | None = None) -> PodG
             break
     if timeout is None and raw_sts is not None:
         timeout = float(schedule_timeout)
+    refs = meta.get("ownerReferences") or ()
+    ref = next(
+        (r for r in refs if isinstance(r, dict) and r.get("controller")),
+        refs[0] if isinstance(refs, list) and refs and isinstance(refs[0], dict) else None,
+    )
+    owner = (str(ref.get("kind") or ""), str(ref.get("name") or "")) if ref else ("", "")
     last: datetime | None = None
     for c in status.get("conditions") or ():
         t = timestamp(c.get("lastTransitionTime"), f"{what}: condition {c.get('type')}")
@@ -340,6 +349,8 @@ def podgroup_from_json(obj: Mapping[str, Any], group: str | None = None) -> PodG
         annotations=annotations,
         timeout=timeout,
         last_transition=last,
+        owner_kind=owner[0],
+        owner_name=owner[1],
     )
 
 

@@ -88,6 +88,7 @@ class PodRecord:
     scheduler_name: str = ""
     local_storage: bool = False
     gpu_index: tuple[int, ...] = ()
+    preemption_policy: str = ""  # spec.preemptionPolicy ("Never": it preempts nobody)
     # Set by the snapshot: row of the node the pod is bound to (-1: not bound).
     node: int = -1
     gpus: tuple[int, ...] = ()
@@ -161,9 +162,17 @@ def _owner(meta: Mapping[str, Any]) -> tuple[str, str, str]:
 
 
 def _has_local_storage(spec: Mapping[str, Any]) -> bool:
-    return any(
-        "emptyDir" in v or "hostPath" in v for v in spec.get("volumes") or () if isinstance(v, dict)
-    )
+    """hostPath, or an emptyDir on the node's disk (a memory-backed one is lost with the
+    pod anyway and holds nothing a move would lose)."""
+    for v in spec.get("volumes") or ():
+        if not isinstance(v, dict):
+            continue
+        if "hostPath" in v:
+            return True
+        ed = v.get("emptyDir")
+        if "emptyDir" in v and not (isinstance(ed, dict) and ed.get("medium") == "Memory"):
+            return True
+    return False
 
 
 def pod_from_json(
@@ -215,6 +224,7 @@ def pod_from_json(
         scheduler_name=str(spec.get("schedulerName") or ""),
         local_storage=_has_local_storage(spec),
         gpu_index=gpu_index,
+        preemption_policy=str(spec.get("preemptionPolicy") or ""),
     )
 
 

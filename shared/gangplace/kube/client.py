@@ -312,10 +312,14 @@ class KubeClient:
         *,
         namespace: str | None = None,
         propagation: str = "Background",
+        uid: str = "",
     ) -> Json:
-        """DELETE with a propagationPolicy (Background, Foreground or Orphan)."""
+        """DELETE with a propagationPolicy (Background, Foreground or Orphan); with
+        ``uid`` only that object, not a newer one of the same name (409 otherwise)."""
         check_call("delete", resource)
-        body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+        body: Json = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+        if uid:
+            body["preconditions"] = {"uid": uid}
         return await self.request("DELETE", resource.path(namespace, name), (), body)
 
     async def evict(

@@ -389,6 +389,32 @@ class Evictor:
 
     # --- a gang -----------------------------------------------------------------------
 
+    async def _dry_run_all(self, members: Sequence[EvictionTarget]) -> list[EvictionResult]:
+        """Dry-run evictions of every member, one attempt each; [] when all would go,
+        else a result for every member (the one refused, the rest not attempted)."""
+        for m in members:
+            try:
+                await self.client.evict(m.namespace, m.name, uid=m.uid, dry_run=True)
+                continue
+            except ApiError as e:
+                if e.status == 404:
+                    continue  # gone already: as good as evicted
+                why = _describe(e)
+                outcome = (
+                    Outcome.REFUSED_BY_PDB
+                    if e.status == 429 and _is_pdb_refusal(e)
+                    else Outcome.FAILED
+                )
+            except TRANSIENT_ERRORS as e:
+                why, outcome = f"network error: {type(e).__name__}: {e}", Outcome.FAILED
+            msg = f"gang not evicted: the dry-run eviction of {m.key} was refused ({why})"
+            rest = f"not attempted: the dry-run eviction of {m.key} was {outcome.value}"
+            return [
+                EvictionResult(x, outcome if x is m else Outcome.ABORTED, msg if x is m else rest)
+                for x in members
+            ]
+        return []
+
     async def fetch_pdbs(self, namespaces: Iterable[str]) -> list[PdbRecord]:
         """The disruption budgets of some namespaces, read from the API server."""
         out: list[PdbRecord] = []
@@ -418,12 +444,16 @@ class Evictor:
         *,
         pdbs: Iterable[PdbRecord] | None = None,
         check_pdbs: bool = True,
+        dry_run_first: bool = True,
     ) -> list[EvictionResult]:
         """Evict a whole gang, or none of it when the limits or budgets do not allow all.
 
-        The limits are reserved for every member up front. If the first eviction is
-        refused, the rest are not attempted (``aborted``); once a member is gone the
-        rest follow, so the gang can be placed again as a whole.
+        The limits are reserved for every member up front. With ``dry_run_first`` every
+        member is first evicted with ``dryRun: All`` (the API server checks the
+        disruption budgets as they are at that moment and changes nothing); one refusal
+        there and nothing is evicted. If the first real eviction is refused, the rest
+        are not attempted (``aborted``); once a member is gone the rest follow, so the
+        gang can be placed again as a whole.
         """
         if not members:
             return []
@@ -450,6 +480,10 @@ class Evictor:
                 return [
                     self._record(EvictionResult(m, Outcome.REFUSED_BY_PDB, msg)) for m in members
                 ]
+        if dry_run_first and not self.dry_run:
+            refused = await self._dry_run_all(members)
+            if refused:
+                return [self._record(r) for r in refused]
         self.limits.reserve(members)
         out: list[EvictionResult] = []
         evicted_any = False

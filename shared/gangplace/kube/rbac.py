@@ -31,6 +31,7 @@ from .resources import (
     API_CALLS,
     CONFIGMAPS,
     COSCHED_PODGROUPS,
+    DESCHEDULER_WORKLOADS,
     EVENTS,
     JOBS,
     LEASES,
@@ -41,6 +42,7 @@ from .resources import (
     PODS,
     PRIORITY_CLASSES,
     SECRETS,
+    SUSPENDABLE_WORKLOADS,
     VOLCANO_PODGROUPS,
     VOLCANO_QUEUES,
     WORKLOADS,
@@ -163,6 +165,13 @@ _ROWS: tuple[tuple[tuple[str, ...], Resource, str, tuple[Grant, ...]], ...] = (
     (("list",), VOLCANO_PODGROUPS, "", (_K,)),
     (("list",), VOLCANO_QUEUES, "", (_K,)),
     (("list",), COSCHED_PODGROUPS, "", (_K,)),
+    # The owners that decide how a gang moves; suspending and resuming those with a
+    # switch, and removing (then making again) the PodGroup of a suspended workload.
+    *((("list", "watch"), r, "", (_D,)) for r in DESCHEDULER_WORKLOADS),
+    *((("list",), r, "", (_K,)) for r in DESCHEDULER_WORKLOADS),
+    *((("patch",), r, "", (_D,)) for r in SUSPENDABLE_WORKLOADS),
+    (("create", "delete"), VOLCANO_PODGROUPS, "", (_D,)),
+    (("create", "delete"), COSCHED_PODGROUPS, "", (_D,)),
     # Evicting whole gangs, and saying so on each pod and each gang.
     (("create",), PODS, "eviction", (_D,)),
     (("create",), EVENTS, "", (_D,)),

@@ -15,6 +15,7 @@ __all__ = [
     "API_CALLS",
     "CONFIGMAPS",
     "COSCHED_PODGROUPS",
+    "DESCHEDULER_WORKLOADS",
     "EVENTS",
     "JOBS",
     "LEASES",
@@ -27,6 +28,7 @@ __all__ = [
     "PRIORITY_CLASSES",
     "RESOURCES",
     "SECRETS",
+    "SUSPENDABLE_WORKLOADS",
     "VOLCANO_PODGROUPS",
     "VOLCANO_QUEUES",
     "WORKLOADS",
@@ -125,6 +127,15 @@ WORKLOADS: tuple[Resource, ...] = (
     ),
 )
 
+# The workloads the descheduler reads (the owners that decide how a gang may move) and,
+# for those with a suspend switch, suspends and resumes.
+DESCHEDULER_WORKLOADS: tuple[Resource, ...] = tuple(
+    r for r in WORKLOADS if r.kind != "LeaderWorkerSet"
+)
+SUSPENDABLE_WORKLOADS: tuple[Resource, ...] = tuple(
+    r for r in DESCHEDULER_WORKLOADS if r.kind != "RayCluster"
+)
+
 RESOURCES: tuple[Resource, ...] = (
     NODES,
     PODS,
@@ -184,6 +195,32 @@ API_CALLS: tuple[ApiCall, ...] = (
     *_watched(VOLCANO_PODGROUPS, "informer: Volcano gangs"),
     *_watched(VOLCANO_QUEUES, "informer: Volcano queues"),
     *_watched(COSCHED_PODGROUPS, "informer: scheduler-plugins gangs"),
+    *(
+        call
+        for r in DESCHEDULER_WORKLOADS
+        for call in _watched(r, "descheduler informer: the owners that decide how a gang moves")
+    ),
+    *(
+        ApiCall(
+            "patch",
+            r.group,
+            r.plural,
+            why="descheduler: suspend a workload to move its gang (spec.suspend and "
+            "corral.dev/suspended-by), and resume it",
+        )
+        for r in SUSPENDABLE_WORKLOADS
+    ),
+    *(
+        ApiCall(
+            verb,
+            r.group,
+            r.plural,
+            why="descheduler: the PodGroup of a workload it suspends is removed, and made "
+            "again on resume",
+        )
+        for r in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS)
+        for verb in ("create", "delete")
+    ),
     ApiCall("create", "", "pods", "eviction", why="evictor: policy/v1 Eviction"),
     ApiCall(
         "create",
