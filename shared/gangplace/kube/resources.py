@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from gangplace.engine.workloads import SUSPEND_PATHS, WORKLOAD_KINDS
+
 __all__ = [
     "API_CALLS",
     "CONFIGMAPS",
@@ -129,11 +131,12 @@ WORKLOADS: tuple[Resource, ...] = (
 
 # The workloads the descheduler reads (the owners that decide how a gang may move) and,
 # for those with a suspend switch, suspends and resumes.
+# The engine's tables say which kinds those are.
 DESCHEDULER_WORKLOADS: tuple[Resource, ...] = tuple(
-    r for r in WORKLOADS if r.kind != "LeaderWorkerSet"
+    r for r in WORKLOADS if r.kind in WORKLOAD_KINDS
 )
 SUSPENDABLE_WORKLOADS: tuple[Resource, ...] = tuple(
-    r for r in DESCHEDULER_WORKLOADS if r.kind != "RayCluster"
+    r for r in DESCHEDULER_WORKLOADS if r.kind in SUSPEND_PATHS
 )
 
 RESOURCES: tuple[Resource, ...] = (
