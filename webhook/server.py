@@ -98,7 +98,11 @@ async def mutate(request: web.Request) -> web.Response:
 async def _mutate(
     request: web.Request, app: web.Application, metrics: Metrics, state: ServerState
 ) -> web.Response:
-    if request.content_type != "application/json":
+    # The API server sends exactly this; anything else is parsed the long way.
+    if (
+        request.headers.get("Content-Type") != "application/json"
+        and request.content_type != "application/json"
+    ):
         metrics.observe("unknown", "other", "bad_request", 0.0)
         return _status(400, f"content type {request.content_type!r}: expected application/json")
     length = request.content_length
@@ -276,6 +280,7 @@ async def start(
     gracefully: no new connections, in-flight reviews finish) and the bound port."""
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=shutdown_timeout)
     await runner.setup()
+    _route_reviews_directly(runner, app)
     site = web.TCPSite(runner, host, port, ssl_context=ssl_context, backlog=1024)
     await site.start()
     bound = port
@@ -284,6 +289,31 @@ async def start(
             bound = int(addr[1])
             break
     return runner, bound
+
+
+def _route_reviews_directly(runner: web.AppRunner, app: web.Application) -> None:
+    """Hand ``POST /mutate`` (``?timeout=10s`` as the API server adds it, or any query)
+    to the review handler without the router: it is every request but a probe, and the
+    router's match, freeze and middleware walk cost as much as a small review. Anything
+    else, or an app given middlewares or response hooks, goes the usual way."""
+    server = runner.server
+    if server is None or app.middlewares or len(app.on_response_prepare):
+        return
+    routed = server.request_handler
+    metrics, state = app[METRICS], app[STATE]
+
+    async def handler(request: web.BaseRequest) -> web.StreamResponse:
+        raw = request.raw_path
+        cut = raw.find("?")
+        if (
+            (raw if cut < 0 else raw[:cut]) == "/mutate"
+            and request.method == "POST"
+            and not request.headers.get("Expect")
+        ):
+            return await _mutate(request, app, metrics, state)  # type: ignore[arg-type]
+        return await routed(request)
+
+    server.request_handler = handler
 
 
 async def graceful_stop(runner: web.AppRunner, delay: float = 0.0) -> None:
