@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck bench bench-trace bench-defrag manifests clean
+.PHONY: run demo test lint typecheck bench bench-trace bench-defrag manifests clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ run: $(STAMP)
 	@echo
 	@echo "== 3/3  The descheduler's plan for a fragmented cluster built from the Alibaba GPU trace"
 	@$(BIN)/corral-descheduler plan
+
+# The story on the in-memory cluster of the tests (kubectl corral demo --local); on a
+# cluster with corral and Volcano: kubectl corral demo (docs/install.md).
+demo: $(STAMP)
+	@$(BIN)/kubectl-corral demo --local
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -3,11 +3,13 @@
     kubectl corral gangs [-n NS | -A] [-o json]
     kubectl corral frag [--plan] [-o json]
     kubectl corral explain POD [-n NS] [-o json]
+    kubectl corral demo [--local | --add-gpus] [--timeout SECONDS]
 
 It finds the cluster as kubectl does (``--kubeconfig``, ``$KUBECONFIG``, in-cluster,
 ``~/.kube/config``; ``--context``), and the namespace as kubectl does (``-n``, else the
 context's, else ``default``). Exit codes: 0 done, 1 the cluster could not be read or
-the pod was not found, 2 bad usage.
+the pod was not found (or the demo could not run, or a step of it went wrong), 2 bad
+usage. ``demo`` is the one command that writes (in namespaces of its own).
 """
 
 from __future__ import annotations
@@ -22,7 +24,14 @@ from typing import Any, TextIO
 
 from gangplace.engine.report import render_report
 from gangplace.engine.snapshot import SnapshotError, pod_from_json
-from gangplace.kube import KubeClient, KubeConfigError, client_for, load_configuration
+from gangplace.kube import (
+    REQUEST_ERRORS,
+    ApiError,
+    KubeClient,
+    KubeConfigError,
+    client_for,
+    load_configuration,
+)
 from gangplace.kube.resources import PODS
 
 from descheduler.config import ConfigError, DeschedulerConfig, load_config
@@ -78,6 +87,41 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("pod", metavar="POD")
     e.add_argument("-n", "--namespace", help="namespace (default: the context's)")
     e.set_defaults(func=cmd_explain)
+
+    d = sub.add_parser(
+        "demo",
+        help="run corral's story on the cluster (needs corral and Volcano) or, with --local, "
+        "on an in-memory one",
+        description="Partial gangs, gangs that wait whole, a gang bound whole, and the "
+        "descheduler making room, with narration and tables. It works in two namespaces of "
+        "its own and deletes everything it made.",
+    )
+    d.add_argument("--kubeconfig", help="kubeconfig file (default: as kubectl finds it)")
+    d.add_argument("--context", help="kubeconfig context (default: the current one)")
+    d.add_argument(
+        "--request-timeout", type=float, default=30.0, metavar="SECONDS", help="per request"
+    )
+    where = d.add_mutually_exclusive_group()
+    where.add_argument(
+        "--local",
+        action="store_true",
+        help="on an in-memory API server with models of the controllers and schedulers "
+        "(from a checkout of corral: they live in its tests)",
+    )
+    where.add_argument(
+        "--add-gpus",
+        action="store_true",
+        help="on a cluster without GPUs (kind): advertise 8 pretend nvidia.com/gpu on three "
+        "nodes for the demo's length",
+    )
+    d.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="how long each step may take (default 120)",
+    )
+    d.set_defaults(func=None)
     return p
 
 
@@ -186,6 +230,8 @@ async def run(
         args = build_parser().parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
+    if args.command == "demo":
+        return await cmd_demo(args, out, err, env)
     try:
         cfg = await load_configuration(
             args.kubeconfig, context=args.context, environ=env, prefer_kubeconfig=True
@@ -200,6 +246,53 @@ async def run(
         return code
     except PluginError as e:
         err.write(f"kubectl corral: {e}\n")
+        return EXIT_FAILED
+    finally:
+        await client.close()
+
+
+async def cmd_demo(
+    args: argparse.Namespace, out: TextIO, err: TextIO, env: Mapping[str, str]
+) -> int:
+    from .demo import Demo, DemoError
+
+    if args.local:
+        from .local import LocalUnavailable, local_cluster
+
+        try:
+            async with local_cluster() as (client, where):
+                return await Demo(client, out, where=where, timeout=args.timeout, poll=0.05).run()
+        except LocalUnavailable as e:
+            err.write(f"kubectl corral demo --local: {e}\n")
+            return EXIT_USAGE
+        except DemoError as e:
+            err.write(f"kubectl corral demo: {e}\n")
+            return EXIT_FAILED
+    try:
+        cfg = await load_configuration(
+            args.kubeconfig, context=args.context, environ=env, prefer_kubeconfig=True
+        )
+    except KubeConfigError as e:
+        err.write(f"kubectl corral: {e}\n")
+        return EXIT_FAILED
+    client = client_for(cfg, request_timeout=args.request_timeout)
+    try:
+        demo = Demo(
+            client,
+            out,
+            where=f"the cluster at {cfg.host}",
+            add_gpus=args.add_gpus,
+            timeout=args.timeout,
+        )
+        return await demo.run()
+    except DemoError as e:
+        err.write(f"kubectl corral demo: {e}\n")
+        return EXIT_FAILED
+    except REQUEST_ERRORS as e:
+        err.write(f"kubectl corral demo: cannot reach the API server: {e}\n")
+        return EXIT_FAILED
+    except ApiError as e:
+        err.write(f"kubectl corral demo: the API server refused: {e}\n")
         return EXIT_FAILED
     finally:
         await client.close()

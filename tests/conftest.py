@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -17,6 +17,7 @@ for path in (ROOT, ROOT / "tests"):
 from gangplace.kube import KubeClient  # noqa: E402
 
 from tests.kubeapi import ApiServer  # noqa: E402
+from tests.kubeapi.controllers import Kubelet  # noqa: E402
 
 
 @pytest.fixture
@@ -30,3 +31,18 @@ async def api() -> AsyncIterator[ApiServer]:
 async def kube(api: ApiServer) -> KubeClient:
     """A real kubernetes-asyncio client of :func:`api` (closed with the server)."""
     return api.client("test")
+
+
+@pytest.fixture
+def kubelet(api: ApiServer) -> Callable[[], int]:
+    """The kubelets of :func:`api`'s nodes, run on demand: ``kubelet()`` ticks until they
+    have nothing left to do (bound pods Running, deleted pods gone); how many writes."""
+    model = Kubelet()
+
+    def settle() -> int:
+        total = 0
+        while n := model.step(api.store):
+            total += n
+        return total
+
+    return settle

@@ -109,7 +109,9 @@ async def run_once(
     return code, json.loads(out.getvalue()) if out.getvalue() else {}
 
 
-async def test_a_full_run_evicts_what_the_plan_says(api: ApiServer) -> None:
+async def test_a_full_run_evicts_what_the_plan_says(
+    api: ApiServer, kubelet: Callable[[], int]
+) -> None:
     items = two_gang_items()
     want = expected_plan(items)
     assert {m.for_gang for m in want.moves} == {"default/llm", "default/pretrain"}
@@ -119,6 +121,7 @@ async def test_a_full_run_evicts_what_the_plan_says(api: ApiServer) -> None:
     planned = sorted(f"{e['namespace']}/{e['name']}" for e in want.evictions)  # type: ignore[misc]
     assert doc["evictions"] == want.evictions
     assert sorted(f"default/{p}" for p in evictions(api)) == planned
+    kubelet()  # the evicted pods' kubelets end them
     for key in planned:  # gone from the cluster
         assert get(api, "pods", "default", key.split("/")[1]) is None
     statuses = {o["unit"]: o["status"] for o in doc["run"]["outcomes"]}
@@ -417,9 +420,10 @@ async def test_once_under_a_lease(api: ApiServer) -> None:
     }
     code, doc = await run_once(api, **kw)  # the loop holds the Lease: nothing done
     assert code == 0 and doc == {} and evictions(api) == []
-    released = {**lease, "spec": {"holderIdentity": "", "leaseDurationSeconds": 1}}
+    released = {"spec": {"holderIdentity": "", "leaseDurationSeconds": 1}}
     leases = api.store.resource("leases", "coordination.k8s.io")
-    api.store.replace(leases, NS, "corral-descheduler", released)
+    merge = "application/merge-patch+json"
+    api.store.patch(leases, NS, "corral-descheduler", merge, released)
     code, doc = await run_once(api, identity="cron", **kw)
     assert code == 0 and sorted(evictions(api)) == ["s1a", "s1b"]
     assert holder(api) == ""  # handed back after the run

@@ -4,6 +4,7 @@ nothing, Events name the plan, and a gang goes whole or not at all."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import pytest
 from gangplace.engine import EngineConfig
@@ -43,7 +44,9 @@ def exists(store: ApiStore, ns: str, name: str) -> bool:
     return store.find(store.resource("pods"), ns, name) is not None
 
 
-async def test_limits_are_never_exceeded(api: ApiServer, kube: KubeClient) -> None:
+async def test_limits_are_never_exceeded(
+    api: ApiServer, kube: KubeClient, kubelet: Callable[[], int]
+) -> None:
     store = api.store
     store.load([o.pod(f"p{n}-{i}", f"ns{i % 2}", node=f"n{n}") for n in range(4) for i in range(5)])
     limits = [Budget.per_run(7), Budget.per_node(2), Budget.per_namespace(4)]
@@ -66,7 +69,9 @@ async def test_limits_are_never_exceeded(api: ApiServer, kube: KubeClient) -> No
     )
     assert {r.limit for r in skipped} <= {"per-run", "per-node", "per-namespace"}
     assert all("would be exceeded" in r.message for r in skipped)
-    # The server agrees: exactly the evicted pods are gone, and no skipped pod was POSTed.
+    # The server agrees: exactly the evicted pods are gone once their kubelets have ended
+    # them, and no skipped pod was POSTed.
+    kubelet()
     for r in ev.results:
         assert exists(store, r.target.namespace, r.target.name) is (
             r.outcome is not Outcome.EVICTED
@@ -119,13 +124,16 @@ async def test_a_budget_refusal_is_a_clear_result(api: ApiServer, kube: KubeClie
     assert ev.limits.used.total() == 0  # a refused pod gives its share of the limits back
 
 
-async def test_server_errors_are_retried_then_succeed(api: ApiServer, kube: KubeClient) -> None:
+async def test_server_errors_are_retried_then_succeed(
+    api: ApiServer, kube: KubeClient, kubelet: Callable[[], int]
+) -> None:
     store = api.store
     store.load([o.pod("p", "ns1", node="n1")])
     api.faults.fail(503, times=2, method="POST", path="/eviction$")
     ev = Evictor(kube, plan="p", sleep=Sleeps())
     result = await ev.evict(target(store, "ns1", "p"))
     assert (result.outcome, result.attempts) == (Outcome.EVICTED, 3)
+    kubelet()
     assert not exists(store, "ns1", "p")
 
 
@@ -170,13 +178,16 @@ async def test_client_errors_are_not_retried(api: ApiServer, kube: KubeClient) -
     assert "403" in result.message and "no RBAC" in result.message
 
 
-async def test_gone_and_replaced_pods(api: ApiServer, kube: KubeClient) -> None:
+async def test_gone_and_replaced_pods(
+    api: ApiServer, kube: KubeClient, kubelet: Callable[[], int]
+) -> None:
     store = api.store
     pods = store.resource("pods")
     store.load([o.pod("gone", "ns1", node="n1"), o.pod("sts-0", "ns1", node="n1")])
     gone, old = target(store, "ns1", "gone"), target(store, "ns1", "sts-0")
     store.delete(pods, "ns1", "gone")
     store.delete(pods, "ns1", "sts-0")
+    kubelet()  # both deletions finish
     store.create(pods, "ns1", o.pod("sts-0", "ns1", node="n2"))  # same name, new pod
     ev = Evictor(kube, plan="p", sleep=Sleeps())
     r1, r2 = await ev.evict(gone), await ev.evict(old)
@@ -211,7 +222,9 @@ async def test_dry_run_sends_no_post(api: ApiServer, kube: KubeClient) -> None:
     assert all(exists(store, "ns1", n) for n in ("g0", "g1", "g2", "solo"))
 
 
-async def test_each_evicted_pod_gets_an_event(api: ApiServer, kube: KubeClient) -> None:
+async def test_each_evicted_pod_gets_an_event(
+    api: ApiServer, kube: KubeClient, kubelet: Callable[[], int]
+) -> None:
     store = api.store
     store.load([o.pod("a", "ns1", node="n1"), o.pod("b", "ns2", node="n1")])
     ta, tb = target(store, "ns1", "a"), target(store, "ns2", "b")
@@ -234,6 +247,7 @@ async def test_each_evicted_pod_gets_an_event(api: ApiServer, kube: KubeClient) 
     api.faults.fail(500, times=1, method="POST", path="/events$")
     r = await ev.evict(tb)
     assert r.outcome is Outcome.EVICTED and "500" in r.event_error
+    kubelet()
     assert not exists(store, "ns2", "b")
 
 

@@ -35,6 +35,36 @@ from tests.kubeapi.app import _resolve
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
+async def demo_calls(api: ApiServer, kube: KubeClient) -> None:
+    """kubectl corral demo's own calls: its checks, namespaces, a Job, a node's taint
+    and pretend GPUs, and their removal."""
+    import io
+
+    from kubectl_corral.demo import Demo, job_manifest
+
+    mwc = api.store.resource("mutatingwebhookconfigurations", "admissionregistration.k8s.io")
+    if api.store.find(mwc, "", "corral-webhook") is None:
+        api.store.load(
+            [
+                {
+                    **o.namespace("x"),
+                    "kind": "MutatingWebhookConfiguration",
+                    "apiVersion": "admissionregistration.k8s.io/v1",
+                    "metadata": {"name": "corral-webhook"},
+                    "webhooks": [],
+                }
+            ]
+        )
+    api.store.load([o.volcano_queue("default"), o.node("n2"), o.node("n3")])
+    demo = Demo(kube, io.StringIO(), where="here", add_gpus=True, run_id="t")
+    await demo.preflight()
+    await demo._namespaces()
+    await demo._taint("n1", True)
+    await demo._create(job_manifest("j", demo.gang_ns, 1))
+    await kube.delete(WORKLOADS[0], "j", namespace=demo.gang_ns)
+    await demo.cleanup()
+
+
 def wire_calls(api: ApiServer) -> set[tuple[str, str, str, str]]:
     out = set()
     for r in api.log:
@@ -92,6 +122,7 @@ async def test_api_calls_match_the_wire(api: ApiServer, kube: KubeClient) -> Non
     for unit in ("ns1/a", "ns1/b"):
         await ledger.record("last_moved", unit, datetime(2026, 12, 2, tzinfo=UTC), 3600)
     await webhook_calls(api, kube)
+    await demo_calls(api, kube)
     declared = {(c.verb, c.group, c.resource, c.subresource) for c in API_CALLS}
     seen = wire_calls(api)
     assert seen - declared == set(), "calls made but not declared in API_CALLS"

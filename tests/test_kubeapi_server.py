@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import aiohttp
@@ -34,7 +34,9 @@ def _status(e: ApiException) -> dict:
     return json.loads(e.body)
 
 
-async def test_crud_and_status_bodies(api: ApiServer, typed: k8s.ApiClient) -> None:
+async def test_crud_and_status_bodies(
+    api: ApiServer, typed: k8s.ApiClient, kubelet: Callable[[], int]
+) -> None:
     core = k8s.CoreV1Api(typed)
     await core.create_namespace(o.namespace("ns1"))
     created = await core.create_namespaced_pod("ns1", o.pod("p1", "ns1", node="n1"))
@@ -65,9 +67,15 @@ async def test_crud_and_status_bodies(api: ApiServer, typed: k8s.ApiClient) -> N
         await core.replace_namespaced_pod("p1", "ns1", pod)
     assert err.value.status == 409 and _status(err.value)["reason"] == "Conflict"
 
+    # A running pod on a node is deleted gracefully: terminating until its kubelet ends it.
     await core.delete_namespaced_pod("p1", "ns1")
-    with pytest.raises(ApiException):
+    terminating = await core.read_namespaced_pod("p1", "ns1")
+    assert terminating.metadata.deletion_timestamp is not None
+    assert terminating.metadata.deletion_grace_period_seconds == 30
+    kubelet()
+    with pytest.raises(ApiException) as err:
         await core.read_namespaced_pod("p1", "ns1")
+    assert err.value.status == 404
 
 
 async def test_resource_versions_increase(api: ApiServer, typed: k8s.ApiClient) -> None:
@@ -195,7 +203,7 @@ async def test_watch_events_and_selector_transitions(api: ApiServer) -> None:
         pods, "ns1", "a", o.pod("a", "ns1", node="n1"), subresource="status"
     )  # back: ADDED
     store.replace(pods, "ns1", "a", o.pod("a", "ns1", node="n1", labels={"x": "1"}))
-    store.delete(pods, "ns1", "b")
+    store.delete(pods, "ns1", "b", grace_period_seconds=0)  # forced: gone at once
     events = await _events(
         api, f"watch=true&resourceVersion={rv}&fieldSelector=status.phase!=Succeeded", 5
     )
@@ -253,9 +261,13 @@ async def test_pdb_status_follows_pods(api: ApiServer, typed: k8s.ApiClient) -> 
         ({}, 0, 4),
     ]
     for i, (kw, desired, allowed) in enumerate(cases):
-        pdb = await policy.create_namespaced_pod_disruption_budget(
+        created = await policy.create_namespaced_pod_disruption_budget(
             "ns1", o.pdb(f"b{i}", "ns1", match_labels={"app": "w"}, **kw)
         )
+        # The create answer has zeros: the disruption controller writes the status after.
+        assert created.status.observed_generation is None
+        assert (created.status.expected_pods, created.status.disruptions_allowed) == (0, 0)
+        pdb = await policy.read_namespaced_pod_disruption_budget(f"b{i}", "ns1")
         assert (pdb.status.expected_pods, pdb.status.current_healthy) == (5, 4)
         assert (pdb.status.desired_healthy, pdb.status.disruptions_allowed) == (desired, allowed), (
             kw
@@ -271,7 +283,9 @@ async def test_pdb_status_follows_pods(api: ApiServer, typed: k8s.ApiClient) -> 
     assert b0.status.disruptions_allowed == 3
 
 
-async def test_eviction_honours_budgets(api: ApiServer, typed: k8s.ApiClient) -> None:
+async def test_eviction_honours_budgets(
+    api: ApiServer, typed: k8s.ApiClient, kubelet: Callable[[], int]
+) -> None:
     store = api.store
     store.load([o.pod(f"w{i}", "ns1", node="n1", labels={"app": "w"}) for i in range(3)])
     store.load([o.pod("pending", "ns1", labels={"app": "w"})])
@@ -292,6 +306,12 @@ async def test_eviction_honours_budgets(api: ApiServer, typed: k8s.ApiClient) ->
     await core.create_namespaced_pod_eviction("w0", "ns1", eviction("w0"), dry_run="All")
     assert store.find(store.resource("pods"), "ns1", "w0") is not None  # dry run
     await core.create_namespaced_pod_eviction("w0", "ns1", eviction("w0"))
+    w0 = store.get(store.resource("pods"), "ns1", "w0")  # terminating, marked
+    assert w0["metadata"]["deletionTimestamp"]
+    assert {"type": "DisruptionTarget", "reason": "EvictionByEvictionAPI"}.items() <= next(
+        c for c in w0["status"]["conditions"] if c["type"] == "DisruptionTarget"
+    ).items()
+    kubelet()
     assert store.find(store.resource("pods"), "ns1", "w0") is None
     with pytest.raises(ApiException) as err:
         await core.create_namespaced_pod_eviction("w1", "ns1", eviction("w1"))
@@ -313,12 +333,19 @@ async def test_eviction_honours_budgets(api: ApiServer, typed: k8s.ApiClient) ->
     assert err.value.status == 500 and "more than one PodDisruptionBudget" in err.value.body
 
 
-async def test_evicted_pods_count_until_replaced(api: ApiServer) -> None:
+async def test_evicted_pods_count_until_replaced(
+    api: ApiServer, kubelet: Callable[[], int]
+) -> None:
     """Under maxUnavailable: 1, one eviction uses the budget up until the pod's
     replacement appears, as with a workload controller."""
     store = api.store
     pods, pdbs = store.resource("pods"), store.resource("poddisruptionbudgets", "policy")
-    store.load([o.pod(f"w{i}", "ns1", node="n1", labels={"app": "w"}) for i in range(4)])
+    store.load(
+        [
+            o.pod(f"w{i}", "ns1", node="n1", labels={"app": "w"}, owner=("ReplicaSet", "w"))
+            for i in range(4)
+        ]
+    )
     store.create(pdbs, "ns1", o.pdb("b", "ns1", match_labels={"app": "w"}, max_unavailable=1))
     evict = {"kind": "Eviction", "metadata": {"name": "w0"}}
     store.evict("ns1", "w0", evict)
@@ -328,10 +355,18 @@ async def test_evicted_pods_count_until_replaced(api: ApiServer) -> None:
         3,
         0,
     )
-    assert list(status["disruptedPods"]) == ["w0"]
+    # Seen terminating, the pod leaves disruptedPods at once (as the real controller does).
+    assert "disruptedPods" not in status
     with pytest.raises(Exception, match="disruption budget"):
         store.evict("ns1", "w1", {"kind": "Eviction", "metadata": {"name": "w1"}})
-    store.create(pods, "ns1", o.pod("w0-new", "ns1", node="n1", labels={"app": "w"}))
+    kubelet()  # w0 is gone, not yet replaced: still expected
+    status = store.get(pdbs, "ns1", "b")["status"]
+    assert (status["expectedPods"], status["disruptionsAllowed"]) == (4, 0)
+    store.create(
+        pods,
+        "ns1",
+        o.pod("w0-new", "ns1", node="n1", labels={"app": "w"}, owner=("ReplicaSet", "w")),
+    )
     status = store.get(pdbs, "ns1", "b")["status"]
     assert (status["expectedPods"], status["disruptionsAllowed"]) == (4, 1)
     assert "disruptedPods" not in status

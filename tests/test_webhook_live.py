@@ -73,7 +73,7 @@ def cluster(rng: random.Random) -> list[dict[str, Any]]:
 
 
 async def test_ready_once_synced_then_pods_move_in_place(
-    api: ApiServer, kube: KubeClient, source: InformerSource
+    api: ApiServer, kube: KubeClient, source: InformerSource, kubelet: Callable[[], int]
 ) -> None:
     api.store.load(cluster(random.Random(1)))
     slow = api.faults.delay(0.3, method="GET", path="/pods$")
@@ -107,6 +107,7 @@ async def test_ready_once_synced_then_pods_move_in_place(
         subresource="status",
     )
     api.store.delete(pods, "ml", "p2")
+    kubelet()  # p2's kubelet ends it; "waiting" starts on g2
     await eventually(lambda: matches_server(source, api))
     assert source.state() is st  # pod events never rebuild
     assert source.stats.builds == 1 and source.stats.events >= 8
@@ -189,7 +190,7 @@ async def test_pod_events_during_a_rebuild_are_replayed(
 
 
 async def test_admission_sees_the_live_view(
-    api: ApiServer, kube: KubeClient, source: InformerSource
+    api: ApiServer, kube: KubeClient, source: InformerSource, kubelet: Callable[[], int]
 ) -> None:
     from gangplace.engine import PodShape
 
@@ -207,6 +208,7 @@ async def test_admission_sees_the_live_view(
     await eventually(lambda: check_gang(st, "g", [("w", shape, 2)], 2, now=True).now != "")
     assert check_gang(st, "g", [("w", shape, 2)], 2).never == ""  # it could, on an empty node
     api.store.delete(pods, "ml", "hog")
+    kubelet()  # its kubelet ends it
     await eventually(lambda: check_gang(st, "g", [("w", shape, 2)], 2, now=True).now == "")
 
 

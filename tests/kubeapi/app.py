@@ -15,10 +15,12 @@ from dataclasses import dataclass
 import orjson
 from aiohttp import web
 
+from .admitted import AdmittedWrites
 from .faults import Faults, RequestRecord
 from .store import ApiStatusError, ApiStore, ResourceType, status_body
+from .webhooks import ADMIN
 
-__all__ = ["FAULTS", "LOG", "SETTINGS", "STORE", "Settings", "make_app"]
+__all__ = ["FAULTS", "LOG", "SETTINGS", "STORE", "USER", "WRITES", "Settings", "make_app"]
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +35,12 @@ STORE = web.AppKey("store", ApiStore)
 FAULTS = web.AppKey("faults", Faults)
 LOG = web.AppKey("log", list[RequestRecord])
 SETTINGS = web.AppKey("settings", Settings)
+# Writes go through the mutating admission chain (tests/kubeapi/webhooks.py).
+WRITES = web.AppKey("writes", AdmittedWrites)
+# Per request: the userInfo admission reports (set by authentication; admin otherwise),
+# and the warnings webhooks returned, sent back as Warning headers.
+USER = web.RequestKey("user", dict[str, object])
+_WARNINGS = web.RequestKey("warnings", list[str])
 
 _PATCH_TYPES = (
     "application/merge-patch+json",
@@ -60,6 +68,21 @@ async def _record(request: web.Request, handler: web.Handler) -> web.StreamRespo
         )
     )
     return await handler(request)
+
+
+@web.middleware
+async def _warnings(request: web.Request, handler: web.Handler) -> web.StreamResponse:
+    """Webhook warnings as ``Warning: 299 - "..."`` headers, on errors too."""
+    request[_WARNINGS] = []
+    resp = await handler(request)
+    for w in request[_WARNINGS]:
+        escaped = w.replace("\\", "\\\\").replace('"', '\\"')
+        resp.headers.add("Warning", f'299 - "{escaped}"')
+    return resp
+
+
+def _admission(request: web.Request) -> dict[str, object]:
+    return {"warnings": request[_WARNINGS], "user": request.get(USER) or ADMIN}
 
 
 @web.middleware
@@ -140,13 +163,23 @@ def _resolve(store: ApiStore, path: str) -> _Target:
         raise _not_found()
     if not rt.namespaced and namespace is not None:
         raise _not_found()
-    if sub and sub not in ("status", "eviction"):
+    if sub and sub not in ("status", "eviction", "binding"):
         raise _not_found()
     if sub == "status" and not rt.status_subresource:
         raise _not_found()
-    if sub == "eviction" and (rt.group, rt.plural) != ("", "pods"):
+    if sub in ("eviction", "binding") and (rt.group, rt.plural) != ("", "pods"):
         raise _not_found()
     return _Target(rt, namespace, name, sub)
+
+
+def _int_option(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lstrip("-").isdigit():
+        return int(value)
+    raise ApiStatusError(400, "BadRequest", f"gracePeriodSeconds must be an integer, got {value!r}")
 
 
 def _flag(value: str | None) -> bool:
@@ -175,6 +208,7 @@ async def _body(request: web.Request) -> object:
 
 async def _handle(request: web.Request) -> web.StreamResponse:
     store = request.app[STORE]
+    writes = request.app[WRITES]
     t = _resolve(store, request.path)
     q = request.query
     ns = t.namespace or ""
@@ -204,17 +238,31 @@ async def _handle(request: web.Request) -> web.StreamResponse:
     if method == "POST":
         dry = _dry_run(request)
         if t.subresource == "eviction" and t.name is not None:
-            return _json(store.evict(ns, t.name, await _body(request), dry_run=dry), 201)
+            evicted = await writes.evict(
+                ns, t.name, await _body(request), dry_run=dry, **_admission(request)
+            )
+            return _json(evicted, 201)
+        if t.subresource == "binding" and t.name is not None:
+            return _json(store.bind(ns, t.name, await _body(request)), 201)
         if t.name is not None or (t.rt.namespaced and t.namespace is None):
             raise ApiStatusError(
                 405, "MethodNotAllowed", f"POST is not supported on {request.path}"
             )
-        return _json(store.create(t.rt, ns, await _body(request), dry_run=dry), 201)
+        created = await writes.create(
+            t.rt, ns, await _body(request), dry_run=dry, **_admission(request)
+        )
+        return _json(created, 201)
     if method == "PUT" and t.name is not None:
         dry = _dry_run(request)
         return _json(
-            store.replace(
-                t.rt, ns, t.name, await _body(request), subresource=t.subresource, dry_run=dry
+            await writes.replace(
+                t.rt,
+                ns,
+                t.name,
+                await _body(request),
+                subresource=t.subresource,
+                dry_run=dry,
+                **_admission(request),
             )
         )
     if method == "PATCH" and t.name is not None:
@@ -228,7 +276,7 @@ async def _handle(request: web.Request) -> web.StreamResponse:
                 f"include: {', '.join(_PATCH_TYPES)} (got {ctype!r})",
             )
         return _json(
-            store.patch(
+            await writes.patch(
                 t.rt,
                 ns,
                 t.name,
@@ -236,6 +284,7 @@ async def _handle(request: web.Request) -> web.StreamResponse:
                 await _body(request),
                 subresource=t.subresource,
                 dry_run=dry,
+                **_admission(request),
             )
         )
     if method == "DELETE":
@@ -246,15 +295,24 @@ async def _handle(request: web.Request) -> web.StreamResponse:
             opts = raw if isinstance(raw, dict) else {}
         pre = opts.get("preconditions") if isinstance(opts.get("preconditions"), dict) else {}
         assert isinstance(pre, dict)
+        if opts.get("dryRun") == ["All"]:
+            dry = True
+        grace = _int_option(opts.get("gracePeriodSeconds", q.get("gracePeriodSeconds")))
+        policy = opts.get("propagationPolicy", q.get("propagationPolicy"))
+        if policy is None and opts.get("orphanDependents") is not None:
+            policy = "Orphan" if opts["orphanDependents"] else "Background"
         if t.name is not None:
             return _json(
-                store.delete(
+                await writes.delete(
                     t.rt,
                     ns,
                     t.name,
                     uid=pre.get("uid"),
                     resource_version=pre.get("resourceVersion"),
                     dry_run=dry,
+                    grace_period_seconds=grace,
+                    propagation_policy=str(policy) if policy is not None else None,
+                    **_admission(request),
                 )
             )
         doomed = store.list(
@@ -265,7 +323,14 @@ async def _handle(request: web.Request) -> web.StreamResponse:
         )["items"]
         for obj in doomed:
             meta = obj["metadata"]
-            store.delete(t.rt, meta.get("namespace", ""), meta["name"], dry_run=dry)
+            store.delete(
+                t.rt,
+                meta.get("namespace", ""),
+                meta["name"],
+                dry_run=dry,
+                grace_period_seconds=grace,
+                propagation_policy=str(policy) if policy is not None else None,
+            )
         return _json(status_body(200, "", "", success=True))
     raise ApiStatusError(405, "MethodNotAllowed", f"{method} is not supported on {request.path}")
 
@@ -372,14 +437,19 @@ async def _close_watches(app: web.Application) -> None:
     app[STORE].close_watches()
 
 
+async def _close_webhook_clients(app: web.Application) -> None:
+    await app[WRITES].chain.close()
+
+
 def make_app(
     store: ApiStore | None = None,
     faults: Faults | None = None,
     settings: Settings | None = None,
 ) -> web.Application:
     """The in-memory API server as an aiohttp application."""
-    app = web.Application(middlewares=[_record, _errors, _auth, _faults])
+    app = web.Application(middlewares=[_record, _warnings, _errors, _auth, _faults])
     app[STORE] = store or ApiStore()
+    app[WRITES] = AdmittedWrites(app[STORE])
     app[FAULTS] = faults or Faults()
     app[LOG] = []
     app[SETTINGS] = settings or Settings()
@@ -390,4 +460,5 @@ def make_app(
     # Open watches must end before the server waits for its handlers to finish, so this
     # is a shutdown hook rather than a cleanup context (which runs after that wait).
     app.on_shutdown.append(_close_watches)
+    app.on_cleanup.append(_close_webhook_clients)
     return app

@@ -9,9 +9,10 @@ from aiohttp import web
 from gangplace.kube import KubeClient, client_for
 from kubernetes_asyncio.client import Configuration
 
-from .app import LOG, Settings, make_app
+from .app import LOG, WRITES, Settings, make_app
 from .faults import Faults, RequestRecord
 from .store import ApiStore
+from .webhooks import AdmissionChain
 
 __all__ = ["CLIENT_HEADER", "ApiServer"]
 
@@ -47,6 +48,11 @@ class ApiServer:
     def url(self) -> str:
         scheme = "https" if self.ssl_context else "http"
         return f"{scheme}://{self.host}:{self.port}"
+
+    @property
+    def admission(self) -> AdmissionChain:
+        """The mutating webhook chain: ``map_service``, ``reviews``."""
+        return self.app[WRITES].chain
 
     @property
     def log(self) -> list[RequestRecord]:

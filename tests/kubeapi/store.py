@@ -27,6 +27,9 @@ import jsonpointer
 import orjson
 from gangplace.kube.selectors import FieldSelector, LabelSelector, SelectorError, field_value
 
+from .defaults import default_pod
+from .strategic import StrategicPatchError, strategic_merge
+
 Json = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
 
@@ -70,8 +73,31 @@ _EVENT_FIELDS = frozenset(
 )
 
 
-def now_iso() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def now_iso(offset: float = 0.0) -> str:
+    t = datetime.now(UTC).timestamp() + offset
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# Kinds the API server keeps no metadata.generation for (their strategies never set it).
+_NO_GENERATION = frozenset(
+    {
+        ("", "pods"),
+        ("", "nodes"),
+        ("", "namespaces"),
+        ("", "events"),
+        ("", "configmaps"),
+        ("", "secrets"),
+        ("", "serviceaccounts"),
+        ("events.k8s.io", "events"),
+        ("coordination.k8s.io", "leases"),
+        ("rbac.authorization.k8s.io", "roles"),
+        ("rbac.authorization.k8s.io", "rolebindings"),
+        ("rbac.authorization.k8s.io", "clusterroles"),
+        ("rbac.authorization.k8s.io", "clusterrolebindings"),
+    }
+)
+# Kinds whose updates must name a resourceVersion (AllowUnconditionalUpdate false).
+_CONDITIONAL_UPDATE = frozenset({("coordination.k8s.io", "leases")})
 
 
 def status_body(
@@ -87,9 +113,11 @@ def status_body(
         "code": code,
     }
     if details:
-        body["details"] = details
+        body["details"] = {k: v for k, v in details.items() if v != ""}
     if success:
         del body["reason"]
+        if not message:
+            del body["message"]
     return body
 
 
@@ -274,6 +302,10 @@ class ApiStore:
         self.compacted_rv = self.rv
         self.watches: set[Watch] = set()
         self.require_namespaces = require_namespaces
+        # The disruption controller's memory: pods evicted under a budget, and those gone
+        # and not yet replaced, by budget.
+        self._evicted: set[str] = set()
+        self._unreplaced: dict[Key, dict[str, str]] = {}
         self._continues: OrderedDict[str, _Continuation] = OrderedDict()
         self._continue_ids = itertools.count(1)
         for rt in (*BUILTIN_TYPES, *CUSTOM_TYPES):
@@ -557,6 +589,11 @@ class ApiStore:
     # --- writing ----------------------------------------------------------------------
 
     def _commit(self, rt: ResourceType, kind: str, obj: Json, old: Json | None) -> Json:
+        if rt.plural == "pods" and rt.group == "":
+            # Typed serialisation: a pod condition always has both times, null when unset.
+            for c in (obj.get("status") or {}).get("conditions") or ():
+                c.setdefault("lastProbeTime", None)
+                c.setdefault("lastTransitionTime", None)
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
         meta = obj["metadata"]
@@ -579,7 +616,11 @@ class ApiStore:
     def _after_write(self, rt: ResourceType, obj: Json, created: bool = False) -> None:
         """Controllers the server runs itself: disruption budgets follow their pods."""
         if rt.plural == "pods" and rt.group == "":
-            self._sync_pdbs(obj["metadata"].get("namespace", ""), new_pod=obj if created else None)
+            ns = obj["metadata"].get("namespace", "")
+            gone = self.find(rt, ns, obj["metadata"]["name"]) is None
+            self._sync_pdbs(ns, new_pod=obj if created else None, gone_pod=obj if gone else None)
+            if gone:
+                self._evicted.discard(f"{ns}/{obj['metadata']['name']}")
         elif rt.plural == "poddisruptionbudgets":
             self._sync_pdbs(obj["metadata"].get("namespace", ""), only=obj["metadata"]["name"])
 
@@ -661,6 +702,9 @@ class ApiStore:
             meta["namespace"] = namespace
         else:
             meta.pop("namespace", None)
+        for k in ("labels", "annotations", "finalizers", "ownerReferences"):
+            if k in meta and not meta[k]:
+                del meta[k]  # empty is omitted, as typed serialisation does
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = f"{meta['generateName']}{uuid.uuid4().hex[:5]}"
         if not meta.get("name"):
@@ -685,23 +729,45 @@ class ApiStore:
             )
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_iso()
-        meta["generation"] = 1
-        meta.pop("resourceVersion", None)
+        if (rt.group, rt.plural) in _NO_GENERATION:
+            meta.pop("generation", None)
+        else:
+            meta["generation"] = 1
+        for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            meta.pop(k, None)
         self._default(rt, obj)
         if dry_run:
             return obj
         self._commit(rt, "ADDED", obj, None)
+        # The answer is the object as created, before the server's own controllers (the
+        # disruption controller fills a new budget's status) write it again.
+        answer = _copy(obj)
         self._after_write(rt, obj, created=True)
-        return self.find(rt, namespace, meta["name"]) or obj
+        return answer
+
+    def _priority_of(self, name: str | None) -> int | None:
+        classes = self.types[("scheduling.k8s.io", "v1", "priorityclasses")]
+        for pc in self.items(classes):
+            if pc["metadata"]["name"] == name or (name is None and pc.get("globalDefault")):
+                value = pc.get("value")
+                return int(value) if isinstance(value, int) else None
+        return None
 
     def _default(self, rt: ResourceType, obj: Json) -> None:
         if rt.group == "" and rt.plural == "pods":
-            obj.setdefault("spec", {}).setdefault("schedulerName", "default-scheduler")
-            obj.setdefault("status", {}).setdefault("phase", "Pending")
+            default_pod(obj, self._priority_of)
         elif rt.group == "" and rt.plural == "namespaces":
             obj.setdefault("status", {}).setdefault("phase", "Active")
+            labels = obj["metadata"].setdefault("labels", {})
+            labels["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
         elif rt.plural == "poddisruptionbudgets":
-            obj["status"] = self._pdb_status(obj, None)
+            # Zeros until the disruption controller has looked (no observedGeneration).
+            obj["status"] = {
+                "disruptionsAllowed": 0,
+                "currentHealthy": 0,
+                "desiredHealthy": 0,
+                "expectedPods": 0,
+            }
 
     def _updated(self, rt: ResourceType, old: Json, body: Any, subresource: str) -> Json:
         """The object a PUT or PATCH of ``body`` makes of ``old``."""
@@ -716,6 +782,25 @@ class ApiStore:
                 f"({meta_old['name']})",
             )
         wanted_rv = meta.get("resourceVersion")
+        if not wanted_rv and (rt.group, rt.plural) in _CONDITIONAL_UPDATE:
+            msg = "Invalid value: 0x0: must be specified for an update"
+            raise ApiStatusError(
+                422,
+                "Invalid",
+                f'{rt.qualified} "{meta_old["name"]}" is invalid: metadata.resourceVersion: {msg}',
+                {
+                    "name": meta_old["name"],
+                    "group": rt.group,
+                    "kind": rt.plural,
+                    "causes": [
+                        {
+                            "reason": "FieldValueInvalid",
+                            "message": msg,
+                            "field": "metadata.resourceVersion",
+                        }
+                    ],
+                },
+            )
         if wanted_rv and wanted_rv != meta_old["resourceVersion"]:
             raise ApiStatusError(
                 409,
@@ -725,12 +810,15 @@ class ApiStore:
                 "and try again",
                 {"name": meta_old["name"], "group": rt.group, "kind": rt.plural},
             )
-        for k in ("uid", "creationTimestamp", "deletionTimestamp"):
+        for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
             if k in meta_old:
                 meta[k] = meta_old[k]
             else:
                 meta.pop(k, None)
-        meta["generation"] = meta_old.get("generation", 1)
+        if "generation" in meta_old:
+            meta["generation"] = meta_old["generation"]
+        else:
+            meta.pop("generation", None)
         meta["resourceVersion"] = meta_old["resourceVersion"]
         if subresource == "status":
             new = _copy(old)
@@ -743,8 +831,8 @@ class ApiStore:
                 obj["status"] = old["status"]
             else:
                 obj.pop("status", None)
-        if obj.get("spec") != old.get("spec"):
-            meta["generation"] = meta_old.get("generation", 1) + 1
+        if obj.get("spec") != old.get("spec") and "generation" in meta_old:
+            meta["generation"] = meta_old["generation"] + 1
         self._validate(rt, obj)
         return obj
 
@@ -752,9 +840,25 @@ class ApiStore:
         if new == old or dry_run:
             return new  # a no-op write changes nothing, as in the API server
         self._commit(rt, "MODIFIED", new, old)
-        self._after_write(rt, new)
         meta = new["metadata"]
+        if self._finished(new):
+            # The last finalizer of an object being deleted went: it goes now.
+            gone = _copy(new)
+            self._commit(rt, "DELETED", gone, new)
+            self._after_write(rt, gone)
+            return new
+        self._after_write(rt, new)
         return self.find(rt, meta.get("namespace", ""), meta["name"]) or new
+
+    @staticmethod
+    def _finished(obj: Json) -> bool:
+        """Being deleted, no finalizer left and no grace period still running."""
+        meta = obj["metadata"]
+        return (
+            bool(meta.get("deletionTimestamp"))
+            and not meta.get("finalizers")
+            and not meta.get("deletionGracePeriodSeconds")
+        )
 
     def replace(
         self,
@@ -780,13 +884,23 @@ class ApiStore:
         subresource: str = "",
         dry_run: bool = False,
     ) -> Json:
-        """merge-patch, strategic-merge-patch (read as a merge patch) or json-patch."""
+        """merge-patch, strategic-merge-patch (built-in kinds only) or json-patch."""
         old = self.get(rt, namespace, name)
         base = _copy(old)
-        if content_type in (
-            "application/merge-patch+json",
-            "application/strategic-merge-patch+json",
-        ):
+        if content_type == "application/strategic-merge-patch+json":
+            if not rt.builtin:
+                raise ApiStatusError(
+                    415,
+                    "UnsupportedMediaType",
+                    "the body of the request was in an unknown format - accepted media types "
+                    "include: application/json-patch+json, application/merge-patch+json, "
+                    "application/apply-patch+yaml",
+                )
+            try:
+                body = strategic_merge(base, patch)
+            except StrategicPatchError as e:
+                raise ApiStatusError(400, "BadRequest", str(e)) from None
+        elif content_type == "application/merge-patch+json":
             if not isinstance(patch, dict):
                 raise ApiStatusError(400, "BadRequest", "a merge patch must be a JSON object")
             body = merge_patch(base, patch)
@@ -809,11 +923,10 @@ class ApiStore:
                 f"include: application/json-patch+json, application/merge-patch+json, "
                 f"application/strategic-merge-patch+json (got {content_type!r})",
             )
-        # The patch may name a resourceVersion (a precondition); otherwise it is the current.
+        # The patch may name a resourceVersion (a precondition); otherwise it is the current,
+        # and a patch is never refused as an unconditional update.
         if isinstance(body, dict) and isinstance(body.get("metadata"), dict):
-            patched_rv = body["metadata"].get("resourceVersion")
-            if patched_rv == old["metadata"]["resourceVersion"]:
-                body["metadata"].pop("resourceVersion", None)
+            body["metadata"].setdefault("resourceVersion", old["metadata"]["resourceVersion"])
         return self._write_update(rt, old, self._updated(rt, old, body, subresource), dry_run)
 
     def delete(
@@ -825,7 +938,14 @@ class ApiStore:
         uid: str | None = None,
         resource_version: str | None = None,
         dry_run: bool = False,
+        grace_period_seconds: int | None = None,
+        propagation_policy: str | None = None,
     ) -> Json:
+        """DELETE, as the API server does it: a bound, running pod is deleted gracefully
+        (deletionTimestamp and deletionGracePeriodSeconds set; gone when deleted again with
+        grace 0, e.g. by its kubelet); an object with finalizers stays, with its
+        deletionTimestamp, until they are removed; ``Foreground`` and ``Orphan`` add their
+        finalizer for the garbage collector. Anything else goes at once."""
         old = self.get(rt, namespace, name)
         meta = old["metadata"]
         if uid and uid != meta.get("uid"):
@@ -842,13 +962,62 @@ class ApiStore:
                 f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
                 f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
             )
+        if grace_period_seconds is not None and grace_period_seconds < 0:
+            grace_period_seconds = 0
+        if propagation_policy not in (None, "Background", "Foreground", "Orphan"):
+            raise ApiStatusError(
+                400,
+                "BadRequest",
+                f"propagationPolicy: Unsupported value: {propagation_policy!r}: supported "
+                'values: "Foreground", "Background", "Orphan"',
+            )
+        grace = self._grace(rt, old, grace_period_seconds)
+        finalizers = list(meta.get("finalizers") or ())
+        gc = {"Foreground": "foregroundDeletion", "Orphan": "orphan"}.get(propagation_policy or "")
+        if gc and gc not in finalizers and not meta.get("deletionTimestamp"):
+            finalizers.append(gc)
+        if not grace and not finalizers and not meta.get("deletionTimestamp"):
+            if dry_run:
+                return old
+            return self._remove(rt, old)
+        # Graceful: mark it (or shorten a running grace period) and keep it.
+        new = _copy(old)
+        nmeta = new["metadata"]
+        current = nmeta.get("deletionGracePeriodSeconds")
+        if not nmeta.get("deletionTimestamp") or (current is not None and grace < current):
+            nmeta["deletionTimestamp"] = now_iso(grace)
+            nmeta["deletionGracePeriodSeconds"] = grace
+        if finalizers:
+            nmeta["finalizers"] = finalizers
         if dry_run:
-            return old
+            return new
+        if new != old:
+            self._commit(rt, "MODIFIED", new, old)
+        if self._finished(new):
+            return self._remove(rt, new)
+        self._after_write(rt, new)
+        return self.find(rt, namespace, name) or new
+
+    def _grace(self, rt: ResourceType, obj: Json, asked: int | None) -> int:
+        """The grace period of a deletion: only a pod on a node, not finished, has one."""
+        if (rt.group, rt.plural) != ("", "pods"):
+            return 0
+        spec = obj.get("spec") or {}
+        if not spec.get("nodeName") or (obj.get("status") or {}).get("phase") in _TERMINAL:
+            return 0
+        if asked is not None:
+            return asked
+        value = spec.get("terminationGracePeriodSeconds")
+        return int(value) if isinstance(value, int) else 30
+
+    def _remove(self, rt: ResourceType, old: Json) -> Json:
         if rt.group == "" and rt.plural == "namespaces":
+            name = old["metadata"]["name"]
             for other in self.types.values():
                 if other.namespaced:
                     for obj in list(self.items(other, name)):
-                        self.delete(other, name, obj["metadata"]["name"])
+                        if self.find(other, name, obj["metadata"]["name"]) is not None:
+                            self._remove(other, obj)
         gone = _copy(old)
         self._commit(rt, "DELETED", gone, old)
         self._after_write(rt, gone)
@@ -857,11 +1026,13 @@ class ApiStore:
     # --- disruption budgets and eviction ------------------------------------------------
 
     def _pdb_status(self, pdb: Json, pods: list[Json] | None) -> Json:
-        """The disruption controller's figures. With no workload controllers here, the
-        expected count is the matching pods plus those evicted and not yet replaced
-        (``status.disruptedPods``): a pod evicted under ``maxUnavailable: 1`` leaves the
-        budget at zero until a replacement is created, as with a real ReplicaSet."""
-        ns = pdb["metadata"].get("namespace", "")
+        """The disruption controller's figures. Every matching pod not finished is
+        expected; one being deleted is not healthy. An evicted pod stays in
+        ``status.disruptedPods`` until it is seen terminating. A pod with a controlling
+        owner that was evicted and is gone still counts as expected until a new pod under
+        the budget replaces it (the fake has no workload scale to read, so it remembers)."""
+        meta = pdb["metadata"]
+        ns = meta.get("namespace", "")
         spec = pdb.get("spec") or {}
         selector = LabelSelector.from_json(spec.get("selector"))
         if pods is None:
@@ -873,9 +1044,14 @@ class ApiStore:
             and selector.matches((p.get("metadata") or {}).get("labels"))
         ]
         old = pdb.get("status") or {}
-        disrupted: dict[str, str] = dict(old.get("disruptedPods") or {})
-        present = {p["metadata"]["name"] for p in matching}
-        expected = len(matching) + sum(1 for name in disrupted if name not in present)
+        by_name = {p["metadata"]["name"]: p for p in matching}
+        disrupted: dict[str, str] = {
+            n: t
+            for n, t in (old.get("disruptedPods") or {}).items()
+            if n in by_name and not by_name[n]["metadata"].get("deletionTimestamp")
+        }
+        unreplaced = self._unreplaced.get((ns, meta["name"]), {})
+        expected = len(matching) + len(unreplaced)
         healthy = sum(
             1 for p in matching if _pod_healthy(p) and p["metadata"]["name"] not in disrupted
         )
@@ -891,7 +1067,7 @@ class ApiStore:
             (c for c in old.get("conditions") or () if c.get("type") == "DisruptionAllowed"), {}
         )
         status: Json = {
-            "observedGeneration": pdb["metadata"].get("generation", 1),
+            "observedGeneration": meta.get("generation", 1),
             "disruptionsAllowed": allowed,
             "currentHealthy": healthy,
             "desiredHealthy": desired,
@@ -902,7 +1078,7 @@ class ApiStore:
                     "status": cond_status,
                     "reason": "SufficientPods" if allowed > 0 else "InsufficientPods",
                     "message": "",
-                    "observedGeneration": pdb["metadata"].get("generation", 1),
+                    "observedGeneration": meta.get("generation", 1),
                     "lastTransitionTime": old_cond.get("lastTransitionTime")
                     if old_cond.get("status") == cond_status
                     else now_iso(),
@@ -914,7 +1090,11 @@ class ApiStore:
         return status
 
     def _sync_pdbs(
-        self, namespace: str, only: str | None = None, new_pod: Json | None = None
+        self,
+        namespace: str,
+        only: str | None = None,
+        new_pod: Json | None = None,
+        gone_pod: Json | None = None,
     ) -> None:
         pdb_type = self.types[("policy", "v1", "poddisruptionbudgets")]
         pdbs = [p for p in self.items(pdb_type, namespace) if only in (None, p["metadata"]["name"])]
@@ -922,16 +1102,29 @@ class ApiStore:
             return
         pods = list(self.items(self.types[("", "v1", "pods")], namespace))
         for pdb in pdbs:
-            base = pdb
-            old_disrupted = (pdb.get("status") or {}).get("disruptedPods") or {}
-            if new_pod is not None and old_disrupted:
-                selector = LabelSelector.from_json((pdb.get("spec") or {}).get("selector"))
-                if selector.matches(new_pod["metadata"].get("labels")):
-                    # A new pod under the budget replaces the oldest evicted one.
-                    oldest = min(old_disrupted, key=lambda n: (old_disrupted[n], n))
-                    rest = {n: t for n, t in old_disrupted.items() if n != oldest}
-                    base = {**pdb, "status": {**pdb["status"], "disruptedPods": rest}}
-            status = self._pdb_status(base, pods)
+            key = (namespace, pdb["metadata"]["name"])
+            selector = LabelSelector.from_json((pdb.get("spec") or {}).get("selector"))
+            unreplaced = self._unreplaced.setdefault(key, {})
+            if (
+                new_pod is not None
+                and unreplaced
+                and selector.matches(new_pod["metadata"].get("labels"))
+            ):
+                # A new pod under the budget replaces the oldest evicted one.
+                oldest = min(unreplaced, key=lambda n: (unreplaced[n], n))
+                del unreplaced[oldest]
+            if gone_pod is not None:
+                gmeta = gone_pod["metadata"]
+                owned = any(r.get("controller") for r in gmeta.get("ownerReferences") or ())
+                if (
+                    owned
+                    and f"{namespace}/{gmeta['name']}" in self._evicted
+                    and selector.matches(gmeta.get("labels"))
+                ):
+                    unreplaced[gmeta["name"]] = now_iso()
+            if not unreplaced:
+                self._unreplaced.pop(key, None)
+            status = self._pdb_status(pdb, pods)
             if status != pdb.get("status"):
                 new = dict(pdb)
                 new["metadata"] = dict(pdb["metadata"])
@@ -952,15 +1145,24 @@ class ApiStore:
         pods = self.types[("", "v1", "pods")]
         if not isinstance(body, dict) or body.get("kind") != "Eviction":
             raise ApiStatusError(400, "BadRequest", "the body must be an Eviction object")
-        body_name = (body.get("metadata") or {}).get("name")
-        if body_name != name:
+        self._check_namespace(pods, namespace)
+        if (body.get("metadata") or {}).get("name") != name:
             raise ApiStatusError(
-                400,
-                "BadRequest",
-                f"name in URL does not match name in Eviction object: {body_name!r}",
+                400, "BadRequest", "name in URL does not match name in Eviction object"
             )
         pod = self.get(pods, namespace, name)
-        pre = ((body.get("deleteOptions") or {}).get("preconditions")) or {}
+        options = body.get("deleteOptions") or {}
+        if options.get("dryRun"):
+            if options["dryRun"] != ["All"]:
+                raise ApiStatusError(
+                    400, "BadRequest", f"Invalid dryRun value {options['dryRun']!r}: only All"
+                )
+            dry_run = True
+        grace = options.get("gracePeriodSeconds")
+        if pod["metadata"].get("deletionTimestamp"):
+            # Already terminating: the eviction is done as far as the server is concerned.
+            return status_body(201, "", "", success=True)
+        pre = (options.get("preconditions")) or {}
         uid, rv = pre.get("uid"), pre.get("resourceVersion")
         if uid and uid != pod["metadata"].get("uid"):
             raise ApiStatusError(
@@ -1000,8 +1202,88 @@ class ApiStore:
                 self._check_budget(matching[0], pod)
                 if not dry_run:
                     self._mark_disrupted(matching[0], name)
+                    self._evicted.add(f"{namespace}/{name}")
         if not dry_run:
-            self.delete(pods, namespace, name, uid=uid, resource_version=rv)
+            self._disruption_target(pods, pod)
+            self.delete(
+                pods,
+                namespace,
+                name,
+                uid=uid,
+                grace_period_seconds=grace if isinstance(grace, int) else None,
+            )
+        return status_body(201, "", "", success=True)
+
+    def _disruption_target(self, pods: ResourceType, pod: Json) -> None:
+        """The condition the eviction handler sets before it deletes the pod."""
+        new = _copy(pod)
+        conditions = [
+            c
+            for c in (new.setdefault("status", {}).get("conditions") or ())
+            if c.get("type") != "DisruptionTarget"
+        ]
+        conditions.append(
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "lastProbeTime": None,
+                "lastTransitionTime": now_iso(),
+                "reason": "EvictionByEvictionAPI",
+                "message": "Eviction API: evicting",
+            }
+        )
+        new["status"]["conditions"] = conditions
+        self._commit(pods, "MODIFIED", new, pod)
+        self._after_write(pods, new)
+
+    def bind(self, namespace: str, name: str, body: Any) -> Json:
+        """POST pods/{name}/binding: the scheduler's (or anyone's) assignment of a node. The
+        server sets spec.nodeName and the PodScheduled condition itself."""
+        pods = self.types[("", "v1", "pods")]
+        if not isinstance(body, dict) or body.get("kind", "Binding") != "Binding":
+            raise ApiStatusError(400, "BadRequest", "the body must be a Binding object")
+        if (body.get("metadata") or {}).get("name") != name:
+            raise ApiStatusError(
+                400, "BadRequest", "name in URL does not match name in Binding object"
+            )
+        target = body.get("target") or {}
+        node = target.get("name")
+        if not node or target.get("kind", "Node") != "Node":
+            raise ApiStatusError(
+                422,
+                "Invalid",
+                f'Binding.core "{name}" is invalid: target.name: Required value',
+            )
+        pod = self.get(pods, namespace, name)
+
+        def conflict(why: str) -> ApiStatusError:
+            return ApiStatusError(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on pods/binding "{name}": {why}',
+                {"name": name, "kind": "pods/binding"},
+            )
+
+        if pod["metadata"].get("deletionTimestamp"):
+            raise conflict(f"pod {name} is being deleted, cannot be assigned to a host")
+        current = (pod.get("spec") or {}).get("nodeName")
+        if current:
+            raise conflict(f'pod {name} is already assigned to node "{current}"')
+        new = _copy(pod)
+        new["spec"]["nodeName"] = node
+        status = new.setdefault("status", {})
+        conditions = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
+        conditions.append(
+            {
+                "type": "PodScheduled",
+                "status": "True",
+                "lastProbeTime": None,
+                "lastTransitionTime": now_iso(),
+            }
+        )
+        status["conditions"] = conditions
+        self._commit(pods, "MODIFIED", new, pod)
+        self._after_write(pods, new)
         return status_body(201, "", "", success=True)
 
     def _check_budget(self, pdb: Json, pod: Json) -> None:

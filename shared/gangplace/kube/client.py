@@ -291,14 +291,32 @@ class KubeClient:
         *,
         namespace: str | None = None,
         content_type: str = "application/json-patch+json",
+        subresource: str = "",
     ) -> Json:
         """PATCH: an RFC 6902 JSON patch (a list of operations; a failed ``test`` is a
         422 and changes nothing) or, with ``content_type="application/merge-patch+json"``,
-        a merge patch."""
-        check_call("patch", resource)
+        a merge patch; of ``subresource`` (``status``) when given."""
+        check_call("patch", resource, subresource)
         return await self.request(
-            "PATCH", resource.path(namespace, name), (), body, content_type=content_type
+            "PATCH",
+            resource.path(namespace, name, subresource),
+            (),
+            body,
+            content_type=content_type,
         )
+
+    async def delete(
+        self,
+        resource: Resource,
+        name: str,
+        *,
+        namespace: str | None = None,
+        propagation: str = "Background",
+    ) -> Json:
+        """DELETE with a propagationPolicy (Background, Foreground or Orphan)."""
+        check_call("delete", resource)
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+        return await self.request("DELETE", resource.path(namespace, name), (), body)
 
     async def evict(
         self, namespace: str, name: str, *, uid: str = "", dry_run: bool = False

@@ -2,8 +2,10 @@
 
 :data:`~gangplace.kube.resources.API_CALLS` lists every call the code may make;
 :data:`ATTRIBUTION` says which component makes each one: the ``webhook``, the
-``descheduler`` (both run under ServiceAccounts of their own), or ``kubectl-corral``
-(the admin's plugin, which runs with the user's own credentials, read-only).
+``descheduler`` (both run under ServiceAccounts of their own), ``kubectl-corral``
+(the admin's plugin, which runs with the user's own credentials, read-only), or
+``kubectl-corral-demo`` (``kubectl corral demo``, which writes in namespaces of its own
+with the user's credentials; nothing in the manifests grants it anything).
 
 A grant may be limited to the component's own namespace (a Role rather than a
 ClusterRole), to named objects (``resourceNames``) and to one install choice (the
@@ -30,6 +32,7 @@ from .resources import (
     CONFIGMAPS,
     COSCHED_PODGROUPS,
     EVENTS,
+    JOBS,
     LEASES,
     MUTATING_WEBHOOKS,
     NAMESPACES,
@@ -49,6 +52,7 @@ __all__ = [
     "ATTRIBUTION",
     "CHOICES",
     "COMPONENTS",
+    "DEMO",
     "DESCHEDULER",
     "DESCHEDULER_LEASE",
     "DESCHEDULER_LEDGER",
@@ -76,7 +80,8 @@ __all__ = [
 WEBHOOK: Final = "webhook"
 DESCHEDULER: Final = "descheduler"
 KUBECTL: Final = "kubectl-corral"
-COMPONENTS: Final = (WEBHOOK, DESCHEDULER, KUBECTL)
+DEMO: Final = "kubectl-corral-demo"
+COMPONENTS: Final = (WEBHOOK, DESCHEDULER, KUBECTL, DEMO)
 
 # Where corral runs, and the names of the objects its components touch by name. The
 # manifests use these names, and pass them to the components on the command line.
@@ -125,6 +130,7 @@ def _key(verb: str, r: Resource, sub: str = "") -> CallKey:
 
 
 _W, _D, _K = Grant(WEBHOOK), Grant(DESCHEDULER), Grant(KUBECTL)
+_DEMO = Grant(DEMO)
 # The backends whose gangs have a PodGroup object, which the webhook makes.
 _PODGROUP_BACKENDS: tuple[tuple[str, Resource], ...] = (
     ("volcano", VOLCANO_PODGROUPS),
@@ -205,6 +211,18 @@ _ROWS: tuple[tuple[tuple[str, ...], Resource, str, tuple[Grant, ...]], ...] = (
             ),
         ),
     ),
+    # kubectl corral demo: its namespaces and Jobs, what it reads to show the story, a
+    # taint on a node while it places a Job, pretend GPUs with --add-gpus; it runs the
+    # descheduler's calls too, as the descheduler (with the user's credentials).
+    (("create", "delete"), NAMESPACES, "", (_DEMO,)),
+    (("create", "delete"), JOBS, "", (_DEMO,)),
+    (("get", "patch"), NODES, "", (_DEMO,)),
+    (("patch",), NODES, "status", (_DEMO,)),
+    (("list",), NODES, "", (_DEMO,)),
+    (("list",), PODS, "", (_DEMO,)),
+    (("list",), VOLCANO_PODGROUPS, "", (_DEMO,)),
+    (("list",), VOLCANO_QUEUES, "", (_DEMO,)),
+    (("get",), MUTATING_WEBHOOKS, "", (_DEMO,)),
     # Leader election: one Lease in corral's own namespace, for the leader-elected
     # Deployment only (the CronJob runs `run --once`, which elects no leader).
     (

@@ -16,6 +16,7 @@ __all__ = [
     "CONFIGMAPS",
     "COSCHED_PODGROUPS",
     "EVENTS",
+    "JOBS",
     "LEASES",
     "MUTATING_WEBHOOKS",
     "NAMESPACES",
@@ -107,8 +108,9 @@ MUTATING_WEBHOOKS = Resource(
 # The workload kinds the webhook makes gangs of, as owners of their PodGroups: the
 # webhook reads one (to learn its uid) when none of its pods or child workloads named
 # it first. The version is the one a path is built with when the caller has no other.
+JOBS = Resource("batch", "v1", "jobs", "Job", namespaced=True)
 WORKLOADS: tuple[Resource, ...] = (
-    Resource("batch", "v1", "jobs", "Job", namespaced=True),
+    JOBS,
     Resource("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", namespaced=True),
     Resource("kubeflow.org", "v1", "tfjobs", "TFJob", namespaced=True),
     Resource("kubeflow.org", "v2beta1", "mpijobs", "MPIJob", namespaced=True),
@@ -238,6 +240,27 @@ API_CALLS: tuple[ApiCall, ...] = (
         MUTATING_WEBHOOKS.group,
         MUTATING_WEBHOOKS.plural,
         why="webhook --self-signed: its own configuration's caBundle",
+    ),
+    # kubectl corral demo, with the user's own credentials (nothing in the manifests)
+    *(
+        ApiCall(verb, "", "namespaces", why="kubectl corral demo: its two namespaces")
+        for verb in ("create", "delete")
+    ),
+    *(
+        ApiCall(verb, "batch", "jobs", why="kubectl corral demo: the story's Jobs")
+        for verb in ("create", "delete")
+    ),
+    ApiCall("get", "", "nodes", why="kubectl corral demo: a node's taints"),
+    ApiCall(
+        "patch", "", "nodes", why="kubectl corral demo: a NoSchedule taint while placing a Job"
+    ),
+    ApiCall(
+        "patch",
+        "",
+        "nodes",
+        "status",
+        why="kubectl corral demo --add-gpus: pretend GPUs (an extended resource) on a GPU-less "
+        "cluster",
     ),
 )
 

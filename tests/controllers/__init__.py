@@ -1,0 +1,47 @@
+"""Models of the controllers corral meets, run beside the in-memory API server: the Job
+controller, the garbage collector, a gang scheduler with Volcano's rules and a
+pod-by-pod scheduler (the kubelet model is the fake's own, in
+``tests.kubeapi.controllers``, and runs in step with these through
+:class:`StoreController`). They talk to the server over HTTP like any controller, so their
+writes go through admission, authorisation and the deletion rules.
+
+    rest = Rest(api.url)
+    models = ControllerSet([JobController(rest, backoff=0), GarbageCollector(rest),
+                            GangScheduler(rest)])
+    await models.settle()            # deterministic: step until nothing changes
+    models.start(period=0.05)        # or as asyncio tasks ...
+    await models.stop()              # ... stopped (and their HTTP sessions closed)
+"""
+
+from .gang_scheduler import GROUP_NAME, GangScheduler
+from .gc import GarbageCollector
+from .job import JOB_TRACKING, JobController
+from .pod_scheduler import PodScheduler
+from .rest import Rest, RestError
+from .runner import (
+    Controller,
+    ControllerSet,
+    ManualClock,
+    NotSettled,
+    StoreController,
+    until,
+    wall_clock,
+)
+
+__all__ = [
+    "GROUP_NAME",
+    "JOB_TRACKING",
+    "Controller",
+    "ControllerSet",
+    "GangScheduler",
+    "GarbageCollector",
+    "JobController",
+    "ManualClock",
+    "NotSettled",
+    "PodScheduler",
+    "Rest",
+    "RestError",
+    "StoreController",
+    "until",
+    "wall_clock",
+]

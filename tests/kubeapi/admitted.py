@@ -1,0 +1,374 @@
+"""Writes through the admission chain: what the HTTP handlers (and models that write as
+a client would) call instead of the store's write methods.
+
+The API server's order for a write is: decode and default, mutating admission, then
+name generation, uid, timestamps, validation and storage. The store does all but the
+admission in one step, so each write here asks the store for the object it would
+write (a dry run), takes back what the API server has not filled in yet at admission
+(no uid, ``creationTimestamp: null``, no generated name, the old generation on
+update), runs the chain on it, and writes the result. A dry run the store refuses as
+invalid (422) or as already existing (409) still goes to the webhooks, as those errors
+come after admission in the API server.
+
+An update whose object changed while the webhooks were called is tried again from the
+start (a PATCH, or a PUT without a resourceVersion), as the API server's update loop
+does; a PUT with a resourceVersion gets its 409.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import jsonpatch
+import jsonpointer
+
+from .store import ApiStatusError, ApiStore, ResourceType, merge_patch
+from .webhooks import (
+    ADMIN,
+    AdmissionChain,
+    Attributes,
+    default_configuration,
+    validate_configuration,
+)
+
+Json = dict[str, Any]
+
+__all__ = ["AdmittedWrites"]
+
+_RETRIES = 5
+_MWC = ("admissionregistration.k8s.io", "mutatingwebhookconfigurations")
+
+
+def _options(kind: str, dry_run: bool, extra: Json | None = None) -> Json:
+    out: Json = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+    if extra:
+        out.update(extra)
+    if dry_run:
+        out["dryRun"] = ["All"]
+    return out
+
+
+def _kind(rt: ResourceType) -> tuple[str, str, str]:
+    return (rt.group, rt.version, rt.kind)
+
+
+def _raw(rt: ResourceType, namespace: str, body: Any) -> Json:
+    """The body as decoded, when the store would refuse it only after admission."""
+    obj: Json = copy.deepcopy(body)
+    obj["kind"], obj["apiVersion"] = rt.kind, rt.api_version
+    meta = obj.setdefault("metadata", {})
+    if rt.namespaced:
+        meta["namespace"] = namespace
+    return obj
+
+
+class AdmittedWrites:
+    """The store's write methods, async, with mutating admission in front. Each takes
+    ``warnings`` (filled with what webhooks said) and ``user`` (the userInfo of the
+    review; the recordings' admin by default)."""
+
+    def __init__(self, store: ApiStore, chain: AdmissionChain | None = None) -> None:
+        self.store = store
+        self.chain = chain or AdmissionChain(store)
+
+    # --- CREATE ---------------------------------------------------------------------
+
+    async def create(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        body: Any,
+        *,
+        dry_run: bool = False,
+        warnings: list[str] | None = None,
+        user: Json | None = None,
+        options: Json | None = None,
+    ) -> Json:
+        store = self.store
+        ns = namespace if rt.namespaced else ""
+        if (rt.group, rt.plural) == _MWC and isinstance(body, dict):
+            body = default_configuration(body)
+            validate_configuration(body)
+        if not self.chain.active() or not isinstance(body, dict):
+            return store.create(rt, ns, body, dry_run=dry_run)
+        named = (
+            bool((body.get("metadata") or {}).get("name"))
+            if isinstance(body.get("metadata"), dict)
+            else False
+        )
+        try:
+            obj = store.create(rt, ns, body, dry_run=True)
+        except ApiStatusError as e:
+            if e.code not in (409, 422):
+                raise
+            obj = _raw(rt, ns, body)
+        obj = copy.deepcopy(obj)
+        meta = obj["metadata"]
+        for k in ("uid", "resourceVersion", "generation", "creationTimestamp"):
+            meta.pop(k, None)
+        if rt.builtin:
+            meta["creationTimestamp"] = None
+        if not named:
+            meta.pop("name", None)
+        attrs = Attributes(
+            "CREATE",
+            rt,
+            "",
+            ns,
+            meta.get("name", ""),
+            obj,
+            None,
+            dry_run,
+            _options("CreateOptions", dry_run, options),
+            user or ADMIN,
+            _kind(rt),
+        )
+        admitted = await self.chain.admit(attrs, warnings if warnings is not None else [])
+        return store.create(rt, ns, admitted, dry_run=dry_run)
+
+    # --- UPDATE ---------------------------------------------------------------------
+
+    async def replace(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        body: Any,
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+        warnings: list[str] | None = None,
+        user: Json | None = None,
+    ) -> Json:
+        if not self.chain.active() and (rt.group, rt.plural) != _MWC:
+            return self.store.replace(
+                rt, namespace, name, body, subresource=subresource, dry_run=dry_run
+            )
+        unconditional = not (
+            isinstance(body, dict)
+            and isinstance(body.get("metadata"), dict)
+            and body["metadata"].get("resourceVersion")
+        )
+
+        def compute(old: Json) -> Json:
+            return self.store.replace(
+                rt, namespace, name, body, subresource=subresource, dry_run=True
+            )
+
+        def fallback(old: Json) -> Json:
+            return _raw(rt, old["metadata"].get("namespace", ""), body)
+
+        return await self._update(
+            rt,
+            namespace,
+            name,
+            subresource,
+            dry_run,
+            warnings,
+            user,
+            compute,
+            fallback,
+            retry=unconditional,
+        )
+
+    async def patch(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        content_type: str,
+        patch: Any,
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+        warnings: list[str] | None = None,
+        user: Json | None = None,
+    ) -> Json:
+        if not self.chain.active() and (rt.group, rt.plural) != _MWC:
+            return self.store.patch(
+                rt, namespace, name, content_type, patch, subresource=subresource, dry_run=dry_run
+            )
+
+        def compute(old: Json) -> Json:
+            return self.store.patch(
+                rt, namespace, name, content_type, patch, subresource=subresource, dry_run=True
+            )
+
+        def fallback(old: Json) -> Json:
+            base = copy.deepcopy(old)
+            if content_type == "application/json-patch+json":
+                try:
+                    out = jsonpatch.JsonPatch(patch).apply(base)
+                except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException):
+                    raise _NoFallback() from None
+            else:
+                out = merge_patch(base, patch)
+            if not isinstance(out, dict):
+                raise _NoFallback()
+            return out
+
+        return await self._update(
+            rt,
+            namespace,
+            name,
+            subresource,
+            dry_run,
+            warnings,
+            user,
+            compute,
+            fallback,
+            retry=True,
+        )
+
+    async def _update(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        subresource: str,
+        dry_run: bool,
+        warnings: list[str] | None,
+        user: Json | None,
+        compute: Any,
+        fallback: Any,
+        *,
+        retry: bool,
+    ) -> Json:
+        store = self.store
+        ns = namespace if rt.namespaced else ""
+        is_mwc = (rt.group, rt.plural) == _MWC
+        for attempt in range(_RETRIES):
+            old = store.get(rt, ns, name)
+            try:
+                new = copy.deepcopy(compute(old))
+            except ApiStatusError as e:
+                if e.code != 422:
+                    raise
+                try:
+                    new = fallback(old)
+                except _NoFallback:
+                    raise e from None
+            if is_mwc:
+                new = default_configuration(new)
+                validate_configuration(new, default_configuration(old))
+            # Admission sees the stored generation: the bump (kinds that have one) is later.
+            if "generation" in old["metadata"]:
+                new["metadata"]["generation"] = old["metadata"]["generation"]
+            else:
+                new["metadata"].pop("generation", None)
+            attrs = Attributes(
+                "UPDATE",
+                rt,
+                subresource,
+                ns,
+                name,
+                new,
+                old,
+                dry_run,
+                _options("UpdateOptions", dry_run),
+                user or ADMIN,
+                _kind(rt),
+            )
+            admitted = await self.chain.admit(attrs, warnings if warnings is not None else [])
+            assert admitted is not None
+            current = store.get(rt, ns, name)
+            moved = current["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]
+            if moved and retry and attempt + 1 < _RETRIES:
+                continue  # changed during the calls: start again from the new object
+            return store.replace(rt, ns, name, admitted, subresource=subresource, dry_run=dry_run)
+        raise AssertionError("unreachable")
+
+    # --- DELETE and eviction ----------------------------------------------------------
+
+    async def delete(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        resource_version: str | None = None,
+        dry_run: bool = False,
+        warnings: list[str] | None = None,
+        user: Json | None = None,
+        options: Json | None = None,
+        grace_period_seconds: int | None = None,
+        propagation_policy: str | None = None,
+    ) -> Json:
+        store = self.store
+        ns = namespace if rt.namespaced else ""
+        if self.chain.active():
+            old = store.get(rt, ns, name)
+            options = dict(options or {})
+            if grace_period_seconds is not None:
+                options.setdefault("gracePeriodSeconds", grace_period_seconds)
+            if propagation_policy is not None:
+                options.setdefault("propagationPolicy", propagation_policy)
+            attrs = Attributes(
+                "DELETE",
+                rt,
+                "",
+                ns,
+                name,
+                None,
+                old,
+                dry_run,
+                _options("DeleteOptions", dry_run, options),
+                user or ADMIN,
+                _kind(rt),
+            )
+            await self.chain.admit(attrs, warnings if warnings is not None else [])
+        return store.delete(
+            rt,
+            ns,
+            name,
+            uid=uid,
+            resource_version=resource_version,
+            dry_run=dry_run,
+            grace_period_seconds=grace_period_seconds,
+            propagation_policy=propagation_policy,
+        )
+
+    async def evict(
+        self,
+        namespace: str,
+        name: str,
+        body: Any,
+        *,
+        dry_run: bool = False,
+        warnings: list[str] | None = None,
+        user: Json | None = None,
+    ) -> Json:
+        """POST pods/NAME/eviction: a CREATE of the subresource (kind policy/v1
+        Eviction); webhooks that name ``pods/eviction`` see it, those on ``pods`` do not."""
+        store = self.store
+        if self.chain.active() and isinstance(body, dict):
+            pods = store.resource("pods")
+            store.get(pods, namespace, name)  # 404 before admission, as the API server
+            obj = copy.deepcopy(body)
+            meta = obj.setdefault("metadata", {})
+            if isinstance(meta, dict):
+                meta.setdefault("namespace", namespace)
+                meta.setdefault("creationTimestamp", None)
+            attrs = Attributes(
+                "CREATE",
+                pods,
+                "eviction",
+                namespace,
+                name,
+                obj,
+                None,
+                dry_run,
+                _options("CreateOptions", dry_run),
+                user or ADMIN,
+                ("policy", "v1", "Eviction"),
+            )
+            admitted = await self.chain.admit(attrs, warnings if warnings is not None else [])
+            if admitted is not None:
+                body = admitted
+        return store.evict(namespace, name, body, dry_run=dry_run)
+
+
+class _NoFallback(Exception):
+    """The request cannot even be applied: its own error stands, no webhook is called."""

@@ -1,0 +1,253 @@
+"""The cluster of the scenario tests: three Ready nodes of 8 GPUs (as in the recordings),
+Jobs and the PodGroups corral's webhook writes for them, and the controller models that
+play the control plane (Job controller, garbage collector, kubelet, a scheduler)."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+from typing import Any
+
+from descheduler import DeschedulerConfig
+from descheduler.serve import RunOptions, run_command
+from tests.controllers import (
+    ControllerSet,
+    GangScheduler,
+    GarbageCollector,
+    JobController,
+    ManualClock,
+    PodScheduler,
+    Rest,
+    StoreController,
+)
+from tests.controllers.gang_scheduler import GROUP_NAME, PODGROUP_API
+from tests.kubeapi import ApiServer
+from tests.kubeapi.controllers import Kubelet
+
+Json = dict[str, Any]
+
+NS = "ml"
+NODES = ("n1", "n2", "n3")
+QUEUE_NAME = "scheduling.volcano.sh/queue-name"
+
+
+def node(name: str, gpus: int = 8) -> Json:
+    cap = {"cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": str(gpus)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {
+            "capacity": dict(cap),
+            "allocatable": dict(cap),
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+        },
+    }
+
+
+def setup(api: ApiServer, *extra: Json) -> None:
+    api.store.load(
+        [
+            *(node(n) for n in NODES),
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
+            *extra,
+        ]
+    )
+
+
+def job(
+    name: str,
+    gpus: int,
+    *,
+    workers: int = 1,
+    backoff_limit: int = 0,
+    suspend: bool = False,
+    priority: int | None = None,
+    gang: bool = False,
+) -> Json:
+    """A Job of ``workers`` pods of ``gpus`` GPUs each. ``gang``: as corral's webhook
+    admits it for Volcano (schedulerName volcano, the pods tied to PodGroup
+    ``job-<name>``)."""
+    spec: Json = {
+        "restartPolicy": "Never",
+        "containers": [
+            {
+                "name": "main",
+                "image": "busybox:1.36",
+                "command": ["sleep", "3600"],
+                "resources": {
+                    "requests": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": str(gpus)},
+                    "limits": {"nvidia.com/gpu": str(gpus)},
+                },
+            }
+        ],
+    }
+    if priority is not None:
+        spec["priority"] = priority
+    template: Json = {"metadata": {"labels": {"app": name}}, "spec": spec}
+    if gang:
+        spec["schedulerName"] = "volcano"
+        template["metadata"]["annotations"] = {
+            GROUP_NAME: f"job-{name}",
+            QUEUE_NAME: "default",
+        }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "parallelism": workers,
+            "completions": workers,
+            "backoffLimit": backoff_limit,
+            "suspend": suspend,
+            "template": template,
+        },
+    }
+
+
+def podgroup_for(job_obj: Json) -> Json:
+    """The PodGroup corral's webhook makes for a Job: ``job-<name>``, owned by it,
+    minMember the parallelism, minResources what minMember pods request."""
+    spec = job_obj["spec"]
+    n = int(spec.get("parallelism", 1))
+    req = spec["template"]["spec"]["containers"][0]["resources"]["requests"]
+    min_res = {"cpu": str(int(req["cpu"]) * n), "memory": f"{int(req['memory'][:-2]) * n}Gi"}
+    min_res["nvidia.com/gpu"] = str(int(req["nvidia.com/gpu"]) * n)
+    meta = job_obj["metadata"]
+    return {
+        "apiVersion": PODGROUP_API,
+        "kind": "PodGroup",
+        "metadata": {
+            "name": f"job-{meta['name']}",
+            "namespace": meta["namespace"],
+            "ownerReferences": [
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {"minMember": n, "queue": "default", "minResources": min_res},
+    }
+
+
+async def submit(rest: Rest, job_obj: Json, *, with_podgroup: bool = False) -> Json:
+    """Create the Job (and, as the webhook would, its PodGroup)."""
+    made = await rest.create("batch/v1", "jobs", NS, copy.deepcopy(job_obj))
+    if with_podgroup:
+        await rest.create(PODGROUP_API, "podgroups", NS, podgroup_for(made))
+    return made
+
+
+DESCHED_NS = "corral-system"
+
+
+async def run_descheduler(
+    api: ApiServer, config: DeschedulerConfig | None = None
+) -> dict[str, Any]:
+    """``corral-descheduler run --once`` against the fake, as tests/test_desched_live."""
+    out = io.StringIO()
+    opts = RunOptions(
+        once=True, output="json", lease_namespace=DESCHED_NS, backoff_initial=0.01, sync_timeout=5.0
+    )
+    code = await run_command(
+        opts,
+        config or DeschedulerConfig(),
+        client=api.client("descheduler"),
+        out=out,
+        install_signals=False,
+    )
+    doc: dict[str, Any] = json.loads(out.getvalue()) if out.getvalue() else {}
+    assert code == 0, doc
+    return doc
+
+
+async def place(c: Cluster, layout: dict[str, list[tuple[str, int]]], **job_kw: Any) -> None:
+    """Jobs (gangs of one, with their PodGroups) bound by hand where ``layout`` says,
+    the fragmented history of a busy cluster."""
+    for node, jobs in layout.items():
+        for name, gpus in jobs:
+            await submit(c.rest, job(name, gpus, gang=True, **job_kw), with_podgroup=True)
+            await c.models.settle(only=["job-controller"])
+            (pod,) = c.pods(name)
+            await c.rest.bind(NS, pod["metadata"]["name"], node)
+    await c.settle()
+
+
+LAYOUT_767 = {
+    "n1": [("big-1", 4), ("a1", 1), ("a2", 1), ("a3", 1)],
+    "n2": [("big-2", 4), ("b1", 1), ("b2", 1)],
+    "n3": [("big-3", 4), ("c1", 1), ("c2", 1), ("c3", 1)],
+}
+
+
+class Cluster:
+    """The models of one scenario, all stepped in order by :meth:`settle`."""
+
+    def __init__(
+        self, api: ApiServer, *, scheduler: str = "gang", rest: Rest | None = None
+    ) -> None:
+        """``rest``: the Job controller's client (one whose creates go through a
+        webhook); the test's own creates use it too."""
+        self.api = api
+        self.rest = rest or Rest(api.url)
+        self.clock = ManualClock()
+        self.kubelet = Kubelet()
+        self.jobs = JobController(rest or Rest(api.url), clock=self.clock, backoff=0)
+        models: list[Any] = [self.jobs, GarbageCollector(Rest(api.url))]
+        if scheduler in ("gang", "both"):
+            models.append(GangScheduler(Rest(api.url), clock=self.clock))
+        if scheduler in ("pod", "both"):
+            models.append(PodScheduler(Rest(api.url), clock=self.clock))
+        models.append(StoreController("kubelet", self.kubelet, api.store))
+        self.models = ControllerSet(models)
+
+    async def settle(self) -> int:
+        return await self.models.settle()
+
+    async def close(self) -> None:
+        await self.models.stop()
+        await self.rest.close()
+
+    # --- what a user would look at --------------------------------------------------
+
+    def pods(self, job_name: str | None = None) -> list[Json]:
+        out = [
+            p
+            for p in self.api.store.items(self.api.store.resource("pods"), NS)
+            if job_name is None or (p["metadata"].get("labels") or {}).get("job-name") == job_name
+        ]
+        return sorted(out, key=lambda p: p["metadata"]["name"])
+
+    def job(self, name: str) -> Json:
+        return self.api.store.get(self.api.store.resource("jobs", "batch"), NS, name)
+
+    def podgroup(self, name: str) -> Json:
+        rt = self.api.store.resource("podgroups", "scheduling.volcano.sh")
+        return self.api.store.get(rt, NS, name)
+
+    def gpus_used(self) -> dict[str, int]:
+        used = dict.fromkeys(NODES, 0)
+        for p in self.pods():
+            n = (p.get("spec") or {}).get("nodeName")
+            if n and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                req = p["spec"]["containers"][0]["resources"]["requests"]
+                used[n] += int(req.get("nvidia.com/gpu", 0))
+        return used
+
+
+def bound(pods: list[Json]) -> list[Json]:
+    return [p for p in pods if (p.get("spec") or {}).get("nodeName")]
+
+
+def running(pods: list[Json]) -> list[Json]:
+    return [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+
+
+def conditions(obj: Json) -> dict[str, Json]:
+    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or ()}
