@@ -21,6 +21,11 @@ understate the gap -- the output says which generator ran.
     python bench/webhook.py            # a table
     python bench/webhook.py --json     # one JSON object with the same figures
 
+   Then the same through the in-memory API server's admission chain (tests/kubeapi):
+   pod creations sent to it, the webhook called by its chain over verified TLS with
+   ``?timeout=10s`` and keep-alive as kube-apiserver calls it (``--no-chain`` leaves
+   this out); one API server per webhook, alternating rounds as above.
+
 3. ``--cluster``: the webhook with informers on a large cluster (default 10,000 nodes
    and 100,000 pods of full size, served by the in-memory API server in a process of
    its own, as ``bench/informer.py`` does):
@@ -279,7 +284,9 @@ def _servers(tmp: Path, cert: Path, key: Path) -> list[tuple[str, list[str], int
     return out
 
 
-def _wrk(port: int, conns: int, seconds: float, lua: Path, body: Path) -> dict[str, float]:
+def _wrk(
+    port: int, conns: int, seconds: float, lua: Path, body: Path, url: str = ""
+) -> dict[str, float]:
     env = {**os.environ, "CORRAL_BENCH_BODY": str(body)}
     cmd = [
         "wrk",
@@ -290,7 +297,7 @@ def _wrk(port: int, conns: int, seconds: float, lua: Path, body: Path) -> dict[s
         "5s",
         "-s",
         str(lua),
-        f"https://127.0.0.1:{port}/mutate",
+        url or f"https://127.0.0.1:{port}/mutate",
     ]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=seconds + 60)
     for line in out.stdout.splitlines():
@@ -775,6 +782,88 @@ def render_cluster(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# --- 2b. through the in-memory API server's admission chain ----------------------------
+
+
+def _chain_pod() -> bytes:
+    """The bench's pod as a client creates it (the API server's own fields left out)."""
+    review = json.loads((find_fixtures() / "pod-create-from-job-mpi-train.json").read_text())
+    pod = review["request"]["object"]
+    for k in ("managedFields", "creationTimestamp", "uid", "resourceVersion"):
+        pod["metadata"].pop(k, None)
+    pod.pop("status", None)
+    return json.dumps(pod).encode()
+
+
+def bench_chain(
+    seconds: float, rounds: int, concurrency: tuple[int, ...] = CONCURRENCY
+) -> dict[str, Any]:
+    """Pod creations (``generateName``, so each is new) sent to the in-memory API server
+    (tests/kubeapi), whose admission chain calls one webhook over verified TLS with
+    keep-alive, as kube-apiserver does: one API server calling corral, one calling the
+    ceiling, loaded in alternating rounds like the servers alone. The API server's own
+    work (storing, applying the patch) is in the figures, as it is on a cluster."""
+    if shutil.which("wrk") is None:
+        return {"skipped": "wrk not found (apt-get install -y wrk)"}
+    results: dict[str, dict[int, list[dict[str, float]]]] = {}
+    pod = _chain_pod()
+    with _tls_files() as (tmp, cert, key, ca), contextlib.ExitStack() as stack:
+        body_file = tmp / "pod.json"
+        body_file.write_bytes(pod)
+        lua = tmp / "post.lua"
+        lua.write_text(LUA)
+        ca_file = tmp / "ca.crt"
+        ca_file.write_bytes(ca)
+        chains = []
+        for name, argv, port in _servers(tmp, cert, key):
+            hook = stack.enter_context(Server(name, argv, port))
+            api_port = _free_port()
+            api_argv = [
+                sys.executable,
+                str(REPO / "bench" / "_chain.py"),
+                str(api_port),
+                f"https://127.0.0.1:{port}/mutate",
+                str(ca_file),
+            ]
+            chains.append((stack.enter_context(Server(name, api_argv, api_port)), hook))
+        url = "http://127.0.0.1:{}/api/v1/namespaces/ml/pods"
+
+        def load(api: Server, conns: int, secs: float) -> dict[str, float]:
+            return _wrk(api.port, conns, secs, lua, body_file, url.format(api.port))
+
+        for api, _ in chains:
+            for conns in concurrency:
+                load(api, conns, 1)
+        for r in range(rounds):
+            for conns in concurrency:
+                for api, hook in chains if r % 2 == 0 else chains[::-1]:
+                    cpu0 = hook.cpu_seconds()
+                    fig = load(api, conns, seconds)
+                    served = fig["rps"] * seconds
+                    fig["webhook_cpu_us_per_req"] = (
+                        (hook.cpu_seconds() - cpu0) * 1e6 / max(served, 1)
+                    )
+                    results.setdefault(api.name, {}).setdefault(conns, []).append(fig)
+    figures = {
+        name: {str(c): _median_of(runs) for c, runs in per.items()} for name, per in results.items()
+    }
+    ours, ceil = results["corral-webhook"], results["ceiling (plain aiohttp)"]
+    ratios = {
+        str(c): {
+            k: statistics.median(_ratio(a[k], b[k]) for a, b in zip(ours[c], ceil[c], strict=True))
+            for k in ("rps", "p50_us", "p99_us", "webhook_cpu_us_per_req")
+        }
+        for c in concurrency
+    }
+    return {
+        "body_bytes": len(pod),
+        "seconds_per_run": seconds,
+        "rounds": rounds,
+        "servers": figures,
+        "ratios": ratios,
+    }
+
+
 # --- report -----------------------------------------------------------------------------
 
 
@@ -864,6 +953,38 @@ def render(result: dict[str, Any]) -> str:
             f"  resident memory after the load: {rss} (with informers: python bench/webhook.py "
             "--cluster)"
         )
+    chain = result.get("chain")
+    if chain and "skipped" in chain:
+        lines += [
+            "",
+            f"through the in-memory API server's admission chain: skipped ({chain['skipped']})",
+        ]
+    elif chain:
+        lines += [
+            "",
+            "through the in-memory API server's admission chain (tests/kubeapi): pod creations "
+            f"of {chain['body_bytes']} bytes over HTTP,",
+            "  the webhook called over verified TLS with keep-alive; "
+            f"{chain['seconds_per_run']}s per run, median of {chain['rounds']} rounds, alternating",
+            "",
+            f"  {'webhook':<26} {'conns':>5} {'creates/s':>9} {'p50':>10} {'p99':>10} "
+            f"{'hook CPU':>9} {'errors':>6}",
+        ]
+        for name, per in chain["servers"].items():
+            for c, f in per.items():
+                lines.append(
+                    f"  {name:<26} {c:>5} {f['rps']:>9.0f} {f['p50_us'] / 1000:>8.3f}ms "
+                    f"{f['p99_us'] / 1000:>8.3f}ms {f['webhook_cpu_us_per_req']:>7.0f}us "
+                    f"{f['errors']:>6.0f}"
+                )
+        lines.append(
+            "  corral / ceiling: "
+            + "; ".join(
+                f"{c} conn{'s' if c != '1' else ''}: creates/s {r['rps']:.2f}x, "
+                f"p50 {r['p50_us']:.2f}x, p99 {r['p99_us']:.2f}x"
+                for c, r in chain["ratios"].items()
+            )
+        )
     return "\n".join(lines)
 
 
@@ -874,6 +995,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=2.0, help="seconds per load run")
     p.add_argument("--rounds", type=int, default=5, help="alternating rounds per server")
     p.add_argument("--no-server", action="store_true", help="only the pure function")
+    p.add_argument(
+        "--no-chain",
+        action="store_true",
+        help="leave out the run through the in-memory API server's admission chain",
+    )
     p.add_argument(
         "--builtin-load", action="store_true", help="use the aiohttp client even if wrk exists"
     )
@@ -898,6 +1024,8 @@ def main(argv: list[str] | None = None) -> int:
     srv = None if args.no_server else bench_servers(args.seconds, args.rounds, args.builtin_load)
     if srv is not None:
         result["server"] = srv
+    if not args.no_server and not args.no_chain:
+        result["chain"] = bench_chain(args.seconds, args.rounds)
     result["loadavg"] = [round(before, 2), round(os.getloadavg()[0], 2)]
     result["verdicts"] = verdicts(result["admit"], srv)
     print(json.dumps(result) if args.json else render(result))
