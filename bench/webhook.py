@@ -65,7 +65,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -366,6 +366,57 @@ def _ratio(ours: float, theirs: float) -> float:
     return ours / theirs if theirs > 0 else float("nan")
 
 
+Results = dict[str, dict[int, list[dict[str, float]]]]
+
+
+def _alternate(
+    pairs: list[tuple[Server, Server]],
+    concurrency: tuple[int, ...],
+    rounds: int,
+    seconds: float,
+    load: Callable[[Server, int, float], dict[str, float]],
+    cpu_key: str,
+) -> Results:
+    """Warm each target, then ``rounds`` rounds of a run per target and concurrency, the
+    targets' order flipped every round so a slow spell on a shared machine falls on all.
+    A pair is (what is loaded, whose CPU is counted per answer under ``cpu_key``)."""
+    results: Results = {}
+    for target, _ in pairs:
+        for conns in concurrency:
+            load(target, conns, 1)  # warm-up: imports, caches, TLS sessions
+    for r in range(rounds):
+        for conns in concurrency:
+            for target, worker in pairs if r % 2 == 0 else pairs[::-1]:
+                cpu0 = worker.cpu_seconds()
+                fig = load(target, conns, seconds)
+                # CPU spent per answer: steadier than rates when others share the machine.
+                served = fig["rps"] * seconds
+                fig[cpu_key] = (worker.cpu_seconds() - cpu0) * 1e6 / max(served, 1)
+                results.setdefault(target.name, {}).setdefault(conns, []).append(fig)
+    return results
+
+
+def _summary(results: Results, cpu_key: str) -> dict[str, Any]:
+    """Medians per server and concurrency, and corral/ceiling as the median of the
+    rounds' paired ratios."""
+    ours, ceil = results["corral-webhook"], results["ceiling (plain aiohttp)"]
+    return {
+        "servers": {
+            name: {str(c): _median_of(runs) for c, runs in per.items()}
+            for name, per in results.items()
+        },
+        "ratios": {
+            str(c): {
+                k: statistics.median(
+                    _ratio(a[k], b[k]) for a, b in zip(ours[c], ceil[c], strict=True)
+                )
+                for k in ("rps", "p50_us", "p99_us", cpu_key)
+            }
+            for c in ours
+        },
+    }
+
+
 def bench_servers(
     seconds: float,
     rounds: int,
@@ -377,7 +428,6 @@ def bench_servers(
     medians over the rounds; ratios are the medians of each round's paired ratio."""
     use_wrk = shutil.which("wrk") is not None and not force_builtin
     body = (find_fixtures() / "pod-create-from-job-mpi-train.json").read_bytes()
-    results: dict[str, dict[int, list[dict[str, float]]]] = {}
     rss: dict[str, float] = {}
     with _tls_files() as (tmp, cert, key, ca), contextlib.ExitStack() as stack:
         body_file = tmp / "body.json"
@@ -394,32 +444,11 @@ def bench_servers(
                 return _wrk(srv.port, conns, secs, lua, body_file)
             return asyncio.run(_aiohttp_load(srv.port, conns, secs, body, ca))
 
-        for srv in running:  # warm-up: imports, caches, TLS sessions
-            for conns in concurrency:
-                load(srv, conns, 1)
-        for r in range(rounds):
-            for conns in concurrency:
-                for srv in running if r % 2 == 0 else running[::-1]:
-                    cpu0 = srv.cpu_seconds()
-                    fig = load(srv, conns, seconds)
-                    # CPU the server spent per answer: steadier than rates when
-                    # other processes share the machine.
-                    served = fig["rps"] * seconds
-                    fig["cpu_us_per_req"] = (srv.cpu_seconds() - cpu0) * 1e6 / max(served, 1)
-                    results.setdefault(srv.name, {}).setdefault(conns, []).append(fig)
+        results = _alternate(
+            [(srv, srv) for srv in running], concurrency, rounds, seconds, load, "cpu_us_per_req"
+        )
         for srv in running:
             rss[srv.name] = srv.rss_mb()
-    figures = {
-        name: {str(c): _median_of(runs) for c, runs in per.items()} for name, per in results.items()
-    }
-    ours, ceil = results["corral-webhook"], results["ceiling (plain aiohttp)"]
-    ratios = {
-        str(c): {
-            k: statistics.median(_ratio(a[k], b[k]) for a, b in zip(ours[c], ceil[c], strict=True))
-            for k in ("rps", "p50_us", "p99_us", "cpu_us_per_req")
-        }
-        for c in concurrency
-    }
     return {
         "load_generator": "wrk"
         if use_wrk
@@ -429,8 +458,7 @@ def bench_servers(
         "body_bytes": len(body),
         "seconds_per_run": seconds,
         "rounds": rounds,
-        "servers": figures,
-        "ratios": ratios,
+        **_summary(results, "cpu_us_per_req"),
         "rss_mb_after_load": rss,
     }
 
@@ -805,7 +833,6 @@ def bench_chain(
     work (storing, applying the patch) is in the figures, as it is on a cluster."""
     if shutil.which("wrk") is None:
         return {"skipped": "wrk not found (apt-get install -y wrk)"}
-    results: dict[str, dict[int, list[dict[str, float]]]] = {}
     pod = _chain_pod()
     with _tls_files() as (tmp, cert, key, ca), contextlib.ExitStack() as stack:
         body_file = tmp / "pod.json"
@@ -831,36 +858,12 @@ def bench_chain(
         def load(api: Server, conns: int, secs: float) -> dict[str, float]:
             return _wrk(api.port, conns, secs, lua, body_file, url.format(api.port))
 
-        for api, _ in chains:
-            for conns in concurrency:
-                load(api, conns, 1)
-        for r in range(rounds):
-            for conns in concurrency:
-                for api, hook in chains if r % 2 == 0 else chains[::-1]:
-                    cpu0 = hook.cpu_seconds()
-                    fig = load(api, conns, seconds)
-                    served = fig["rps"] * seconds
-                    fig["webhook_cpu_us_per_req"] = (
-                        (hook.cpu_seconds() - cpu0) * 1e6 / max(served, 1)
-                    )
-                    results.setdefault(api.name, {}).setdefault(conns, []).append(fig)
-    figures = {
-        name: {str(c): _median_of(runs) for c, runs in per.items()} for name, per in results.items()
-    }
-    ours, ceil = results["corral-webhook"], results["ceiling (plain aiohttp)"]
-    ratios = {
-        str(c): {
-            k: statistics.median(_ratio(a[k], b[k]) for a, b in zip(ours[c], ceil[c], strict=True))
-            for k in ("rps", "p50_us", "p99_us", "webhook_cpu_us_per_req")
-        }
-        for c in concurrency
-    }
+        results = _alternate(chains, concurrency, rounds, seconds, load, "webhook_cpu_us_per_req")
     return {
         "body_bytes": len(pod),
         "seconds_per_run": seconds,
         "rounds": rounds,
-        "servers": figures,
-        "ratios": ratios,
+        **_summary(results, "webhook_cpu_us_per_req"),
     }
 
 
