@@ -96,9 +96,14 @@ async def mutate(request: web.Request) -> web.Response:
 
 
 async def _mutate(
-    request: web.Request, app: web.Application, metrics: Metrics, state: ServerState
+    request: web.Request,
+    app: web.Application,
+    metrics: Metrics,
+    state: ServerState,
+    *,
+    json_checked: bool = False,
 ) -> web.Response:
-    if request.content_type != "application/json":
+    if not json_checked and request.content_type != "application/json":
         metrics.observe("unknown", "other", "bad_request", 0.0)
         return _status(400, f"content type {request.content_type!r}: expected application/json")
     length = request.content_length
@@ -276,6 +281,7 @@ async def start(
     gracefully: no new connections, in-flight reviews finish) and the bound port."""
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=shutdown_timeout)
     await runner.setup()
+    _route_reviews_directly(runner, app)
     site = web.TCPSite(runner, host, port, ssl_context=ssl_context, backlog=1024)
     await site.start()
     bound = port
@@ -284,6 +290,40 @@ async def start(
             bound = int(addr[1])
             break
     return runner, bound
+
+
+def _route_reviews_directly(runner: web.AppRunner, app: web.Application) -> None:
+    """Hand ``POST /mutate`` (``?timeout=10s`` as the API server adds it, or any query)
+    to the review handler without the router: it is every request but a probe, and the
+    router's match, freeze and middleware walk cost as much as a small review; a
+    content type of exactly ``application/json`` is taken as it is. Anything
+    else, or an app given middlewares or response hooks, goes the usual way."""
+    server = runner.server
+    if server is None or app.middlewares or len(app.on_response_prepare):
+        return
+    routed = server.request_handler
+    metrics, state = app[METRICS], app[STATE]
+
+    async def handler(request: web.BaseRequest) -> web.StreamResponse:
+        raw = request.raw_path
+        cut = raw.find("?")
+        if (
+            (raw if cut < 0 else raw[:cut]) == "/mutate"
+            and request.method == "POST"
+            and not (headers := request.headers).get("Expect")
+        ):
+            # The API server sends exactly this type: no need to parse it.
+            exact = headers.get("Content-Type") == "application/json"
+            return await _mutate(
+                request,  # type: ignore[arg-type]
+                app,
+                metrics,
+                state,
+                json_checked=exact,
+            )
+        return await routed(request)
+
+    server.request_handler = handler
 
 
 async def graceful_stop(runner: web.AppRunner, delay: float = 0.0) -> None:
