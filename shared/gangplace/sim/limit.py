@@ -1,0 +1,213 @@
+"""Replay hooks that rescue failed arrivals by moving pods.
+
+:class:`OracleHook` is the limit of any move-based descheduler on a replay: the same
+arrivals in the same order, no placed pod ever dropped, and an arrival that fits
+nowhere is placed if *any* rearrangement of the pods already placed plus it fits. Each
+such check first looks for a packing with the engine (:func:`fit_with_moves`, a
+generous search), then tries to prove that none exists with the aggregated model
+(:class:`FitModel`, LP then MILP). A shape proved not to fit stays proved for every
+later arrival that needs at least as much (the placed pods only grow). A check the
+model cannot refute and the search cannot build is *unresolved*, a model that hits its
+time limit is a *timeout*: both are counted, and both leave the arrival unplaced -- so
+the oracle's figure is one some sequence of moves reaches (an upper bound on the
+limit), and the demand of the unresolved arrivals says how far below it the limit could
+lie at most.
+
+:class:`MovesHook` is the practical version: on a failed arrival, the fewest moves
+(within a budget of pods moved over the whole replay) that let it fit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..engine.arrivals import TracePod
+from ..engine.feasibility import static_mask
+from ..engine.model import PodShape
+from ..engine.replay import ReplayContext
+from ..engine.snapshot import PodRecord, Snapshot
+from .moves import fit_with_moves
+from .relax import FEASIBLE, INFEASIBLE, FitModel
+
+__all__ = ["CheckStats", "MovesHook", "OracleHook", "needs_at_least"]
+
+
+def needs_at_least(snap: Snapshot, p: PodShape, q: PodShape) -> bool:
+    """Whether a pod of shape ``p`` fits only where one of ``q`` would: it asks for at
+    least as much of every resource and GPU, on no node that ``q`` may not use. Then
+    "q fits nowhere, whatever the arrangement" carries over to p."""
+    vp, _ = snap.vector(p)
+    vq, _ = snap.vector(q)
+    if not (vp >= vq).all():
+        return False
+    if q.is_gpu:
+        if not p.is_gpu:
+            return False
+        if q.gpu_milli >= 1000:
+            if p.gpu_milli < 1000 or p.gpu_count < q.gpu_count:
+                return False
+        elif p.gpu_milli < q.gpu_milli:
+            return False
+    mp, mq = static_mask(snap, p), static_mask(snap, q)
+    return bool((mp <= mq).all())
+
+
+@dataclass(slots=True)
+class CheckStats:
+    """How the oracle decided each arrival that did not fit as the cluster stood."""
+
+    checks: int = 0
+    placed_by_moves: int = 0
+    proved_cached: int = 0  # a shape needing no more was proved before
+    proved_lp: int = 0
+    proved_milp: int = 0
+    unresolved: int = 0  # the model admits it, the search found no packing
+    timeouts: int = 0
+    unresolved_gpu_milli: int = 0  # GPU demand of the unresolved and timed-out arrivals
+    pods_moved: int = 0
+    model_seconds: float = 0.0
+    search_seconds: float = 0.0
+    proved_shapes: list[PodShape] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "checks": self.checks,
+            "placed_by_moves": self.placed_by_moves,
+            "proved_infeasible": {
+                "cached": self.proved_cached,
+                "lp": self.proved_lp,
+                "milp": self.proved_milp,
+            },
+            "unresolved": self.unresolved,
+            "timeouts": self.timeouts,
+            "undecided_treated_as": "not placed",
+            "unresolved_gpu_milli": self.unresolved_gpu_milli,
+            "pods_moved": self.pods_moved,
+            "model_seconds": round(self.model_seconds, 2),
+            "search_seconds": round(self.search_seconds, 2),
+        }
+
+
+class _FailedArrival:
+    """Spots the arrival that just failed (the replay appends it to ``ctx.failed``)."""
+
+    def __init__(self) -> None:
+        self.seen = 0
+
+    def take(self, ctx: ReplayContext) -> TracePod | None:
+        if len(ctx.failed) == self.seen:
+            return None
+        self.seen = len(ctx.failed)
+        return ctx.failed[-1]
+
+    def rescued(self, ctx: ReplayContext, rec: PodRecord) -> None:
+        ctx.failed.pop()
+        ctx.pods.append(rec)
+        self.seen = len(ctx.failed)
+
+
+class OracleHook:
+    """The replay hook of the oracle (see the module docstring)."""
+
+    def __init__(
+        self,
+        snap: Snapshot,
+        arrivals: Sequence[TracePod],
+        *,
+        time_limit: float = 20.0,
+        max_pods: int = 12,
+        depth: int = 2,
+        max_nodes: int = 48,
+    ) -> None:
+        self.model = FitModel(snap, {a.shape for a in arrivals}, len(arrivals))
+        self.time_limit = time_limit
+        self.max_pods, self.depth, self.max_nodes = max_pods, depth, max_nodes
+        self.stats = CheckStats()
+        self._failed = _FailedArrival()
+
+    def __call__(self, ctx: ReplayContext) -> None:
+        tp = self._failed.take(ctx)
+        if tp is None:
+            return
+        st = self.stats
+        st.checks += 1
+        shape = tp.shape
+        snap = ctx.snap
+        if any(needs_at_least(snap, shape, q) for q in st.proved_shapes):
+            st.proved_cached += 1
+            return
+        rec = PodRecord("trace", f"{tp.name}-{ctx.step - 1}", shape)
+        t = time.perf_counter()
+        rep = fit_with_moves(
+            snap,
+            shape,
+            ctx.policy,
+            rec,
+            max_pods=self.max_pods,
+            depth=self.depth,
+            max_nodes=self.max_nodes,
+        )
+        st.search_seconds += time.perf_counter() - t
+        if rep is not None:
+            st.placed_by_moves += 1
+            st.pods_moved += len(rep.moved)
+            self._failed.rescued(ctx, rec)
+            return
+        t = time.perf_counter()
+        counts: Counter[PodShape] = Counter(p.shape for p in ctx.pods if p.node >= 0)
+        counts[shape] += 1
+        status, by = self.model.check(counts, self.time_limit)
+        st.model_seconds += time.perf_counter() - t
+        if status == INFEASIBLE:
+            if by == "lp":
+                st.proved_lp += 1
+            else:
+                st.proved_milp += 1
+            st.proved_shapes.append(shape)
+        elif status == FEASIBLE:
+            st.unresolved += 1
+            st.unresolved_gpu_milli += shape.gpu_demand_milli
+        else:
+            st.timeouts += 1
+            st.unresolved_gpu_milli += shape.gpu_demand_milli
+
+
+class MovesHook:
+    """On a failed arrival, the fewest moves that let it fit, while the replay's budget
+    of moved pods lasts (``budget`` pods over the whole replay, at most ``per_arrival``
+    for one arrival)."""
+
+    def __init__(self, budget: int, per_arrival: int = 4, depth: int = 1, max_nodes: int = 24):
+        self.budget = budget
+        self.per_arrival = per_arrival
+        self.depth, self.max_nodes = depth, max_nodes
+        self.pods_moved = 0
+        self.rescued = 0
+        self.seconds = 0.0
+        self._failed = _FailedArrival()
+
+    def __call__(self, ctx: ReplayContext) -> None:
+        tp = self._failed.take(ctx)
+        left = self.budget - self.pods_moved
+        if tp is None or left <= 0:
+            return
+        rec = PodRecord("trace", f"{tp.name}-{ctx.step - 1}", tp.shape)
+        t = time.perf_counter()
+        rep = fit_with_moves(
+            ctx.snap,
+            tp.shape,
+            ctx.policy,
+            rec,
+            max_pods=min(left, self.per_arrival),
+            depth=self.depth,
+            max_nodes=self.max_nodes,
+        )
+        self.seconds += time.perf_counter() - t
+        if rep is not None:
+            self.pods_moved += len(rep.moved)
+            self.rescued += 1
+            self._failed.rescued(ctx, rec)

@@ -1,0 +1,73 @@
+"""One oracle run on a trace, with the references measured on the same run."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..engine.model import PodShape
+from ..engine.replay import ReplayResult
+from ..simulate_cli import TraceRun
+from .limit import CheckStats, OracleHook
+from .relax import OfflineBound, offline_bound
+from .relayout import relayout_idle_pct
+
+__all__ = ["LimitRun", "run_limit"]
+
+
+@dataclass(slots=True)
+class LimitRun:
+    result: ReplayResult  # the oracle's replay
+    checks: CheckStats
+    offline: OfflineBound | None
+    relayout_pct: float  # the relayout heuristic on the oracle's final cluster
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        cap = self.result.capacity_milli
+        out: dict[str, Any] = {
+            "oracle_unallocated_gpu_pct": self.result.final.unallocated_gpu_pct,
+            "checks": self.checks.to_dict(),
+            "unresolved_gpu_pct": round(100.0 * self.checks.unresolved_gpu_milli / cap, 2),
+            "relayout_unallocated_gpu_pct": self.relayout_pct,
+            "seconds": round(self.seconds, 1),
+        }
+        if self.offline is not None:
+            o = self.offline
+            out["offline"] = {
+                "lp_unallocated_gpu_pct": round(100.0 - 100.0 * o.lp_milli / cap, 2),
+                "milp_bound_unallocated_gpu_pct": round(
+                    100.0 - 100.0 * o.milp_bound_milli / cap, 2
+                ),
+                "milp_best_unallocated_gpu_pct": round(100.0 - 100.0 * o.milp_best_milli / cap, 2),
+                "status": o.status,
+                "seconds": round(o.seconds, 1),
+            }
+        return out
+
+
+def run_limit(
+    run: TraceRun,
+    *,
+    time_limit: float = 20.0,
+    max_pods: int = 12,
+    depth: int = 2,
+    offline_time_limit: float | None = 60.0,
+    progress: Callable[[int, int], None] | None = None,
+) -> LimitRun:
+    """The oracle on ``run`` (its snapshot is changed), then the offline bound over the
+    arrivals (None when ``offline_time_limit`` is None) and the relayout heuristic."""
+    start = time.perf_counter()
+    hook = OracleHook(
+        run.snap, run.arrivals.pods, time_limit=time_limit, max_pods=max_pods, depth=depth
+    )
+    res = run.replay(hook=hook, progress=progress)
+    off = None
+    if offline_time_limit is not None:
+        counts: Counter[PodShape] = Counter(p.shape for p in run.arrivals.pods)
+        off = offline_bound(run.snap, counts, offline_time_limit)
+    relay = relayout_idle_pct(run.snap)
+    return LimitRun(res, hook.stats, off, relay, time.perf_counter() - start)
