@@ -76,11 +76,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="seconds for each proof that an arrival fits no arrangement (default: 20); "
         "a check that runs out is counted and the arrival left unplaced",
     )
+    p.add_argument("--max-moves", type=int, default=8, help="pods one rescue may move (default: 8)")
     p.add_argument(
-        "--max-moves", type=int, default=12, help="pods one rescue may move (default: 12)"
-    )
-    p.add_argument(
-        "--depth", type=int, default=2, help="how deep a moved pod may move others (default: 2)"
+        "--depth", type=int, default=1, help="how deep a moved pod may move others (default: 1)"
     )
     p.add_argument(
         "--offline-time-limit",

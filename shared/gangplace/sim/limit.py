@@ -66,6 +66,7 @@ class CheckStats:
     proved_lp: int = 0
     proved_milp: int = 0
     unresolved: int = 0  # the model admits it, the search found no packing
+    unresolved_repeat: int = 0  # of which: as a shape just searched, nothing placed since
     timeouts: int = 0
     unresolved_gpu_milli: int = 0  # GPU demand of the unresolved and timed-out arrivals
     pods_moved: int = 0
@@ -83,6 +84,7 @@ class CheckStats:
                 "milp": self.proved_milp,
             },
             "unresolved": self.unresolved,
+            "unresolved_repeat": self.unresolved_repeat,
             "timeouts": self.timeouts,
             "undecided_treated_as": "not placed",
             "unresolved_gpu_milli": self.unresolved_gpu_milli,
@@ -110,6 +112,26 @@ class _FailedArrival:
         self.seen = len(ctx.failed)
 
 
+class _FailedHere:
+    """The shapes a search failed on since the cluster last changed: a later arrival
+    needing at least as much is not searched again until a pod is placed."""
+
+    def __init__(self) -> None:
+        self.version = -1
+        self.shapes: list[PodShape] = []
+
+    def covers(self, ctx: ReplayContext, shape: PodShape) -> bool:
+        if len(ctx.pods) != self.version:
+            self.version, self.shapes = len(ctx.pods), []
+            return False
+        return any(needs_at_least(ctx.snap, shape, q) for q in self.shapes)
+
+    def add(self, ctx: ReplayContext, shape: PodShape) -> None:
+        if len(ctx.pods) != self.version:
+            self.version, self.shapes = len(ctx.pods), []
+        self.shapes.append(shape)
+
+
 class OracleHook:
     """The replay hook of the oracle (see the module docstring)."""
 
@@ -119,15 +141,16 @@ class OracleHook:
         arrivals: Sequence[TracePod],
         *,
         time_limit: float = 20.0,
-        max_pods: int = 12,
-        depth: int = 2,
-        max_nodes: int = 48,
+        max_pods: int = 8,
+        depth: int = 1,
+        max_nodes: int = 24,
     ) -> None:
         self.model = FitModel(snap, {a.shape for a in arrivals}, len(arrivals))
         self.time_limit = time_limit
         self.max_pods, self.depth, self.max_nodes = max_pods, depth, max_nodes
         self.stats = CheckStats()
         self._failed = _FailedArrival()
+        self._here = _FailedHere()
 
     def __call__(self, ctx: ReplayContext) -> None:
         tp = self._failed.take(ctx)
@@ -139,6 +162,13 @@ class OracleHook:
         snap = ctx.snap
         if any(needs_at_least(snap, shape, q) for q in st.proved_shapes):
             st.proved_cached += 1
+            return
+        if self._here.covers(ctx, shape):
+            # Nothing placed since a search and the model failed on a shape this one
+            # needs at least as much as: the same answer again, counted again.
+            st.unresolved += 1
+            st.unresolved_repeat += 1
+            st.unresolved_gpu_milli += shape.gpu_demand_milli
             return
         rec = PodRecord("trace", f"{tp.name}-{ctx.step - 1}", shape)
         t = time.perf_counter()
@@ -171,9 +201,11 @@ class OracleHook:
         elif status == FEASIBLE:
             st.unresolved += 1
             st.unresolved_gpu_milli += shape.gpu_demand_milli
+            self._here.add(ctx, shape)
         else:
             st.timeouts += 1
             st.unresolved_gpu_milli += shape.gpu_demand_milli
+            self._here.add(ctx, shape)
 
 
 class MovesHook:
@@ -189,11 +221,12 @@ class MovesHook:
         self.rescued = 0
         self.seconds = 0.0
         self._failed = _FailedArrival()
+        self._here = _FailedHere()
 
     def __call__(self, ctx: ReplayContext) -> None:
         tp = self._failed.take(ctx)
         left = self.budget - self.pods_moved
-        if tp is None or left <= 0:
+        if tp is None or left <= 0 or self._here.covers(ctx, tp.shape):
             return
         rec = PodRecord("trace", f"{tp.name}-{ctx.step - 1}", tp.shape)
         t = time.perf_counter()
@@ -207,7 +240,9 @@ class MovesHook:
             max_nodes=self.max_nodes,
         )
         self.seconds += time.perf_counter() - t
-        if rep is not None:
-            self.pods_moved += len(rep.moved)
-            self.rescued += 1
-            self._failed.rescued(ctx, rec)
+        if rep is None:
+            self._here.add(ctx, tp.shape)
+            return
+        self.pods_moved += len(rep.moved)
+        self.rescued += 1
+        self._failed.rescued(ctx, rec)

@@ -147,15 +147,38 @@ def fit_with_moves(
     return _fit(snap, shape, policy, pod, max_pods, depth, max_nodes, frozen, ok)
 
 
-def _candidates(
-    snap: Snapshot, shape: PodShape, movable: Movable
-) -> list[tuple[int, int, list[PodRecord]]]:
+def _shortlist(snap: Snapshot, shape: PodShape, want: int) -> list[int]:
+    """The ``want`` nodes closest to fitting ``shape`` (the shortfall of its GPU and of
+    each resource, as fractions of what it asks, summed): where the fewest evictions are
+    likely. Vectorised, so the exact count runs on a few nodes only."""
     vec, _ = snap.vector(shape)
     mask = static_mask(snap, shape) & (snap.alloc >= vec[None, :]).all(axis=1)
     if shape.is_gpu:
         mask &= snap.gpu_total >= shape.gpu_count
+    nodes = np.flatnonzero(mask)
+    if nodes.size <= want:
+        return nodes.tolist()
+    free = snap.alloc[nodes] - snap.used[nodes]
+    cols = np.flatnonzero(vec)
+    short = np.zeros(nodes.size)
+    if cols.size:
+        short += (np.maximum(vec[cols] - free[:, cols], 0) / vec[cols]).sum(axis=1)
+    if shape.is_gpu:
+        gfree = snap.gpu_free[nodes]
+        if shape.gpu_milli >= 1000:
+            full = (gfree >= 1000).sum(axis=1)
+            short += np.maximum(shape.gpu_count - full, 0) / shape.gpu_count * 2
+        else:
+            short += np.maximum(shape.gpu_milli - gfree.max(axis=1), 0) / shape.gpu_milli * 2
+    order = np.lexsort((snap.node_rank[nodes], short))[:want]
+    return nodes[order].tolist()
+
+
+def _candidates(
+    snap: Snapshot, shape: PodShape, movable: Movable, want: int
+) -> list[tuple[int, int, list[PodRecord]]]:
     out = []
-    for n in np.flatnonzero(mask).tolist():
+    for n in _shortlist(snap, shape, want):
         ev = evictions_for(snap, shape, n, movable)
         if ev is not None:
             out.append((len(ev), int(snap.node_rank[n]), ev, n))
@@ -187,7 +210,7 @@ def _fit(
 
     tried = 0
     best: tuple[int, list[tuple[PodRecord, int, tuple[int, ...]]]] | None = None
-    for node, cost, ev in _candidates(snap, shape, may):
+    for node, cost, ev in _candidates(snap, shape, may, 4 * max_nodes):
         if cost > max_pods or tried >= max_nodes:
             break
         if best is not None and cost >= best[0]:
@@ -261,7 +284,9 @@ def _try_node(
             continue
         if depth <= 0 or budget <= 0:
             return None
-        sub = _fit(snap, p.shape, policy, p, budget, depth - 1, max_nodes, frozen, movable)
+        # One level down the search narrows: a few target nodes for each displaced pod.
+        inner = max(2, max_nodes // 8)
+        sub = _fit(snap, p.shape, policy, p, budget, depth - 1, inner, frozen, movable)
         if sub is None:
             return None
         budget -= len(sub.moved)

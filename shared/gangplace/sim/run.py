@@ -53,8 +53,8 @@ def run_limit(
     run: TraceRun,
     *,
     time_limit: float = 20.0,
-    max_pods: int = 12,
-    depth: int = 2,
+    max_pods: int = 8,
+    depth: int = 1,
     offline_time_limit: float | None = 60.0,
     progress: Callable[[int, int], None] | None = None,
 ) -> LimitRun:
