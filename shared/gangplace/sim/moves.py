@@ -157,7 +157,8 @@ def _shortlist(snap: Snapshot, shape: PodShape, want: int) -> list[int]:
         mask &= snap.gpu_total >= shape.gpu_count
     nodes = np.flatnonzero(mask)
     if nodes.size <= want:
-        return nodes.tolist()
+        few: list[int] = nodes.tolist()
+        return few
     free = snap.alloc[nodes] - snap.used[nodes]
     cols = np.flatnonzero(vec)
     short = np.zeros(nodes.size)
@@ -171,7 +172,8 @@ def _shortlist(snap: Snapshot, shape: PodShape, want: int) -> list[int]:
         else:
             short += np.maximum(shape.gpu_milli - gfree.max(axis=1), 0) / shape.gpu_milli * 2
     order = np.lexsort((snap.node_rank[nodes], short))[:want]
-    return nodes[order].tolist()
+    out: list[int] = nodes[order].tolist()
+    return out
 
 
 def _candidates(
