@@ -117,13 +117,15 @@ def test_model_proofs_agree_with_brute_force(
 ) -> None:
     snap = snap_of(nodes)
     counts = Counter(shape(*p) for p in pods)
-    status, _ = FitModel(snap, counts, len(pods)).check(counts, 10.0)
+    model = FitModel(snap, counts, len(pods))
     truth = brute_fits(nodes, pods)
-    assert status != TIMEOUT
-    if status == INFEASIBLE:
-        assert not truth, "the model called a packable set infeasible"
-    if truth:
-        assert status == FEASIBLE
+    for milp_limit in (0.0, 10.0):  # the LP alone, then with the integer model
+        status, by = model.check(counts, 10.0, milp_limit)
+        assert status != TIMEOUT
+        if status == INFEASIBLE:
+            assert not truth, f"the model ({by}) called a packable set infeasible"
+        if truth:
+            assert status == FEASIBLE
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -23,6 +23,8 @@ __all__ = ["add_commands"]
 def cmd_limit(args: argparse.Namespace) -> int:
     if args.time_limit <= 0:
         raise CliError(f"--time-limit {args.time_limit}: must be > 0 seconds")
+    if args.milp_time_limit < 0:
+        raise CliError(f"--milp-time-limit {args.milp_time_limit}: must be >= 0")
     if args.max_moves < 1 or args.depth < 0:
         raise CliError("--max-moves must be >= 1 and --depth >= 0")
     if args.offline_time_limit < 0:
@@ -33,6 +35,7 @@ def cmd_limit(args: argparse.Namespace) -> int:
     lim = run_limit(
         run,
         time_limit=args.time_limit,
+        milp_time_limit=args.milp_time_limit,
         max_pods=args.max_moves,
         depth=args.depth,
         offline_time_limit=args.offline_time_limit or None,
@@ -73,8 +76,15 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--time-limit",
         type=float,
         default=20.0,
-        help="seconds for each proof that an arrival fits no arrangement (default: 20); "
-        "a check that runs out is counted and the arrival left unplaced",
+        help="seconds for each LP that may prove an arrival fits no arrangement (default: "
+        "20); a check that runs out is counted and the arrival left unplaced",
+    )
+    p.add_argument(
+        "--milp-time-limit",
+        type=float,
+        default=0.0,
+        help="seconds for the integer model after an LP that proves nothing (default: 0, "
+        "the LP alone; on the full trace one MILP takes about 15 s)",
     )
     p.add_argument("--max-moves", type=int, default=8, help="pods one rescue may move (default: 8)")
     p.add_argument(

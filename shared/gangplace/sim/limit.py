@@ -141,12 +141,14 @@ class OracleHook:
         arrivals: Sequence[TracePod],
         *,
         time_limit: float = 20.0,
+        milp_time_limit: float = 0.0,
         max_pods: int = 8,
         depth: int = 1,
         max_nodes: int = 24,
     ) -> None:
         self.model = FitModel(snap, {a.shape for a in arrivals}, len(arrivals))
         self.time_limit = time_limit
+        self.milp_time_limit = milp_time_limit
         self.max_pods, self.depth, self.max_nodes = max_pods, depth, max_nodes
         self.stats = CheckStats()
         self._failed = _FailedArrival()
@@ -190,7 +192,7 @@ class OracleHook:
         t = time.perf_counter()
         counts: Counter[PodShape] = Counter(p.shape for p in ctx.pods if p.node >= 0)
         counts[shape] += 1
-        status, by = self.model.check(counts, self.time_limit)
+        status, by = self.model.check(counts, self.time_limit, self.milp_time_limit)
         st.model_seconds += time.perf_counter() - t
         if status == INFEASIBLE:
             if by == "lp":

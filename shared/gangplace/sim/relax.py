@@ -311,8 +311,11 @@ class FitModel:
         self.model = _Model(snap, Counter(dict.fromkeys(shapes, most)))
         self.index = {s: j for j, s in enumerate(self.model.shapes)}
 
-    def check(self, counts: Mapping[PodShape, int], time_limit: float) -> tuple[str, str]:
-        """(status, by): INFEASIBLE by "lp" or "milp", FEASIBLE, or TIMEOUT."""
+    def check(
+        self, counts: Mapping[PodShape, int], time_limit: float, milp_time_limit: float = 0.0
+    ) -> tuple[str, str]:
+        """(status, by): INFEASIBLE by "lp" or "milp", FEASIBLE (by the LP alone when
+        ``milp_time_limit`` is 0), or TIMEOUT."""
         m = self.model
         need = np.zeros(len(m.shapes))
         for s, c in counts.items():
@@ -326,7 +329,9 @@ class FitModel:
             return INFEASIBLE, "lp"
         if lp.status != 0:
             return TIMEOUT, "lp"
-        ip = m.solve(zero, need, time_limit, shape_hi=need)
+        if milp_time_limit <= 0:
+            return FEASIBLE, "lp"
+        ip = m.solve(zero, need, milp_time_limit, shape_hi=need)
         if ip.status == 2:
             return INFEASIBLE, "milp"
         if ip.status == 0 or ip.x is not None:

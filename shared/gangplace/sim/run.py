@@ -53,6 +53,7 @@ def run_limit(
     run: TraceRun,
     *,
     time_limit: float = 20.0,
+    milp_time_limit: float = 0.0,
     max_pods: int = 8,
     depth: int = 1,
     offline_time_limit: float | None = 60.0,
@@ -62,7 +63,12 @@ def run_limit(
     arrivals (None when ``offline_time_limit`` is None) and the relayout heuristic."""
     start = time.perf_counter()
     hook = OracleHook(
-        run.snap, run.arrivals.pods, time_limit=time_limit, max_pods=max_pods, depth=depth
+        run.snap,
+        run.arrivals.pods,
+        time_limit=time_limit,
+        milp_time_limit=milp_time_limit,
+        max_pods=max_pods,
+        depth=depth,
     )
     res = run.replay(hook=hook, progress=progress)
     off = None
