@@ -179,13 +179,23 @@ def _shortlist(snap: Snapshot, shape: PodShape, want: int) -> list[int]:
 def _candidates(
     snap: Snapshot, shape: PodShape, movable: Movable, want: int
 ) -> list[tuple[int, int, list[PodRecord]]]:
+    """Target nodes with their evictions, the most promising first: fewest evicted pods
+    that fit nowhere as things stand (those need a move of their own), then fewest pods."""
+    fits_now: dict[PodShape, bool] = {}
+
+    def stuck(p: PodRecord) -> int:
+        hit = fits_now.get(p.shape)
+        if hit is None:
+            hit = fits_now[p.shape] = bool(fits(snap, p.shape).any())
+        return 0 if hit else 1
+
     out = []
     for n in _shortlist(snap, shape, want):
         ev = evictions_for(snap, shape, n, movable)
         if ev is not None:
-            out.append((len(ev), int(snap.node_rank[n]), ev, n))
-    out.sort(key=lambda c: (c[0], c[1]))
-    return [(c[3], c[0], c[2]) for c in out]
+            out.append((sum(stuck(p) for p in ev), len(ev), int(snap.node_rank[n]), ev, n))
+    out.sort(key=lambda c: (c[0], c[1], c[2]))
+    return [(c[4], c[1], c[3]) for c in out]
 
 
 def _fit(
@@ -213,10 +223,10 @@ def _fit(
     tried = 0
     best: tuple[int, list[tuple[PodRecord, int, tuple[int, ...]]]] | None = None
     for node, cost, ev in _candidates(snap, shape, may, 4 * max_nodes):
-        if cost > max_pods or tried >= max_nodes:
+        if tried >= max_nodes:
             break
-        if best is not None and cost >= best[0]:
-            break
+        if cost > max_pods or (best is not None and cost >= best[0]):
+            continue
         tried += 1
         token = snap.fork()
         inner_frozen = set(frozen)
@@ -232,8 +242,9 @@ def _fit(
         snap.revert(token)
         best = (len(moved), plan)
         best_node, best_placed = node, placed_at
-        if len(moved) <= cost:
-            break  # nothing cheaper than the evictions themselves
+        if len(moved) <= 1:
+            break  # one pod is the least a repair moves
+        max_nodes = min(max_nodes, tried + 4)  # a few more tries for a cheaper one
     if best is None:
         return None
     # Redo the best repair: every displaced pod off, the pod on, the pods at their targets.
