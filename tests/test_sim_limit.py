@@ -304,3 +304,15 @@ def test_limit_command_prints_the_oracle_and_references(
     assert doc["offline"]["lp_unallocated_gpu_pct"] <= doc["oracle_unallocated_gpu_pct"]
     assert doc["unallocated_gpu_pct"] == doc["oracle_unallocated_gpu_pct"]
     assert main(["limit", "--nodes", str(tmp_path / "nodes.csv"), "--time-limit", "0"]) == 2
+
+
+def test_relaxed_greedy_takes_what_the_lp_admits() -> None:
+    from gangplace.sim.limit import relaxed_greedy
+
+    snap = snap_of([(16000, 1)])
+    arrivals = [TracePod(f"p{i}", shape(1000, 1, d)) for i, d in enumerate((700, 700, 300))]
+    out = relaxed_greedy(snap, arrivals, Counter())
+    # Two shares above half a GPU cannot share it: the second 700m is proved out.
+    assert out.proved == 1 and out.timeouts == 0
+    assert out.result.pods_unallocated == 1
+    assert out.result.allocated.tolist() == [700, 700, 1000]
