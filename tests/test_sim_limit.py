@@ -296,6 +296,7 @@ def test_limit_command_prints_the_oracle_and_references(
             "--json",
             "--offline-time-limit",
             "5",
+            "--relaxed",
         ]
     )
     assert code == 0
@@ -303,6 +304,7 @@ def test_limit_command_prints_the_oracle_and_references(
     assert doc["checks"]["undecided_treated_as"] == "not placed"
     assert doc["offline"]["lp_unallocated_gpu_pct"] <= doc["oracle_unallocated_gpu_pct"]
     assert doc["unallocated_gpu_pct"] == doc["oracle_unallocated_gpu_pct"]
+    assert doc["relaxed_greedy"]["timeouts"] == 0
     assert main(["limit", "--nodes", str(tmp_path / "nodes.csv"), "--time-limit", "0"]) == 2
 
 
