@@ -25,8 +25,8 @@ def cmd_limit(args: argparse.Namespace) -> int:
         raise CliError(f"--time-limit {args.time_limit}: must be > 0 seconds")
     if args.milp_time_limit < 0:
         raise CliError(f"--milp-time-limit {args.milp_time_limit}: must be >= 0")
-    if args.max_moves < 1 or args.depth < 0:
-        raise CliError("--max-moves must be >= 1 and --depth >= 0")
+    if args.max_moves < 1 or args.depth < 0 or args.retry_after < 1:
+        raise CliError("--max-moves and --retry-after must be >= 1 and --depth >= 0")
     if args.offline_time_limit < 0:
         raise CliError(f"--offline-time-limit {args.offline_time_limit}: must be >= 0")
     data = load_trace_input(args)
@@ -40,6 +40,7 @@ def cmd_limit(args: argparse.Namespace) -> int:
         depth=args.depth,
         offline_time_limit=args.offline_time_limit or None,
         relaxed=args.relaxed,
+        retry_after=args.retry_after,
         progress=bar,
     )
     doc = lim.to_dict()
@@ -103,6 +104,13 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         type=float,
         default=60.0,
         help="seconds for the offline bound's MILP (default: 60; 0 skips the bound)",
+    )
+    p.add_argument(
+        "--retry-after",
+        type=int,
+        default=1,
+        help="after an undecided check, count an arrival needing at least as much "
+        "unresolved without a new check until this many pods are placed (default: 1)",
     )
     p.add_argument(
         "--relaxed",

@@ -122,23 +122,22 @@ class _FailedArrival:
 
 
 class _FailedHere:
-    """The shapes a search failed on since the cluster last changed: a later arrival
-    needing at least as much is not searched again until a pod is placed."""
+    """The shapes a search failed on, and how many pods had been placed then: a later
+    arrival needing at least as much is not searched again until ``retry_after`` more
+    pods have been placed (a back-off: near a full cluster most failures come between
+    placements, and the same search fails again)."""
 
-    def __init__(self) -> None:
-        self.version = -1
-        self.shapes: list[PodShape] = []
+    def __init__(self, retry_after: int) -> None:
+        self.retry_after = retry_after
+        self.failed: list[tuple[PodShape, int]] = []
 
     def covers(self, ctx: ReplayContext, shape: PodShape) -> bool:
-        if len(ctx.pods) != self.version:
-            self.version, self.shapes = len(ctx.pods), []
-            return False
-        return any(needs_at_least(ctx.snap, shape, q) for q in self.shapes)
+        now = len(ctx.pods)
+        self.failed = [(q, v) for q, v in self.failed if now - v < self.retry_after]
+        return any(needs_at_least(ctx.snap, shape, q) for q, _ in self.failed)
 
     def add(self, ctx: ReplayContext, shape: PodShape) -> None:
-        if len(ctx.pods) != self.version:
-            self.version, self.shapes = len(ctx.pods), []
-        self.shapes.append(shape)
+        self.failed.append((shape, len(ctx.pods)))
 
 
 class OracleHook:
@@ -154,6 +153,7 @@ class OracleHook:
         max_pods: int = 8,
         depth: int = 1,
         max_nodes: int = 24,
+        retry_after: int = 1,
     ) -> None:
         self.model = FitModel(snap, {a.shape for a in arrivals}, len(arrivals))
         self.time_limit = time_limit
@@ -161,7 +161,7 @@ class OracleHook:
         self.max_pods, self.depth, self.max_nodes = max_pods, depth, max_nodes
         self.stats = CheckStats()
         self._failed = _FailedArrival()
-        self._here = _FailedHere()
+        self._here = _FailedHere(retry_after)
 
     def __call__(self, ctx: ReplayContext) -> None:
         tp = self._failed.take(ctx)
@@ -175,8 +175,9 @@ class OracleHook:
             st.proved_cached += 1
             return
         if self._here.covers(ctx, shape):
-            # Nothing placed since a search and the model failed on a shape this one
-            # needs at least as much as: the same answer again, counted again.
+            # A search and the model just failed on a shape this one needs at least as
+            # much as (nothing placed since, or fewer than ``retry_after`` pods):
+            # counted unresolved again without a new search.
             st.unresolved += 1
             st.unresolved_repeat += 1
             st.unresolved_gpu_milli += shape.gpu_demand_milli
@@ -224,7 +225,14 @@ class MovesHook:
     of moved pods lasts (``budget`` pods over the whole replay, at most ``per_arrival``
     for one arrival)."""
 
-    def __init__(self, budget: int, per_arrival: int = 4, depth: int = 1, max_nodes: int = 24):
+    def __init__(
+        self,
+        budget: int,
+        per_arrival: int = 4,
+        depth: int = 1,
+        max_nodes: int = 24,
+        retry_after: int = 1,
+    ):
         self.budget = budget
         self.per_arrival = per_arrival
         self.depth, self.max_nodes = depth, max_nodes
@@ -232,7 +240,7 @@ class MovesHook:
         self.rescued = 0
         self.seconds = 0.0
         self._failed = _FailedArrival()
-        self._here = _FailedHere()
+        self._here = _FailedHere(retry_after)
 
     def __call__(self, ctx: ReplayContext) -> None:
         tp = self._failed.take(ctx)

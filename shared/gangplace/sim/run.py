@@ -68,6 +68,7 @@ def run_limit(
     depth: int = 1,
     offline_time_limit: float | None = 60.0,
     relaxed: bool = False,
+    retry_after: int = 1,
     progress: Callable[[int, int], None] | None = None,
 ) -> LimitRun:
     """The oracle on ``run`` (its snapshot is changed), then the offline bound over the
@@ -82,6 +83,7 @@ def run_limit(
         milp_time_limit=milp_time_limit,
         max_pods=max_pods,
         depth=depth,
+        retry_after=retry_after,
     )
     res = run.replay(hook=hook, progress=progress)
     off = None
