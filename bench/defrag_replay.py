@@ -307,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         "inflate": args.inflate,
         "budgets": budgets,
         "time_limit": args.time_limit,
+        "retry_after": args.retry_after,
     }
     jobs = []
     for t in traces:
