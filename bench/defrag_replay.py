@@ -242,6 +242,12 @@ def plot(doc: dict[str, Any], path: Path) -> None:
                 label="oracle (any rearrangement)",
             )
             ax.axhline(
+                cell["oracle"]["relaxed_greedy_unallocated_gpu_pct"]["median"],
+                color="tab:red",
+                ls="-.",
+                label="greedy with the LP as fit test",
+            )
+            ax.axhline(
                 cell["oracle"]["offline_lp_unallocated_gpu_pct"]["median"],
                 color="grey",
                 ls=":",
