@@ -108,9 +108,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument(
         "--retry-after",
         type=int,
-        default=1,
+        default=25,
         help="after an undecided check, count an arrival needing at least as much "
-        "unresolved without a new check until this many pods are placed (default: 1)",
+        "unresolved without a new check until this many pods are placed (default: 25)",
     )
     p.add_argument(
         "--relaxed",
