@@ -1,23 +1,27 @@
-# ruff: noqa: E402  (imports follow the sys.path fix below)
-"""Defragmentation by moving pods, on the FGD paper's trace replay: policy x {no moves,
-with moves}.
+"""How close moves get to the limit of defragmentation, on the FGD paper's trace replay.
 
-Each run replays the Alibaba v2023 default pod list as ``gangplace simulate`` does
-(seeds 42..51, arrivals in the paper's order until 130% of GPU capacity, a pod that
-fits nowhere stays unallocated, none leaves); "with moves" is
-``corral-descheduler simulate``: the same replay with the descheduler's planner run at
-the chosen points (default every 10% of capacity arrived), at most ``--max-moves``
-pods moved per round, each moved pod placed again by the replay's policy (the planner
-proves it fits) and failed pods never retried. Printed: the median unallocated GPU %
-over the seeds (min-max), the pods moved as % of the arrivals, and seconds per run;
-then every seed. ``--repack`` adds, for each no-moves run, what re-laying out every
-GPU-sharing pod of the final cluster by best-fit-decreasing would leave idle (CPU and
-memory ignored: an optimistic figure for migration, not a bound) and the idle GPU on
-GPUs that hold one 810-milli pod alone (only a pod of 190 milli or less can use it).
-Runs spread over ``--workers`` processes.
+For each trace and seed (arrivals in the paper's order until 130% of GPU capacity, a
+pod that fits nowhere stays unallocated, none leaves), one run of each:
 
-    .venv/bin/python bench/defrag_replay.py                     # fgd and corral, 10 seeds
-    .venv/bin/python bench/defrag_replay.py --seeds 42 --policies corral --json
+* each base policy (``--policies``, default fgd and corral) with no moves, and with
+  *moves on failure* at each budget (``--budgets``, pods moved as % of the arrivals):
+  an arrival that fits nowhere gets the fewest moves the engine finds that let it fit,
+  while the budget lasts (a budget a smaller one did not use up gives the same run, so
+  it is not run again);
+* the oracle (``gangplace limit``, on the corral base): every arrival that any
+  rearrangement of the placed pods fits is placed; its undecided checks (unresolved or
+  timed out) are counted and left unplaced;
+* the offline reference: the LP bound on the GPU any subset of the arrivals could use,
+  and the relayout heuristic (best-fit decreasing of the shares) on the corral run's
+  final cluster.
+
+Printed per trace: unallocated GPU % at the end, median over the seeds [min-max], and
+the pods moved as % of the arrivals; the gap from corral with moves to the oracle; and
+the wall time. ``--png`` writes unallocated GPU against pods moved (one panel per
+trace), ``--json`` prints one object instead.
+
+    .venv/bin/python bench/defrag_replay.py                      # 3 traces x seeds 42-44
+    .venv/bin/python bench/defrag_replay.py --traces default --seeds 42 --json
 """
 
 from __future__ import annotations
@@ -32,248 +36,320 @@ from pathlib import Path
 from typing import Any
 
 from _common import die, parse_seeds, run_all, trace_folder
-
-# bench/descheduler.py shares its name with the package used here: the package must not
-# be looked for beside this file (imported beside it: only _common, above).
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-
-import numpy as np
-from gangplace.engine import Snapshot
 from gangplace.engine.policies import POLICIES
+from gangplace.sim.limit import MovesHook
+from gangplace.sim.relayout import relayout_idle_pct
+from gangplace.sim.run import run_limit
 from gangplace.simulate_cli import prepare_trace
 from gangplace.trace import GPU_NODE_FILE, load_pods, pod_list_path
-
-from descheduler.config import DeschedulerConfig
-from descheduler.simulate_cmd import replay_with_moves, trace_config
 
 _PODS: dict[str, Any] = {}
 
 
-def repack_figures(snap: Snapshot) -> dict[str, float]:
-    """Idle GPU (% of capacity) if every sharing pod were laid out again best-fit
-    decreasing on the GPUs that whole-GPU pods leave (CPU ignored), and the idle GPU on
-    GPUs that hold one 810-milli pod alone, on the final cluster."""
-    cap = float(snap.gpu_total.sum()) * 1000
-    shares = sorted(
-        (p.shape.gpu_milli for p in snap.pods if p.node >= 0 and p.shape.is_shared_gpu),
-        reverse=True,
+def _pods(job: dict[str, Any]) -> Any:
+    key = job["trace"]
+    if key not in _PODS:
+        _PODS[key] = load_pods(pod_list_path(key, Path(job["trace_dir"])))
+    return _PODS[key]
+
+
+def _prepare(job: dict[str, Any], policy: str) -> Any:
+    nodes = Path(job["trace_dir"]) / GPU_NODE_FILE
+    return prepare_trace(nodes, _pods(job), policy, job["seed"], job["inflate"])
+
+
+def _base(job: dict[str, Any]) -> list[dict[str, Any]]:
+    """No moves, then the budgets from the smallest; stops at the first budget the run
+    did not use up (the larger ones would replay the same)."""
+    out: list[dict[str, Any]] = []
+    run = _prepare(job, job["policy"])
+    res = run.replay()
+    row = {"unallocated_gpu_pct": res.final.unallocated_gpu_pct, "pods": res.pods}
+    out.append(
+        {
+            **row,
+            "budget_pct": 0.0,
+            "pods_moved_pct": 0.0,
+            "seconds": res.seconds,
+            "relayout_unallocated_gpu_pct": relayout_idle_pct(run.snap),
+        }
     )
-    whole = sum(
-        p.shape.gpu_demand_milli for p in snap.pods if p.node >= 0 and not p.shape.is_shared_gpu
-    )
-    free_gpus = int(snap.gpu_total.sum()) - whole // 1000
-    bins: list[int] = []  # room left on each GPU the shares use
-    for d in shares:
-        fit = [i for i, r in enumerate(bins) if r >= d]
-        if fit:
-            i = min(fit, key=lambda j: (bins[j], j))
-            bins[i] -= d
-        elif len(bins) < free_gpus:
-            bins.append(1000 - d)
-    # The GPUs left over would take whole-GPU pods (the replay's tail never runs dry).
-    lone_810 = sum(1000 - d for d in _per_gpu_loads(snap) if d == 810)
-    return {
-        "repacked_unallocated_gpu_pct": round(100.0 * sum(bins) / cap, 2),
-        "idle_on_lone_810m_gpus_pct": round(100.0 * lone_810 / cap, 2),
-    }
-
-
-def _per_gpu_loads(snap: Snapshot) -> list[int]:
-    """Per shared GPU, the milli-GPU its sharing pods use (GPUs holding exactly one
-    810-milli pod show 810)."""
-    load: dict[tuple[int, int], int] = {}
-    for p in snap.pods:
-        if p.node >= 0 and p.shape.is_shared_gpu:
-            key = (p.node, p.gpus[0])
-            load[key] = load.get(key, 0) + p.shape.gpu_milli
-    return list(load.values())
-
-
-def _one(job: dict[str, Any]) -> dict[str, Any]:
-    d = Path(job["trace_dir"])
-    trace = job["trace"]
-    if trace not in _PODS:
-        _PODS[trace] = load_pods(pod_list_path(trace, d))
-    pods = _PODS[trace]
-    nodes = d / GPU_NODE_FILE
-    out: dict[str, Any] = {"policy": job["policy"], "seed": job["seed"], "moves": job["moves"]}
-    if job["moves"]:
-        cfg = trace_config(DeschedulerConfig(), job["max_moves"], job["min_gain"])
-        res, hook = replay_with_moves(
-            nodes, pods, job["policy"], job["seed"], job["inflate"], cfg, job["pcts"]
+    for b in job["budgets"]:
+        run = _prepare(job, job["policy"])
+        budget = int(b / 100.0 * len(run.arrivals.pods))
+        hook = MovesHook(budget, retry_after=job["retry_after"])
+        res = run.replay(hook=hook)
+        out.append(
+            {
+                "budget_pct": b,
+                "unallocated_gpu_pct": res.final.unallocated_gpu_pct,
+                "pods": res.pods,
+                "pods_moved_pct": 100.0 * hook.pods_moved / res.pods,
+                "rescued": hook.rescued,
+                "seconds": res.seconds,
+            }
         )
-        out.update(
-            pods_moved=hook.pods_moved,
-            pods_moved_pct=100.0 * hook.pods_moved / res.pods,
-            rounds=len(hook.rounds),
-            max_round=max((r.pods_moved for r in hook.rounds), default=0),
-            plan_seconds=hook.plan_seconds,
-        )
-    else:
-        run = prepare_trace(nodes, pods, job["policy"], job["seed"], job["inflate"])
-        t = time.perf_counter()
-        res = run.replay()
-        res.seconds = time.perf_counter() - t
-        out.update(pods_moved=0, pods_moved_pct=0.0, rounds=0, max_round=0, plan_seconds=0.0)
-        if job["repack"]:
-            out.update(repack_figures(run.snap))
-    out.update(
-        unallocated_gpu_pct=res.final.unallocated_gpu_pct,
-        pods_unallocated=res.pods_unallocated,
-        pods=res.pods,
-        seconds=res.seconds,
-    )
+        if hook.pods_moved < budget:
+            for rest in job["budgets"][job["budgets"].index(b) + 1 :]:
+                out.append({**out[-1], "budget_pct": rest, "same_as_pct": b, "seconds": 0.0})
+            break
     return out
 
 
-def _pcts(args: argparse.Namespace) -> list[float]:
-    try:
-        if args.plan_at:
-            return sorted({float(x) for x in args.plan_at.split(",") if x.strip()})
-        step = float(args.plan_every.rstrip("%"))
-    except ValueError:
-        die("--plan-every/--plan-at: expected percentages")
-    if step <= 0:
-        die(f"--plan-every {args.plan_every}: must be > 0")
-    return [float(x) for x in np.arange(step, args.inflate * 100 + 1e-9, step)]
+def _one(job: dict[str, Any]) -> dict[str, Any]:
+    head = {"trace": job["trace"], "seed": job["seed"], "kind": job["kind"]}
+    if job["kind"] == "oracle":
+        run = _prepare(job, "corral")
+        lim = run_limit(
+            run,
+            time_limit=job["time_limit"],
+            offline_time_limit=60.0,
+            relaxed=True,
+            retry_after=job["retry_after"],
+        )
+        return {**head, "policy": "corral", **lim.to_dict()}
+    return {**head, "policy": job["policy"], "ladder": _base(job)}
 
 
 def _stats(xs: list[float]) -> dict[str, float]:
     return {"median": round(statistics.median(xs), 2), "min": min(xs), "max": max(xs)}
 
 
+def summarise(
+    runs: list[dict[str, Any]], traces: list[str], policies: list[str], budgets: list[float]
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for t in traces:
+        cell: dict[str, Any] = {}
+        for p in policies:
+            ladders = [
+                r["ladder"]
+                for r in runs
+                if r["trace"] == t and r.get("policy") == p and r["kind"] == "base"
+            ]
+            rows = []
+            for i, b in enumerate([0.0, *budgets]):
+                pts = [lad[i] for lad in ladders]
+                rows.append(
+                    {
+                        "budget_pct": b,
+                        "unallocated_gpu_pct": _stats([x["unallocated_gpu_pct"] for x in pts]),
+                        "pods_moved_pct": _stats([round(x["pods_moved_pct"], 3) for x in pts]),
+                    }
+                )
+            cell[p] = rows
+            relay = [lad[0]["relayout_unallocated_gpu_pct"] for lad in ladders]
+            cell[f"{p}_relayout_unallocated_gpu_pct"] = _stats(relay)
+        orc = [r for r in runs if r["trace"] == t and r["kind"] == "oracle"]
+        if orc:
+            cell["oracle"] = {
+                "unallocated_gpu_pct": _stats([r["oracle_unallocated_gpu_pct"] for r in orc]),
+                "unresolved": [r["checks"]["unresolved"] for r in orc],
+                "timeouts": [r["checks"]["timeouts"] for r in orc],
+                "checks": [r["checks"]["checks"] for r in orc],
+                "unresolved_gpu_pct": [r["unresolved_gpu_pct"] for r in orc],
+                "seconds": [r["seconds"] for r in orc],
+                "relaxed_greedy_unallocated_gpu_pct": _stats(
+                    [r["relaxed_greedy"]["unallocated_gpu_pct"] for r in orc]
+                ),
+                "offline_lp_unallocated_gpu_pct": _stats(
+                    [r["offline"]["lp_unallocated_gpu_pct"] for r in orc]
+                ),
+            }
+            if "corral" in cell:
+                o = cell["oracle"]["unallocated_gpu_pct"]["median"]
+                cell["gap_to_oracle_points"] = {
+                    str(row["budget_pct"]): round(row["unallocated_gpu_pct"]["median"] - o, 2)
+                    for row in cell["corral"]
+                }
+        out[t] = cell
+    return out
+
+
+def render(doc: dict[str, Any]) -> str:
+    lines = []
+    for t, cell in doc["table"].items():
+        lines.append(
+            f"Trace {t}, seeds {','.join(map(str, doc['seeds']))}, 130% arrived: unallocated GPU "
+            "% median [min-max]; pods moved % of arrivals (median)"
+        )
+        for p in doc["policies"]:
+            for row in cell[p]:
+                u, m = row["unallocated_gpu_pct"], row["pods_moved_pct"]
+                label = "no moves" if row["budget_pct"] == 0 else f"moves <= {row['budget_pct']}%"
+                lines.append(
+                    f"  {p:<8}{label:<16}{u['median']:>7.2f} [{u['min']:.2f}-{u['max']:.2f}]"
+                    f"   moved {m['median']:.2f}%"
+                )
+        if "oracle" in cell:
+            o = cell["oracle"]
+            u = o["unallocated_gpu_pct"]
+            lines.append(
+                f"  {'oracle':<24}{u['median']:>7.2f} [{u['min']:.2f}-{u['max']:.2f}]   "
+                f"checks {o['checks']}, unresolved {o['unresolved']}, timed out "
+                f"{o['timeouts']} (left unplaced: {o['unresolved_gpu_pct']} % of GPUs), "
+                f"s {[round(x) for x in o['seconds']]}"
+            )
+            g = o["relaxed_greedy_unallocated_gpu_pct"]
+            lines.append(
+                f"  {'greedy, LP fit test':<24}{g['median']:>7.2f} [{g['min']:.2f}-{g['max']:.2f}]"
+                "   (a reference: the LP admits more than packs)"
+            )
+            off = o["offline_lp_unallocated_gpu_pct"]
+            lines.append(
+                f"  {'offline LP bound':<24}{off['median']:>7.2f} "
+                f"[{off['min']:.2f}-{off['max']:.2f}]   (any subset of the arrivals; below every "
+                "policy)"
+            )
+        for p in doc["policies"]:
+            r = cell[f"{p}_relayout_unallocated_gpu_pct"]
+            lines.append(
+                f"  {'relayout of ' + p:<24}{r['median']:>7.2f} [{r['min']:.2f}-{r['max']:.2f}]"
+                "   (heuristic on the no-moves final cluster; CPU ignored)"
+            )
+        if "gap_to_oracle_points" in cell:
+            gaps = ", ".join(f"{b}%: {g:+.2f}" for b, g in cell["gap_to_oracle_points"].items())
+            lines.append(f"  corral minus oracle, points, by budget: {gaps}")
+        lines.append("")
+    lines.append(
+        f"{doc['n_runs']} jobs in {doc['wall_seconds']:.0f} s wall on {doc['workers']} workers"
+    )
+    return "\n".join(lines)
+
+
+def plot(doc: dict[str, Any], path: Path) -> None:
+    """Unallocated GPU against pods moved, a panel per trace."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        die("--png needs matplotlib: pip install -c constraints.txt -e '.[plot]'")
+    traces = list(doc["table"])
+    fig, axes = plt.subplots(1, len(traces), figsize=(5.5 * len(traces), 4.2), squeeze=False)
+    for ax, t in zip(axes[0], traces, strict=True):
+        cell = doc["table"][t]
+        for p in doc["policies"]:
+            xs = [r["pods_moved_pct"]["median"] for r in cell[p]]
+            ys = [r["unallocated_gpu_pct"]["median"] for r in cell[p]]
+            ax.plot(xs, ys, marker="o", label=f"{p} + moves on failure")
+        if "oracle" in cell:
+            ax.axhline(
+                cell["oracle"]["unallocated_gpu_pct"]["median"],
+                color="k",
+                ls="--",
+                label="oracle (any rearrangement)",
+            )
+            ax.axhline(
+                cell["oracle"]["relaxed_greedy_unallocated_gpu_pct"]["median"],
+                color="tab:red",
+                ls="-.",
+                label="greedy with the LP as fit test",
+            )
+            ax.axhline(
+                cell["oracle"]["offline_lp_unallocated_gpu_pct"]["median"],
+                color="grey",
+                ls=":",
+                label="offline LP bound",
+            )
+        ax.set_title(f"{t}: median of {len(doc['seeds'])} seeds, 130% arrived")
+        ax.set_xlabel("pods moved, % of arrivals")
+        ax.set_ylabel("unallocated GPU, % of capacity")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--trace-dir", help="folder of the trace CSVs (default: found upward)")
-    ap.add_argument("--trace", default="default", help="pod list (default: default)")
-    ap.add_argument("--policies", default="fgd,corral", help="comma-separated")
-    ap.add_argument("--seeds", default="42-51", help="e.g. 42-51 or 42,43")
+    ap.add_argument("--traces", default="default,cpu250,gpushare60", help="pod lists")
+    ap.add_argument("--policies", default="fgd,corral", help="base policies, comma-separated")
+    ap.add_argument("--seeds", default="42-44", help="e.g. 42-44 or 42,43")
+    ap.add_argument("--budgets", default="0.5,1,2,5", help="pods moved, % of arrivals")
     ap.add_argument("--inflate", type=float, default=1.3)
-    ap.add_argument("--plan-every", default="10%", help="plan every N%% of capacity arrived")
-    ap.add_argument("--plan-at", help="plan at these %% of capacity arrived instead")
-    ap.add_argument("--max-moves", type=int, default=50, help="pods moved per round at most")
-    ap.add_argument("--min-gain", type=float, default=0.01, help="GPUs a move must gain")
-    ap.add_argument("--repack", action="store_true", help="add the re-layout figures")
+    ap.add_argument("--time-limit", type=float, default=20.0, help="seconds per oracle proof")
+    ap.add_argument(
+        "--retry-after",
+        type=int,
+        default=25,
+        help="after a failed search, pods placed before a shape needing as much is searched "
+        "again (oracle and moves alike; default 25)",
+    )
+    ap.add_argument("--no-oracle", action="store_true", help="skip the oracle and offline bound")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="processes")
+    ap.add_argument("--png", help="write the curve to this PNG file")
     ap.add_argument("--json", action="store_true", help="one JSON object instead of tables")
     ap.add_argument("--json-out", help="also write the JSON object to this file")
     args = ap.parse_args(argv)
 
     trace_dir = trace_folder(args.trace_dir, Path(__file__).parent)
+    traces = [t.strip() for t in args.traces.split(",") if t.strip()]
+    for t in traces:
+        if not pod_list_path(t, trace_dir).is_file():
+            die(f"--traces: no pod list {t!r} in {trace_dir}")
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     bad = [p for p in policies if p not in POLICIES]
     if bad or not policies:
         die(f"--policies: unknown {', '.join(bad) or '(none)'}; choose from {', '.join(POLICIES)}")
+    try:
+        budgets = sorted({float(x) for x in args.budgets.split(",") if x.strip()})
+    except ValueError:
+        die(f"--budgets {args.budgets!r}: expected percentages")
+    if any(b <= 0 or b > 100 for b in budgets):
+        die("--budgets: each must be in (0, 100]")
     if args.workers < 1:
         die("--workers must be >= 1")
-    if args.max_moves < 0:
-        die("--max-moves must be >= 0")
+    if args.time_limit <= 0:
+        die("--time-limit must be > 0")
+    if args.retry_after < 1:
+        die("--retry-after must be >= 1")
     seeds = parse_seeds(args.seeds)
-    pcts = _pcts(args)
-    jobs = [
-        {
-            "trace_dir": str(trace_dir),
-            "trace": args.trace,
-            "policy": p,
-            "seed": s,
-            "moves": m,
-            "inflate": args.inflate,
-            "max_moves": args.max_moves,
-            "min_gain": args.min_gain,
-            "pcts": pcts,
-            "repack": args.repack,
-        }
-        for p in policies
-        for s in seeds
-        for m in (True, False)  # the long runs first
-    ]
+    common = {
+        "trace_dir": str(trace_dir),
+        "inflate": args.inflate,
+        "budgets": budgets,
+        "time_limit": args.time_limit,
+        "retry_after": args.retry_after,
+    }
+    jobs = []
+    for t in traces:
+        for s in seeds:
+            if not args.no_oracle:
+                jobs.append({**common, "trace": t, "seed": s, "kind": "oracle"})
+            jobs += [
+                {**common, "trace": t, "seed": s, "kind": "base", "policy": p} for p in policies
+            ]
     tty = sys.stderr.isatty() and not args.json
     start = time.perf_counter()
     runs: list[dict[str, Any]] = run_all(_one, [(j,) for j in jobs], args.workers, progress=tty)
     wall = time.perf_counter() - start
-    runs.sort(key=lambda r: (r["policy"], r["seed"], r["moves"]))
-
-    def cell(p: str, m: bool, key: str) -> list[float]:
-        return [r[key] for r in runs if r["policy"] == p and r["moves"] == m]
-
-    table = {
-        p: {
-            label: {
-                "unallocated_gpu_pct": _stats(cell(p, m, "unallocated_gpu_pct")),
-                "pods_moved_pct": _stats(cell(p, m, "pods_moved_pct")),
-                "seconds_per_run": round(statistics.mean(cell(p, m, "seconds")), 1),
-            }
-            for label, m in (("no_moves", False), ("with_moves", True))
-        }
-        for p in policies
-    }
+    runs.sort(key=lambda r: (r["trace"], r["kind"], r.get("policy", ""), r["seed"]))
     doc = {
         "metric": "unallocated GPU % at the end (130% arrived), median over seeds [min, max]",
-        "trace": args.trace,
+        "undecided_oracle_checks": "counted, and the arrival left unplaced",
+        "traces": traces,
         "seeds": seeds,
-        "plan_at_pct": [round(x, 2) for x in pcts],
-        "max_moves": args.max_moves,
-        "min_gain_gpus": args.min_gain,
-        "table": table,
+        "policies": policies,
+        "budgets_pct": budgets,
+        "table": summarise(runs, traces, policies, budgets),
         "runs": runs,
+        "n_runs": len(runs),
         "wall_seconds": round(wall, 1),
         "workers": args.workers,
     }
+    if args.png:
+        plot(doc, Path(args.png))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(doc))
     if args.json:
         print(json.dumps(doc))
         return 0
-    print(render(doc, policies, seeds))
+    print(render(doc))
     return 0
-
-
-def render(doc: dict[str, Any], policies: list[str], seeds: list[int]) -> str:
-    lines = [
-        f"Trace {doc['trace']}, {len(seeds)} seeds ({seeds[0]}..{seeds[-1]}), 130% arrived; "
-        f"planner at {len(doc['plan_at_pct'])} points, at most {doc['max_moves']} pods a round, "
-        f"min gain {doc['min_gain_gpus']:g} GPU a move",
-        f"{'policy':<10}{'moves':<12}{'unallocated % median [min-max]':>32}"
-        f"{'pods moved % median [max]':>28}{'s/run':>8}",
-    ]
-    for p in policies:
-        for label in ("no_moves", "with_moves"):
-            c = doc["table"][p][label]
-            u, m = c["unallocated_gpu_pct"], c["pods_moved_pct"]
-            lines.append(
-                f"{p:<10}{label.replace('_', ' '):<12}"
-                f"{u['median']:>14.2f} [{u['min']:.2f}-{u['max']:.2f}]{'':>6}"
-                f"{m['median']:>16.2f} [{m['max']:.2f}]{'':>3}{c['seconds_per_run']:>8.1f}"
-            )
-    lines.append("")
-    extra = any("repacked_unallocated_gpu_pct" in r for r in doc["runs"])
-    head = f"{'policy':<10}{'seed':>6}{'no moves %':>12}{'with moves %':>14}{'moved %':>9}"
-    head += f"{'max/round':>10}{'s no/with':>12}"
-    if extra:
-        head += f"{'re-laid out %':>15}{'lone 810m %':>15}"
-    lines.append(head)
-    for p in policies:
-        for s in seeds:
-            no = next(
-                r for r in doc["runs"] if r["policy"] == p and r["seed"] == s and not r["moves"]
-            )
-            w = next(r for r in doc["runs"] if r["policy"] == p and r["seed"] == s and r["moves"])
-            row = (
-                f"{p:<10}{s:>6}{no['unallocated_gpu_pct']:>12.2f}{w['unallocated_gpu_pct']:>14.2f}"
-                f"{w['pods_moved_pct']:>9.2f}{w['max_round']:>10}"
-                f"{no['seconds']:>6.1f}/{w['seconds']:<5.1f}"
-            )
-            if extra:
-                row += (
-                    f"{no['repacked_unallocated_gpu_pct']:>15.2f}"
-                    f"{no['idle_on_lone_810m_gpus_pct']:>15.2f}"
-                )
-            lines.append(row)
-    lines.append(
-        f"{len(doc['runs'])} runs in {doc['wall_seconds']:.0f} s wall on {doc['workers']} workers"
-    )
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -166,6 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .simulate_cli import add_commands
 
     add_commands(sub)
+    from .sim.cli import add_commands as add_sim_commands
+
+    add_sim_commands(sub)
     for add in EXTRA_COMMANDS:
         add(sub)
     return p

@@ -1,0 +1,120 @@
+"""``gangplace limit``: the best any move-based descheduler could do on a trace replay,
+with the offline bound and the relayout heuristic on the same run."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..simulate_cli import (
+    CliError,
+    add_common_arguments,
+    add_replay_arguments,
+    guarded,
+    load_trace_input,
+    prepare_trace,
+    print_replay,
+    progress_bar,
+)
+from .run import run_limit
+
+__all__ = ["add_commands"]
+
+
+def cmd_limit(args: argparse.Namespace) -> int:
+    if args.time_limit <= 0:
+        raise CliError(f"--time-limit {args.time_limit}: must be > 0 seconds")
+    if args.milp_time_limit < 0:
+        raise CliError(f"--milp-time-limit {args.milp_time_limit}: must be >= 0")
+    if args.max_moves < 1 or args.depth < 0 or args.retry_after < 1:
+        raise CliError("--max-moves and --retry-after must be >= 1 and --depth >= 0")
+    if args.offline_time_limit < 0:
+        raise CliError(f"--offline-time-limit {args.offline_time_limit}: must be >= 0")
+    data = load_trace_input(args)
+    run = prepare_trace(data.cluster, data.pods, args.policy, args.seed, args.inflate)
+    bar = None if args.json else progress_bar(f"limit {args.policy} seed {args.seed}")
+    lim = run_limit(
+        run,
+        time_limit=args.time_limit,
+        milp_time_limit=args.milp_time_limit,
+        max_pods=args.max_moves,
+        depth=args.depth,
+        offline_time_limit=args.offline_time_limit or None,
+        relaxed=args.relaxed,
+        retry_after=args.retry_after,
+        progress=bar,
+    )
+    doc = lim.to_dict()
+    c = lim.checks
+    notes = [
+        f"oracle: {c.checks} arrivals did not fit as placed; {c.placed_by_moves} placed by "
+        f"moving {c.pods_moved} pods; proved not to fit: {c.proved_lp} by the LP, "
+        f"{c.proved_milp} by the MILP, {c.proved_cached} by an earlier proof; "
+        f"{c.unresolved} unresolved and {c.timeouts} timed out (left unplaced, "
+        f"{doc['unresolved_gpu_pct']:.2f}% of capacity); {lim.seconds:.0f} s",
+        f"relayout heuristic on the final cluster: {lim.relayout_pct:.2f}% unallocated",
+    ]
+    if "relaxed_greedy" in doc:
+        g = doc["relaxed_greedy"]
+        notes.append(
+            f"greedy with the LP as the fit test (a reference, not a bound): "
+            f"{g['unallocated_gpu_pct']:.2f}% unallocated; {g['lp_calls']} LPs, {g['proved']} "
+            f"proofs, {g['timeouts']} timed out (left out); {g['seconds']:.0f} s"
+        )
+    if "offline" in doc:
+        o = doc["offline"]
+        notes.append(
+            f"offline (any subset of the arrivals): at least {o['lp_unallocated_gpu_pct']:.2f}% "
+            f"unallocated by the LP, {o['milp_bound_unallocated_gpu_pct']:.2f}% by the MILP "
+            f"bound ({o['status']}, best found {o['milp_best_unallocated_gpu_pct']:.2f}%)"
+        )
+    print_replay(lim.result, args, data.pods_path, extra=doc, notes=notes)
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``limit`` on the gangplace parser."""
+    common = argparse.ArgumentParser(add_help=False)
+    add_common_arguments(common)
+    p = sub.add_parser(
+        "limit",
+        parents=[common],
+        help="replay a trace placing every arrival that any rearrangement fits (the oracle)",
+    )
+    add_replay_arguments(p)
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=20.0,
+        help="seconds for each LP that may prove an arrival fits no arrangement (default: "
+        "20); a check that runs out is counted and the arrival left unplaced",
+    )
+    p.add_argument(
+        "--milp-time-limit",
+        type=float,
+        default=0.0,
+        help="seconds for the integer model after an LP that proves nothing (default: 0, "
+        "the LP alone; on the full trace one MILP takes about 15 s)",
+    )
+    p.add_argument("--max-moves", type=int, default=8, help="pods one rescue may move (default: 8)")
+    p.add_argument(
+        "--depth", type=int, default=1, help="how deep a moved pod may move others (default: 1)"
+    )
+    p.add_argument(
+        "--offline-time-limit",
+        type=float,
+        default=60.0,
+        help="seconds for the offline bound's MILP (default: 60; 0 skips the bound)",
+    )
+    p.add_argument(
+        "--retry-after",
+        type=int,
+        default=25,
+        help="after an undecided check, count an arrival needing at least as much "
+        "unresolved without a new check until this many pods are placed (default: 25)",
+    )
+    p.add_argument(
+        "--relaxed",
+        action="store_true",
+        help="also replay the greedy rule with the LP as its fit test (minutes on the full trace)",
+    )
+    p.set_defaults(func=guarded(cmd_limit))

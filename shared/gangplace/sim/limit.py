@@ -1,0 +1,336 @@
+"""Replay hooks that rescue failed arrivals by moving pods.
+
+:class:`OracleHook` is the limit of any move-based descheduler on a replay: the same
+arrivals in the same order, no placed pod ever dropped, and an arrival that fits
+nowhere is placed if *any* rearrangement of the pods already placed plus it fits. Each
+such check first looks for a packing with the engine (:func:`fit_with_moves`, a
+generous search), then tries to prove that none exists with the aggregated model
+(:class:`FitModel`, LP then MILP). A shape proved not to fit stays proved for every
+later arrival that needs at least as much (the placed pods only grow). A check the
+model cannot refute and the search cannot build is *unresolved*, a model that hits its
+time limit is a *timeout*: both are counted, and both leave the arrival unplaced -- so
+the oracle's figure is one some sequence of moves reaches (an upper bound on the
+limit), and the demand of the unresolved arrivals says how far below it the limit could
+lie at most.
+
+:class:`MovesHook` is the practical version: on a failed arrival, the fewest moves
+(within a budget of pods moved over the whole replay) that let it fit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..engine.arrivals import TracePod
+from ..engine.feasibility import static_mask
+from ..engine.model import PodShape
+from ..engine.replay import ReplayContext, ReplayResult, summarise
+from ..engine.snapshot import PodRecord, Snapshot
+from .moves import fit_with_moves
+from .relax import FEASIBLE, INFEASIBLE, FitModel
+
+__all__ = [
+    "CheckStats",
+    "MovesHook",
+    "OracleHook",
+    "RelaxedGreedy",
+    "needs_at_least",
+    "relaxed_greedy",
+]
+
+
+def needs_at_least(snap: Snapshot, p: PodShape, q: PodShape) -> bool:
+    """Whether a pod of shape ``p`` fits only where one of ``q`` would: it asks for at
+    least as much of every resource and GPU, on no node that ``q`` may not use. Then
+    "q fits nowhere, whatever the arrangement" carries over to p."""
+    vp, _ = snap.vector(p)
+    vq, _ = snap.vector(q)
+    if not (vp >= vq).all():
+        return False
+    if q.is_gpu:
+        if not p.is_gpu:
+            return False
+        if q.gpu_milli >= 1000:
+            if p.gpu_milli < 1000 or p.gpu_count < q.gpu_count:
+                return False
+        elif p.gpu_milli < q.gpu_milli:
+            return False
+    mp, mq = static_mask(snap, p), static_mask(snap, q)
+    return bool((mp <= mq).all())
+
+
+@dataclass(slots=True)
+class CheckStats:
+    """How the oracle decided each arrival that did not fit as the cluster stood."""
+
+    checks: int = 0
+    placed_by_moves: int = 0
+    proved_cached: int = 0  # a shape needing no more was proved before
+    proved_lp: int = 0
+    proved_milp: int = 0
+    unresolved: int = 0  # the model admits it, the search found no packing
+    unresolved_repeat: int = 0  # of which: as a shape just searched, nothing placed since
+    timeouts: int = 0
+    unresolved_gpu_milli: int = 0  # GPU demand of the unresolved and timed-out arrivals
+    pods_moved: int = 0
+    model_seconds: float = 0.0
+    search_seconds: float = 0.0
+    proved_shapes: list[PodShape] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "checks": self.checks,
+            "placed_by_moves": self.placed_by_moves,
+            "proved_infeasible": {
+                "cached": self.proved_cached,
+                "lp": self.proved_lp,
+                "milp": self.proved_milp,
+            },
+            "unresolved": self.unresolved,
+            "unresolved_repeat": self.unresolved_repeat,
+            "timeouts": self.timeouts,
+            "undecided_treated_as": "not placed",
+            "unresolved_gpu_milli": self.unresolved_gpu_milli,
+            "pods_moved": self.pods_moved,
+            "model_seconds": round(self.model_seconds, 2),
+            "search_seconds": round(self.search_seconds, 2),
+        }
+
+
+class _FailedArrival:
+    """Spots the arrival that just failed (the replay appends it to ``ctx.failed``)."""
+
+    def __init__(self) -> None:
+        self.seen = 0
+
+    def take(self, ctx: ReplayContext) -> TracePod | None:
+        if len(ctx.failed) == self.seen:
+            return None
+        self.seen = len(ctx.failed)
+        return ctx.failed[-1]
+
+    def rescued(self, ctx: ReplayContext, rec: PodRecord) -> None:
+        ctx.failed.pop()
+        ctx.pods.append(rec)
+        self.seen = len(ctx.failed)
+
+
+class _FailedHere:
+    """The shapes a search failed on, and how many pods had been placed then: a later
+    arrival needing at least as much is not searched again until ``retry_after`` more
+    pods have been placed (a back-off: near a full cluster most failures come between
+    placements, and the same search fails again)."""
+
+    def __init__(self, retry_after: int) -> None:
+        self.retry_after = retry_after
+        self.failed: list[tuple[PodShape, int]] = []
+
+    def covers(self, ctx: ReplayContext, shape: PodShape) -> bool:
+        now = len(ctx.pods)
+        self.failed = [(q, v) for q, v in self.failed if now - v < self.retry_after]
+        return any(needs_at_least(ctx.snap, shape, q) for q, _ in self.failed)
+
+    def add(self, ctx: ReplayContext, shape: PodShape) -> None:
+        self.failed.append((shape, len(ctx.pods)))
+
+
+class OracleHook:
+    """The replay hook of the oracle (see the module docstring)."""
+
+    def __init__(
+        self,
+        snap: Snapshot,
+        arrivals: Sequence[TracePod],
+        *,
+        time_limit: float = 20.0,
+        milp_time_limit: float = 0.0,
+        max_pods: int = 8,
+        depth: int = 1,
+        max_nodes: int = 24,
+        retry_after: int = 1,
+    ) -> None:
+        self.model = FitModel(snap, {a.shape for a in arrivals}, len(arrivals))
+        self.time_limit = time_limit
+        self.milp_time_limit = milp_time_limit
+        self.max_pods, self.depth, self.max_nodes = max_pods, depth, max_nodes
+        self.stats = CheckStats()
+        self._failed = _FailedArrival()
+        self._here = _FailedHere(retry_after)
+
+    def __call__(self, ctx: ReplayContext) -> None:
+        tp = self._failed.take(ctx)
+        if tp is None:
+            return
+        st = self.stats
+        st.checks += 1
+        shape = tp.shape
+        snap = ctx.snap
+        if any(needs_at_least(snap, shape, q) for q in st.proved_shapes):
+            st.proved_cached += 1
+            return
+        if self._here.covers(ctx, shape):
+            # A search and the model just failed on a shape this one needs at least as
+            # much as (nothing placed since, or fewer than ``retry_after`` pods):
+            # counted unresolved again without a new search.
+            st.unresolved += 1
+            st.unresolved_repeat += 1
+            st.unresolved_gpu_milli += shape.gpu_demand_milli
+            return
+        rec = PodRecord("trace", f"{tp.name}-{ctx.step - 1}", shape)
+        t = time.perf_counter()
+        rep = fit_with_moves(
+            snap,
+            shape,
+            ctx.policy,
+            rec,
+            max_pods=self.max_pods,
+            depth=self.depth,
+            max_nodes=self.max_nodes,
+        )
+        st.search_seconds += time.perf_counter() - t
+        if rep is not None:
+            st.placed_by_moves += 1
+            st.pods_moved += len(rep.moved)
+            self._failed.rescued(ctx, rec)
+            return
+        t = time.perf_counter()
+        counts: Counter[PodShape] = Counter(p.shape for p in ctx.pods if p.node >= 0)
+        counts[shape] += 1
+        status, by = self.model.check(counts, self.time_limit, self.milp_time_limit)
+        st.model_seconds += time.perf_counter() - t
+        if status == INFEASIBLE:
+            if by == "lp":
+                st.proved_lp += 1
+            else:
+                st.proved_milp += 1
+            st.proved_shapes.append(shape)
+        elif status == FEASIBLE:
+            st.unresolved += 1
+            st.unresolved_gpu_milli += shape.gpu_demand_milli
+            self._here.add(ctx, shape)
+        else:
+            st.timeouts += 1
+            st.unresolved_gpu_milli += shape.gpu_demand_milli
+            self._here.add(ctx, shape)
+
+
+class MovesHook:
+    """On a failed arrival, the fewest moves that let it fit, while the replay's budget
+    of moved pods lasts (``budget`` pods over the whole replay, at most ``per_arrival``
+    for one arrival)."""
+
+    def __init__(
+        self,
+        budget: int,
+        per_arrival: int = 4,
+        depth: int = 1,
+        max_nodes: int = 24,
+        retry_after: int = 1,
+    ):
+        self.budget = budget
+        self.per_arrival = per_arrival
+        self.depth, self.max_nodes = depth, max_nodes
+        self.pods_moved = 0
+        self.rescued = 0
+        self.seconds = 0.0
+        self._failed = _FailedArrival()
+        self._here = _FailedHere(retry_after)
+
+    def __call__(self, ctx: ReplayContext) -> None:
+        tp = self._failed.take(ctx)
+        left = self.budget - self.pods_moved
+        if tp is None or left <= 0 or self._here.covers(ctx, tp.shape):
+            return
+        rec = PodRecord("trace", f"{tp.name}-{ctx.step - 1}", tp.shape)
+        t = time.perf_counter()
+        rep = fit_with_moves(
+            ctx.snap,
+            tp.shape,
+            ctx.policy,
+            rec,
+            max_pods=min(left, self.per_arrival),
+            depth=self.depth,
+            max_nodes=self.max_nodes,
+        )
+        self.seconds += time.perf_counter() - t
+        if rep is None:
+            self._here.add(ctx, tp.shape)
+            return
+        self.pods_moved += len(rep.moved)
+        self.rescued += 1
+        self._failed.rescued(ctx, rec)
+
+
+@dataclass(slots=True)
+class RelaxedGreedy:
+    """The greedy rule with the aggregated LP as the fit test: an arrival is taken when
+    the LP admits the taken pods plus it. A reference, not a bound (the LP may admit
+    what no packing holds, and greedy is not monotone)."""
+
+    result: ReplayResult
+    lp_calls: int
+    timeouts: int
+    proved: int
+    seconds: float
+
+
+def relaxed_greedy(
+    snap: Snapshot,
+    arrivals: Sequence[TracePod],
+    known_feasible: Counter[PodShape],
+    time_limit: float = 20.0,
+) -> RelaxedGreedy:
+    """Replay ``arrivals`` on counts alone: take an arrival when the taken pods plus it
+    are within ``known_feasible`` (pod counts some real placement holds, e.g. a replay's
+    final cluster: any part of a packing packs), else when the LP admits them. A check
+    that times out leaves the arrival out (counted)."""
+    start = time.perf_counter()
+    model = FitModel(snap, {a.shape for a in arrivals}, len(arrivals))
+    taken: Counter[PodShape] = Counter()
+    proved: list[PodShape] = []
+    n = len(arrivals)
+    arrived = np.zeros(n, dtype=np.int64)
+    allocated = np.zeros(n, dtype=np.int64)
+    demand = used = 0
+    calls = timeouts = n_proved = 0
+    for i, tp in enumerate(arrivals):
+        s = tp.shape
+        demand += s.gpu_demand_milli
+        ok = taken[s] + 1 <= known_feasible.get(s, 0)
+        if not ok and not any(needs_at_least(snap, s, q) for q in proved):
+            taken[s] += 1
+            calls += 1
+            status, _ = model.check(taken, time_limit)
+            taken[s] -= 1
+            if status == FEASIBLE:
+                ok = True
+            elif status == INFEASIBLE:
+                proved.append(s)
+                n_proved += 1
+            else:
+                timeouts += 1
+        if ok:
+            taken[s] += 1
+            used += s.gpu_demand_milli
+        arrived[i], allocated[i] = demand, used
+    cap = int(snap.gpu_total.sum()) * 1000
+    res = ReplayResult(
+        policy="relaxed-greedy",
+        capacity_milli=cap,
+        arrived=arrived,
+        allocated=allocated,
+        fragmented=np.zeros(n),
+        idle=cap - allocated,
+        pods=n,
+        pods_unallocated=n - sum(taken.values()),
+        seconds=0.0,
+    )
+    res.curve = summarise(res)
+    res.seconds = time.perf_counter() - start
+    return RelaxedGreedy(res, calls, timeouts, n_proved, res.seconds)
