@@ -24,6 +24,9 @@ from tests.controllers import JobController, Rest
 from tests.kubeapi import ApiServer
 from tests.kubeapi import objects as o
 
+# corral-webhook as a process behind the API server: not in `make test-fast`.
+pytestmark = pytest.mark.scenario
+
 Json = dict[str, Any]
 CLI = [sys.executable, "-m", "webhook.cli"]
 NS = "ml"

@@ -32,6 +32,9 @@ from webhook.podgroups import PodGroupReconciler, RetryPolicy
 from webhook.server import graceful_stop, init_app, start
 from webhook.tls import client_context, load_pair, new_bundle, server_context
 
+# Stories over the API server and the webhook served over TLS: not in `make test-fast`.
+pytestmark = pytest.mark.scenario
+
 CRDS = Path(__file__).resolve().parents[1].parent / "shared" / "crds"
 FIXTURES = Path(__file__).parent / "fixtures" / "workloads"
 BUNDLE = new_bundle("corral-webhook", "corral-system", dt.datetime.now(dt.UTC), ips=["127.0.0.1"])

@@ -41,6 +41,10 @@ from tests.controllers import (
 from tests.kubeapi.controllers import Kubelet
 from tests.kubeapi.recording import Recording, Replay, differences, normalise
 
+# The whole recording replayed with the control plane's models, once per test: not in
+# `make test-fast`.
+pytestmark = pytest.mark.scenario
+
 Json = dict[str, Any]
 NS = "rec-adm"
 JOB_CONTROLLER_TOKEN = "job-controller-token"
