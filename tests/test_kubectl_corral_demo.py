@@ -17,6 +17,9 @@ from kubectl_corral.cli import run
 from tests.kubeapi import ApiServer
 from tests.kubeapi import objects as o
 
+# The whole demo story on the in-memory cluster: not in `make test-fast`.
+pytestmark = pytest.mark.scenario
+
 
 def _models_missing() -> str:
     for mod in ("tests.controllers", "tests.kubeapi.controllers", "tests.scenarios.corral_webhook"):

@@ -416,41 +416,57 @@ def _table_rules() -> set[tuple[str, str, str]]:
     return out
 
 
-def test_mutating_webhook_configuration(objs: list[Obj]) -> None:
-    mwc = one(objs, "MutatingWebhookConfiguration", rbac.WEBHOOK_CONFIGURATION)
-    (wh,) = mwc["webhooks"]
-    assert wh["admissionReviewVersions"] == ["v1"]
-    assert wh["sideEffects"] == "NoneOnDryRun"
-    assert wh["reinvocationPolicy"] == "IfNeeded"
-    assert 1 <= wh["timeoutSeconds"] <= 5
-    assert wh["failurePolicy"] in ("Fail", "Ignore")
-    svc = one(objs, "Service", "corral-webhook")
-    ref = wh["clientConfig"]["service"]
-    assert (ref["name"], ref["namespace"], ref["path"], ref["port"]) == (
-        svc["metadata"]["name"],
-        svc["metadata"]["namespace"],
-        "/mutate",
-        svc["spec"]["ports"][0]["port"],
-    )
-    exprs = {e["key"]: e for e in wh["namespaceSelector"]["matchExpressions"]}
-    assert exprs["corral.dev/gang-scheduling"]["operator"] == "In"
-    assert exprs["corral.dev/gang-scheduling"]["values"] == ["enabled"]
-    excluded = exprs["kubernetes.io/metadata.name"]
-    assert excluded["operator"] == "NotIn" and {"kube-system", NS} <= set(excluded["values"])
-    skip = {e["key"]: e for e in wh["objectSelector"]["matchExpressions"]}["corral.dev/skip"]
-    assert skip["operator"] == "NotIn" and "true" in skip["values"]
-    (cond,) = wh["matchConditions"]
-    assert "'corral.dev/skip'" in cond["expression"]
+def _rule_set(wh: Obj, ops: list[str]) -> set[tuple[str, str, str]]:
     got = set()
     for rule in wh["rules"]:
-        # Pods at CREATE; workloads also at UPDATE, so their gangs follow a scaling.
-        ops = ["CREATE"] if rule["resources"] == ["pods"] else ["CREATE", "UPDATE"]
         assert rule["operations"] == ops and rule["scope"] == "Namespaced"
         for g in rule["apiGroups"]:
             for v in rule["apiVersions"]:
                 for r in rule["resources"]:
                     got.add((g, v, r))
-    assert got == _table_rules(), "the rules must be pods plus the webhook's workload table"
+    return got
+
+
+def test_mutating_webhook_configuration(objs: list[Obj]) -> None:
+    mwc = one(objs, "MutatingWebhookConfiguration", rbac.WEBHOOK_CONFIGURATION)
+    creates, updates = mwc["webhooks"]
+    assert creates["name"] == "gangs.corral.dev"
+    assert updates["name"] == "workload-updates.corral.dev"
+    svc = one(objs, "Service", "corral-webhook")
+    for wh in (creates, updates):
+        assert wh["admissionReviewVersions"] == ["v1"]
+        assert wh["sideEffects"] == "NoneOnDryRun"
+        assert 1 <= wh["timeoutSeconds"] <= 5
+        ref = wh["clientConfig"]["service"]
+        assert (ref["name"], ref["namespace"], ref["path"], ref["port"]) == (
+            svc["metadata"]["name"],
+            svc["metadata"]["namespace"],
+            "/mutate",
+            svc["spec"]["ports"][0]["port"],
+        )
+        exprs = {e["key"]: e for e in wh["namespaceSelector"]["matchExpressions"]}
+        assert exprs["corral.dev/gang-scheduling"]["operator"] == "In"
+        assert exprs["corral.dev/gang-scheduling"]["values"] == ["enabled"]
+        excluded = exprs["kubernetes.io/metadata.name"]
+        assert excluded["operator"] == "NotIn" and {"kube-system", NS} <= set(excluded["values"])
+        skip = {e["key"]: e for e in wh["objectSelector"]["matchExpressions"]}["corral.dev/skip"]
+        assert skip["operator"] == "NotIn" and "true" in skip["values"]
+        (cond,) = wh["matchConditions"]
+        assert "'corral.dev/skip'" in cond["expression"]
+    # Both see the same objects: only the operations and the failure policy differ.
+    same = ("namespaceSelector", "objectSelector", "matchConditions", "clientConfig")
+    assert {k: creates[k] for k in same} == {k: updates[k] for k in same}
+    assert creates["reinvocationPolicy"] == "IfNeeded"
+    assert updates["reinvocationPolicy"] == "Never"  # an UPDATE is never patched
+    # CREATE of pods and workloads may be refused while the webhook is down (Fail); the
+    # UPDATE of a workload (Kueue's or the descheduler's suspend and resume) never is.
+    assert creates["failurePolicy"] in ("Fail", "Ignore")
+    assert updates["failurePolicy"] == "Ignore"
+    table = _table_rules()
+    assert _rule_set(creates, ["CREATE"]) == table, "pods plus the webhook's workload table"
+    assert _rule_set(updates, ["UPDATE"]) == table - {("", "v1", "pods")}, (
+        "the UPDATE of every kind of the webhook's workload table, and not of pods"
+    )
 
 
 def test_failure_policy_is_explained_where_it_is_set() -> None:

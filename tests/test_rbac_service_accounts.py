@@ -23,6 +23,9 @@ from tests.kubeapi import ApiServer
 from tests.kubeapi import objects as o
 from tests.test_desched_live import NOW, expected_plan, two_gang_items
 
+# The components under their own ServiceAccounts, end to end: not in `make test-fast`.
+pytestmark = pytest.mark.scenario
+
 NS = rbac.NAMESPACE
 RBAC_KINDS = frozenset(
     {"Namespace", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,6 +23,9 @@ from manifest_support import MANIFESTS, config_map, one, render
 from tests.controllers import JobController, Rest
 from tests.kubeapi import ApiServer
 from tests.kubeapi import objects as o
+
+# corral-webhook as a process behind the API server: not in `make test-fast`.
+pytestmark = pytest.mark.scenario
 
 Json = dict[str, Any]
 CLI = [sys.executable, "-m", "webhook.cli"]
@@ -72,10 +76,22 @@ def train_job(name: str = "train", workers: int = 2) -> Json:
 class Installed:
     def __init__(self, api: ApiServer, http: aiohttp.ClientSession) -> None:
         self.api, self.http = api, http
+        self.proc: asyncio.subprocess.Process | None = None
 
     async def post(self, path: str, body: Json) -> tuple[int, Json, list[str]]:
         async with self.http.post(self.api.url + path, json=body) as r:
             return r.status, await r.json(), r.headers.getall("Warning", [])
+
+    async def patch(self, path: str, body: Json) -> tuple[int, Json]:
+        headers = {"Content-Type": "application/merge-patch+json"}
+        async with self.http.patch(self.api.url + path, json=body, headers=headers) as r:
+            return r.status, await r.json()
+
+    async def stop_webhook(self) -> None:
+        """Every webhook replica gone (its Service stays, with nothing behind it)."""
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.terminate()
+            await asyncio.wait_for(self.proc.wait(), 30)
 
 
 @pytest.fixture
@@ -115,6 +131,7 @@ async def installed(api: ApiServer, tmp_path: Path) -> AsyncIterator[Installed]:
             stderr=asyncio.subprocess.PIPE,
         )
         assert proc.stderr is not None
+        inst.proc = proc
         try:
             port = 0
             while not port:
@@ -129,8 +146,7 @@ async def installed(api: ApiServer, tmp_path: Path) -> AsyncIterator[Installed]:
             )
             yield inst
         finally:
-            proc.terminate()
-            await asyncio.wait_for(proc.wait(), 30)
+            await inst.stop_webhook()
 
 
 async def test_a_job_is_stored_mutated_and_its_podgroup_made(
@@ -207,3 +223,65 @@ async def test_skipped_and_dry_run(api: ApiServer, installed: Installed) -> None
     pg_rt = api.store.resource("podgroups", "scheduling.volcano.sh")
     assert list(api.store.items(pg_rt, NS)) == []  # sideEffects NoneOnDryRun: nothing made
     assert api.store.find(api.store.resource("jobs", "batch"), NS, "dry") is None
+
+
+async def test_while_the_webhook_is_down_suspend_passes_and_create_is_refused(
+    api: ApiServer, installed: Installed
+) -> None:
+    """The CREATE of workloads is gangs.corral.dev's (failurePolicy Fail); their UPDATE is
+    workload-updates.corral.dev's (Ignore): with no webhook replica, Kueue's or the
+    descheduler's spec.suspend patch of a Job goes through while a new Job is refused
+    with the API server's words; a scaling let through meanwhile leaves the PodGroup as
+    it was (docs/failure-modes.md)."""
+    store = api.store
+    mwc = store.get(
+        store.resource("mutatingwebhookconfigurations", "admissionregistration.k8s.io"),
+        "",
+        "corral-webhook",
+    )
+    # the self-signed webhook published its CA in every entry that calls its Service
+    assert [w["name"] for w in mwc["webhooks"]] == [
+        "gangs.corral.dev",
+        "workload-updates.corral.dev",
+    ]
+    assert all(w["clientConfig"].get("caBundle") for w in mwc["webhooks"])
+    jobs = f"/apis/batch/v1/namespaces/{NS}/jobs"
+    status, job, _ = await installed.post(jobs, train_job("sweep"))
+    assert status == 201, job
+    group = job["spec"]["template"]["metadata"]["annotations"][GROUP]
+    pg_rt = store.resource("podgroups", "scheduling.volcano.sh")
+    await wait_for(lambda: store.find(pg_rt, NS, group))
+    # while the webhook is up, a scaling reaches it through the UPDATE entry
+    status, _ = await installed.patch(f"{jobs}/sweep", {"spec": {"parallelism": 1}})
+    assert status == 200
+    await wait_for(lambda: store.get(pg_rt, NS, group)["spec"]["minMember"] == 1)
+
+    await installed.stop_webhook()
+    api.admission.reviews.clear()
+    status, body = await installed.patch(f"{jobs}/sweep", {"spec": {"suspend": True}})
+    assert status == 200, body
+    assert body["spec"]["suspend"] is True
+    status, body = await installed.patch(f"{jobs}/sweep", {"spec": {"suspend": False}})
+    assert status == 200 and body["spec"]["suspend"] is False, body
+    status, body = await installed.patch(f"{jobs}/sweep", {"spec": {"parallelism": 2}})
+    assert status == 200, body
+    await asyncio.sleep(0.2)
+    assert store.get(pg_rt, NS, group)["spec"]["minMember"] == 1  # not followed
+
+    status, body, _ = await installed.post(jobs, train_job("later"))
+    assert status == 500, body
+    assert body["reason"] == "InternalError"
+    assert re.fullmatch(
+        r'Internal error occurred: failed calling webhook "gangs\.corral\.dev": failed to '
+        r'call webhook: Post "https://corral-webhook\.corral-system\.svc:443/mutate\?'
+        r'timeout=5s": dial tcp 127\.0\.0\.1:\d+: connect: connection refused',
+        body["message"],
+    ), body["message"]
+    assert store.find(store.resource("jobs", "batch"), NS, "later") is None
+    # every call was tried: three UPDATEs (ignored) and the CREATE (refused)
+    assert [r["request"]["operation"] for r in api.admission.reviews] == [
+        "UPDATE",
+        "UPDATE",
+        "UPDATE",
+        "CREATE",
+    ]

@@ -22,6 +22,7 @@ import pytest
 import yaml
 from gangplace.kube import KubeClient
 
+from tests.controllers import ControllerSet, GarbageCollector, Rest
 from tests.kubeapi import ApiServer, ResourceType
 from tests.kubeapi import objects as o
 from webhook.admit import decode_patch
@@ -30,6 +31,9 @@ from webhook.kube import PodGroupApi
 from webhook.podgroups import PodGroupReconciler, RetryPolicy
 from webhook.server import graceful_stop, init_app, start
 from webhook.tls import client_context, load_pair, new_bundle, server_context
+
+# Stories over the API server and the webhook served over TLS: not in `make test-fast`.
+pytestmark = pytest.mark.scenario
 
 CRDS = Path(__file__).resolve().parents[1].parent / "shared" / "crds"
 FIXTURES = Path(__file__).parent / "fixtures" / "workloads"
@@ -121,25 +125,6 @@ class Cluster:
     def podgroups(self) -> dict[str, Json]:
         rt = self.store.resource("podgroups", "scheduling.volcano.sh")
         return {pg["metadata"]["name"]: pg for pg in self.store.items(rt, NS)}
-
-    def collect_garbage(self) -> int:
-        """The garbage collector's background deletion, as gc-owned-podgroup.json
-        recorded it: an object whose owners are all gone is deleted."""
-        alive = {
-            obj["metadata"]["uid"]
-            for rt in self.store.types.values()
-            for obj in self.store.items(rt)
-            if "uid" in obj.get("metadata", {})
-        }
-        gone = 0
-        for rt in list(self.store.types.values()):
-            for obj in list(self.store.items(rt)):
-                meta = obj["metadata"]
-                refs = meta.get("ownerReferences") or []
-                if refs and not any(r.get("uid") in alive for r in refs):
-                    self.store.delete(rt, meta.get("namespace", ""), meta["name"])
-                    gone += 1
-        return gone
 
 
 @pytest.fixture
@@ -262,9 +247,11 @@ async def test_two_cronjob_runs_are_two_gangs_and_the_first_goes_with_its_job(
         pg = pgs[f"job-{run['metadata']['name']}"]
         assert owner_uids(pg) == [run["metadata"]["uid"]]  # the run's Job, not the CronJob
         assert run["spec"]["podFailurePolicy"]["rules"][0]["action"] == "Ignore"
-    # The first run's Job is deleted (history limit): its gang goes with it.
+    # The first run's Job is deleted (history limit): the garbage collector takes its gang
+    # with it, and leaves the second run's (owned by a Job still there).
     cluster.store.delete(cluster.store.resource("jobs", "batch"), NS, runs[0]["metadata"]["name"])
-    assert cluster.collect_garbage() == 1
+    async with ControllerSet([GarbageCollector(Rest(cluster.api.url))]) as gc:
+        assert await gc.settle() == 1  # one pass deleted, the next found nothing to do
     assert sorted(cluster.podgroups()) == ["job-nightly-eval-29414040"]
 
 

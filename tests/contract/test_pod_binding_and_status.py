@@ -1,12 +1,13 @@
 """pod-binding-and-status: a pod as created, bound (by kube-scheduler or by a Binding posted
 by hand: the server sets spec.nodeName and PodScheduled itself; a second Binding is 409) and
-marked Running by its kubelet, and the versions a watch sees."""
+marked Running by its kubelet, and the versions a watch sees; a pod no node fits, marked
+Unschedulable by kube-scheduler, and the scheduler's Events."""
 
 from __future__ import annotations
 
-import pytest
-
 from tests.contract.conftest import ReplayFactory
+from tests.contract.controller_models import same_events
+from tests.controllers import PodScheduler, Rest
 from tests.kubeapi.controllers import Kubelet
 from tests.kubeapi.recording import Replay, assert_same
 
@@ -38,17 +39,43 @@ async def test_created_bound_running_and_bound_by_hand(replay: ReplayFactory) ->
         assert_same(recorded, events, names=r.names)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kube-scheduler's part is missing: a pod no node fits gets PodScheduled=False "
-    "Unschedulable with the scheduler's message and a FailedScheduling Event, and a bound "
-    "pod a Scheduled Event; that needs a pod-by-pod scheduler model in the replay",
-)
 async def test_an_unschedulable_pod_and_the_scheduler_events(replay: ReplayFactory) -> None:
+    """kube-scheduler's part, played by the pod-by-pod scheduler model: it binds "plain"
+    (a Scheduled Event), leaves "manual" (another scheduler's) alone, and marks "huge",
+    which no node fits, PodScheduled=False Unschedulable with kube-scheduler's message and
+    a FailedScheduling Event."""
     async with replay("pod-binding-and-status", controllers=[Kubelet()]) as r:
-        await r.run(
-            before={
-                "GET after kube-scheduler bound it": _scheduled,
-                "GET after the kubelet loop marked it Running": lambda r: r.settle(),
-            }
-        )
+        scheduler = PodScheduler(Rest(r.api.url))
+
+        async def schedule(r: Replay) -> None:
+            await scheduler.step()
+
+        rec = r.recording
+        events = rec.step("Events in the namespace")
+        try:
+            await r.run(
+                before={
+                    "GET after kube-scheduler bound it": schedule,
+                    "GET after the kubelet loop marked it Running": lambda r: r.settle(),
+                    "GET the unschedulable pod": schedule,
+                },
+                until=events.index,
+            )
+            assert await scheduler.step() is False  # nothing new: no second Event
+            answer = await r.send(events)
+        finally:
+            await scheduler.close()
+        assert answer.status == 200
+        mine = answer.body["items"]
+        same_events(r, events.response, mine, "the namespace's Events")
+        # The scheduler's Events are of the events.k8s.io kind, as recorded: an action and
+        # an eventTime, no source or first/last timestamps. reportingInstance is the
+        # scheduler's host name (the recording's "default-scheduler-vm").
+        for e in mine:
+            assert_same(
+                next(w for w in events.response["items"] if w["reason"] == e["reason"]),
+                e,
+                names=r.names,
+                ignore=("metadata.name", "reportingInstance", "message"),
+                what=e["reason"],
+            )

@@ -17,6 +17,11 @@ STRICT = [pytest.param(False, id="scheduler"), pytest.param(True, id="every-fiel
 SESSIONS = 3  # Volcano sessions (one a second) run between the recording's steps
 
 
+# A gang's whole life with the Job controller, the gang scheduler and the kubelet: not in
+# `make test-fast`.
+pytestmark = pytest.mark.scenario
+
+
 @pytest.mark.parametrize("strict", STRICT)
 async def test_the_podgroup_lifecycle(replay: ReplayFactory, strict: bool) -> None:
     async with replay("volcano-gang-lifecycle") as r:

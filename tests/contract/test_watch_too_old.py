@@ -9,9 +9,14 @@ from __future__ import annotations
 import asyncio
 import re
 
+import pytest
+
 from tests.contract.conftest import ReplayFactory
 from tests.kubeapi.controllers import Kubelet
 from tests.kubeapi.recording import Answer, Replay, Step, assert_same, normalise
+
+# Waits for real bookmarks and watch ends (seconds): not in `make test-fast`.
+pytestmark = pytest.mark.slow
 
 NS = "rec-watch"
 

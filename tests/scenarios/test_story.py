@@ -28,6 +28,9 @@ from tests.scenarios.story import (
     submit,
 )
 
+# A whole story over the in-memory API server: left out of `make test-fast`.
+pytestmark = pytest.mark.scenario
+
 
 @pytest.fixture
 async def pod_cluster(api: ApiServer) -> AsyncIterator[Cluster]:
