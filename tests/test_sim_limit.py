@@ -23,6 +23,10 @@ from gangplace.sim.relax import FEASIBLE, INFEASIBLE, TIMEOUT, FitModel, offline
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+# Solver-backed hypothesis searches: about a minute together.
+pytestmark = pytest.mark.slow
+
+
 MIB = 1 << 20
 
 
