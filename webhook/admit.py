@@ -143,6 +143,29 @@ def _parse(review: Any) -> _Request:
     dry = req.get("dryRun")
     if dry is not None and dry.__class__ is not bool:
         raise ReviewError("request.dryRun: expected true or false")
+    op, ns, sub = req.get("operation"), req.get("namespace"), req.get("subResource")
+    group, version, kind = gvk.get("group"), gvk.get("version"), gvk.get("kind")
+    if (
+        op.__class__ is str
+        and version.__class__ is str
+        and kind.__class__ is str
+        and (group is None or group.__class__ is str)
+        and (ns is None or ns.__class__ is str)
+        and (sub is None or sub.__class__ is str)
+    ):
+        # Every field well formed (the usual case): no per-field checks.
+        return _Request(
+            uid,
+            op,
+            group or "",
+            version,
+            kind,
+            ns or "",
+            obj,
+            bool(dry),
+            sub or "",
+            req.get("oldObject"),
+        )
     return _Request(
         uid,
         _str_field(req, "operation", "request"),
@@ -1128,8 +1151,9 @@ _GANG_KEYS: Final = (
 
 def _foreign_gang(meta: Mapping[str, Any]) -> str | None:
     """The key of another backend's gang the pod is in, if any."""
+    by_field = {"annotations": meta.get("annotations"), "labels": meta.get("labels")}
     for fld, key in _GANG_KEYS:
-        m = meta.get(fld)
+        m = by_field[fld]
         if isinstance(m, dict) and m.get(key):
             return key
     return None

@@ -35,8 +35,20 @@ def escape(segment: str | int) -> str:
     return s
 
 
+# Pointers are made from the code's own paths and keys (a few dozen), so they are kept;
+# the bound only guards against a caller that makes them from data.
+_POINTERS: dict[Pointer, str] = {}
+_POINTERS_MAX = 1024
+
+
 def pointer(path: Pointer) -> str:
-    return "/" + "/".join(map(escape, path)) if path else ""
+    hit = _POINTERS.get(path)
+    if hit is None:
+        hit = "/" + "/".join(map(escape, path)) if path else ""
+        if len(_POINTERS) >= _POINTERS_MAX:
+            _POINTERS.clear()
+        _POINTERS[path] = hit
+    return hit
 
 
 def _lookup(root: Any, path: Pointer) -> Any:
@@ -63,6 +75,9 @@ class Editor:
 
     def get(self, path: Pointer, default: Any = None) -> Any:
         """The value at ``path`` with the edits so far applied."""
+        if not self._edits:
+            v = _lookup(self.root, path)
+            return default if v is _MISSING or v is None else v
         for edited_path, edited in self._edits.items():
             n = len(edited_path)
             if path[:n] == edited_path:
@@ -124,13 +139,12 @@ class Editor:
             orig = _lookup(self.root, path)
             if orig is not _MISSING:
                 if self._kinds[path] == "map" and isinstance(orig, dict):
-                    prefix = pointer(path) + "/"
                     for k, v in new.items():
                         old = orig.get(k, _MISSING)
                         if old is _MISSING:
-                            out.append({"op": "add", "path": prefix + escape(k), "value": v})
+                            out.append({"op": "add", "path": pointer((*path, k)), "value": v})
                         elif old != v:
-                            out.append({"op": "replace", "path": prefix + escape(k), "value": v})
+                            out.append({"op": "replace", "path": pointer((*path, k)), "value": v})
                 elif self._kinds[path] == "map" and not new:
                     continue  # a null map that stayed empty
                 elif orig != new:
