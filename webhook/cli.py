@@ -101,6 +101,7 @@ def _reconciler(
         api.resolve_owner,
         existing=api.existing,
         update=api.update,
+        remove=api.remove,
         on_outcome=lambda _intent, outcome: metrics.podgroup(outcome),
     )
 

@@ -37,7 +37,8 @@ from gangplace.kube.resources import (
     Resource,
 )
 
-from .podgroups import Existing, OwnerRef, PodGroupIntent
+from .keys import MANAGED_BY
+from .podgroups import Existing, OwnerRef, PodGroupIntent, Removed
 from .tls import (
     TlsBundle,
     bundle_from_secret,
@@ -87,7 +88,7 @@ def _describe(refs: Sequence[Mapping[str, Any]]) -> str:
 class PodGroupApi:
     """PodGroups over the API server, for :class:`~webhook.podgroups.PodGroupReconciler`:
     ``PodGroupReconciler(api.create, api.resolve_owner, existing=api.existing,
-    update=api.update, ...)``."""
+    update=api.update, remove=api.remove, ...)``."""
 
     def __init__(self, kube: KubeClient) -> None:
         self.kube = kube
@@ -177,6 +178,41 @@ class PodGroupApi:
                 },
             )
         return got
+
+    async def remove(self, intent: PodGroupIntent, owner: OwnerRef) -> Removed:
+        """Delete the PodGroup of a suspended workload: only one corral made (its
+        managed-by label) that ``owner`` owns, and only the object read (a uid
+        precondition: one made again meanwhile is a new object, and stays)."""
+        res = _podgroups(intent)
+        try:
+            obj = await self.kube.get(res, intent.name, intent.namespace)
+        except ApiError as e:
+            if e.status == 404:
+                return "absent"
+            raise
+        meta = obj.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        ours = labels.get(MANAGED_BY[0]) == MANAGED_BY[1] if isinstance(labels, dict) else False
+        if not ours or not owner.uid or not any(r.get("uid") == owner.uid for r in _refs(obj)):
+            log.info(
+                "a PodGroup of that name is not this suspended workload's; left alone",
+                extra={
+                    "fields": {
+                        "podgroup": f"{intent.namespace}/{intent.name}",
+                        "owned_by": _describe(_refs(obj)),
+                    }
+                },
+            )
+            return "foreign"
+        try:
+            await self.kube.delete(
+                res, intent.name, namespace=intent.namespace, uid=str(meta.get("uid") or "")
+            )
+        except ApiError as e:
+            if e.status in (404, 409):
+                return "absent"  # gone, or replaced by a new one since the read
+            raise
+        return "removed"
 
     async def _change(
         self,

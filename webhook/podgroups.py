@@ -27,6 +27,11 @@ Admission only *describes* the PodGroup it wants (a :class:`PodGroupIntent`); th
   to the new minMember and minResources through the injected ``update`` function; a
   newer update for the same PodGroup queued meanwhile is applied after it, so the
   last one wins.
+* Removed with a suspended workload: an intent made with ``remove=True`` (an UPDATE
+  suspended the workload) deletes the PodGroup through the injected ``remove``
+  function -- only one corral made that this owner owns -- and forgets it was made, so
+  that the resume makes it again. A suspended workload has no PodGroup: Volcano would
+  hold one without pods ``Inqueue`` (docs/descheduling.md).
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 __all__ = [
     "CreateFn",
@@ -51,6 +56,8 @@ __all__ = [
     "OwnerRef",
     "PodGroupIntent",
     "PodGroupReconciler",
+    "RemoveFn",
+    "Removed",
     "ResolveOwnerFn",
     "RetryPolicy",
     "UpdateFn",
@@ -95,6 +102,7 @@ class PodGroupIntent:
         "namespace",
         "owner",
         "plural",
+        "remove",
         "update",
     )
 
@@ -108,10 +116,12 @@ class PodGroupIntent:
         owner: OwnerRef | None,
         *,
         update: bool = False,
+        remove: bool = False,
     ) -> None:
         self.api_version, self.plural = api_version, plural
         self.namespace, self.name, self.owner = namespace, name, owner
         self.update = update
+        self.remove = remove
         self._body: Mapping[str, Any] | None = None
         self._build: Callable[[], Mapping[str, Any]] | None = None
         if callable(body):
@@ -120,7 +130,7 @@ class PodGroupIntent:
             self._body = body
 
     def __repr__(self) -> str:
-        what = ", update" if self.update else ""
+        what = ", update" if self.update else ", remove" if self.remove else ""
         return (
             f"PodGroupIntent({self.api_version} {self.namespace}/{self.name}, "
             f"owner={self.owner}{what})"
@@ -202,9 +212,15 @@ ExistingFn = Callable[[PodGroupIntent, OwnerRef | None], Awaitable[Existing]]
 # there to ``body``'s minMember and minResources if it is this owner's (may raise like
 # create): OURS (nothing to change), UPDATED, OTHER or GONE.
 UpdateFn = Callable[[PodGroupIntent, OwnerRef | None, dict[str, Any]], Awaitable[Existing]]
+# What ``remove`` did: deleted the PodGroup; found none; found one that is not this
+# owner's or that corral did not make (left alone).
+Removed = Literal["removed", "absent", "foreign"]
+# remove(intent, owner): delete the PodGroup if corral made it and ``owner`` (with its
+# uid) owns it (may raise like create).
+RemoveFn = Callable[[PodGroupIntent, OwnerRef], Awaitable[Removed]]
 # on_outcome(intent, outcome): for metrics and logs.
 # "created" | "exists" | "joined" | "updated" | "foreign" | "stale" | "failed" | "no-owner"
-# | "dropped"
+# | "dropped" | "removed" | "absent"
 Outcome = str
 
 
@@ -257,6 +273,7 @@ class PodGroupReconciler:
         on_outcome: Callable[[PodGroupIntent, Outcome], None] | None = None,
         existing: ExistingFn | None = None,
         update: UpdateFn | None = None,
+        remove: RemoveFn | None = None,
         parked: int = 10_000,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -266,6 +283,7 @@ class PodGroupReconciler:
         self._resolve = resolve_owner
         self._existing = existing
         self._update = update
+        self._remove = remove
         # Intents whose owner never showed up, by key, until a hint names the owner.
         self._parked: OrderedDict[tuple[str, str, str], PodGroupIntent] = OrderedDict()
         self._park_limit = parked
@@ -296,14 +314,18 @@ class PodGroupReconciler:
         key = intent.key
         owner = intent.owner
         self._parked.pop(key, None)  # a newer intent for the same PodGroup supersedes it
-        if not intent.update:
+        if intent.remove:
+            if self._remove is None or owner is None or not owner.uid:
+                return False
+            self._forget(key, owner.uid)
+        elif not intent.update:
             if owner is not None and owner.uid and (key, owner.uid) in self._done:
                 return False
             if owner is None and (key, "") in self._done:
                 return False
         slot = _slot(intent)
         pend = self._pending.get(slot)
-        if pend is not None and intent.update:
+        if pend is not None and (intent.update or intent.remove):
             pend.again = intent
             return True
         if pend is not None:
@@ -457,6 +479,9 @@ class PodGroupReconciler:
 
     async def _reconcile(self, pend: _Pending) -> None:
         intent = pend.intent
+        if intent.remove:
+            await self._removal(intent)
+            return
         owner = await self._owner(pend)
         if owner is False:
             log.warning(
@@ -534,6 +559,45 @@ class PodGroupReconciler:
         # Only a PodGroup that kept vanishing between the 409 and the look gets here.
         log.error("PodGroup create failed", extra={"fields": {"podgroup": _name(intent.key)}})
         self._report(intent, "failed")
+
+    async def _removal(self, intent: PodGroupIntent) -> None:
+        """Delete a suspended workload's PodGroup, retried like a create."""
+        owner = intent.owner
+        assert self._remove is not None and owner is not None
+        for attempt in range(1, self._policy.attempts + 1):
+            try:
+                got = await self._remove(intent, owner)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                status = status_of(e)
+                if not _retryable(status) or attempt == self._policy.attempts:
+                    log.error(
+                        "PodGroup of a suspended workload not removed",
+                        extra={
+                            "fields": {
+                                "podgroup": _name(intent.key),
+                                "status": status,
+                                "error": str(e),
+                            }
+                        },
+                    )
+                    self._report(intent, "failed")
+                    return
+                await self._sleep(self._policy.delay(attempt, self._rng))
+                continue
+            # A create that finished meanwhile must not be remembered as made.
+            self._forget(intent.key, owner.uid)
+            if got == "removed":
+                log.info(
+                    "PodGroup of a suspended workload removed",
+                    extra={"fields": {"podgroup": _name(intent.key)}},
+                )
+            self._report(intent, "foreign" if got == "foreign" else got)
+            return
+
+    def _forget(self, key: tuple[str, str, str], uid: str) -> None:
+        self._done.pop((key, uid), None)
 
     async def _inspect(self, intent: PodGroupIntent, owner: OwnerRef | None) -> Existing:
         if intent.update and self._update is not None:

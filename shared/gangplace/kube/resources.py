@@ -222,7 +222,17 @@ API_CALLS: tuple[ApiCall, ...] = (
             "again on resume",
         )
         for r in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS)
-        for verb in ("create", "delete")
+        for verb in ("create",)
+    ),
+    *(
+        ApiCall(
+            "delete",
+            r.group,
+            r.plural,
+            why="descheduler: the PodGroup of a workload it suspends is removed (made again "
+            "on resume); webhook: the PodGroup it made for a workload a person suspends",
+        )
+        for r in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS)
     ),
     ApiCall("create", "", "pods", "eviction", why="evictor: policy/v1 Eviction"),
     ApiCall(
