@@ -257,3 +257,72 @@ async def test_no_removal_without_a_remove_function_or_an_owner_uid() -> None:
         assert not rec.submit(intent(remove=True), dry_run=True)
     finally:
         await rec.stop()
+
+
+# --- a PodGroup made when its pods come without one ---------------------------------------
+
+
+class Workloads:
+    """OwnerPodGroups' ``read``: stored workloads by name, counting reads."""
+
+    def __init__(self, *objs: dict[str, Any]) -> None:
+        self.objs = {o["metadata"]["name"]: o for o in objs}
+        self.reads = 0
+
+    async def read(self, namespace: str, owner: OwnerRef) -> dict[str, Any] | None:
+        self.reads += 1
+        return self.objs.get(owner.name)
+
+
+def pod_hint() -> Any:
+    from webhook.podgroups import OwnerHint
+
+    return OwnerHint(API, "ml", "job-train", OWNER)
+
+
+async def test_a_pod_without_a_known_podgroup_brings_it_once() -> None:
+    from webhook.config import WebhookConfig
+    from webhook.ensure import OwnerPodGroups
+
+    store = Store()
+    stored = admitted(job(suspend=False, workers=3), "batch")
+    live = Workloads(stored)
+    rec = PodGroupReconciler(
+        store.create, policy=FAST, ensure=OwnerPodGroups(live.read, WebhookConfig())
+    )
+    await rec.start()
+    try:
+        rec.hint(pod_hint())
+        await asyncio.wait_for(rec.drain(), 5)
+        assert store.pgs["job-train"]["spec"]["minMember"] == 3
+        refs = store.pgs["job-train"]["metadata"]["ownerReferences"]
+        assert refs[0]["uid"] == UID
+        for _ in range(5):  # the gang's other pods: no more reads
+            rec.hint(pod_hint())
+        await asyncio.wait_for(rec.drain(), 5)
+        assert live.reads == 1
+    finally:
+        await rec.stop()
+
+
+async def test_a_pod_of_a_suspended_workload_brings_no_podgroup() -> None:
+    from webhook.config import WebhookConfig
+    from webhook.ensure import OwnerPodGroups
+
+    store = Store()
+    live = Workloads(admitted(job(suspend=True), "batch"))
+    rec = PodGroupReconciler(
+        store.create, policy=FAST, ensure=OwnerPodGroups(live.read, WebhookConfig())
+    )
+    await rec.start()
+    try:
+        rec.hint(pod_hint())
+        await asyncio.wait_for(rec.drain(), 5)
+        assert store.pgs == {} and live.reads == 1
+        # Resumed later: the next pod looks again, and makes it.
+        live.objs["train"] = flipped(live.objs["train"], False)
+        rec.hint(pod_hint())
+        await asyncio.wait_for(rec.drain(), 5)
+        assert "job-train" in store.pgs
+    finally:
+        await rec.stop()

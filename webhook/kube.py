@@ -97,6 +97,13 @@ class PodGroupApi:
         await self.kube.create(_podgroups(intent), body, namespace=intent.namespace)
 
     async def resolve_owner(self, namespace: str, owner: OwnerRef) -> str | None:
+        obj = await self.read_owner(namespace, owner)
+        uid = (obj.get("metadata") or {}).get("uid") if obj is not None else None
+        return str(uid) if uid else None
+
+    async def read_owner(self, namespace: str, owner: OwnerRef) -> Mapping[str, Any] | None:
+        """The owner's object; None when it is gone, is a newer object of the same name
+        (``owner.uid`` given and different), or is of a kind the webhook does not read."""
         res = owner_resource(owner)
         if res is None:
             return None
@@ -107,7 +114,9 @@ class PodGroupApi:
                 return None
             raise
         uid = (obj.get("metadata") or {}).get("uid")
-        return str(uid) if uid else None
+        if owner.uid and uid and uid != owner.uid:
+            return None
+        return obj
 
     async def existing(self, intent: PodGroupIntent, owner: OwnerRef | None) -> Existing:
         """See :class:`~webhook.podgroups.Existing`. A pod whose gang's PodGroup is owned

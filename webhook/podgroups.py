@@ -32,6 +32,11 @@ Admission only *describes* the PodGroup it wants (a :class:`PodGroupIntent`); th
   function -- only one corral made that this owner owns -- and forgets it was made, so
   that the resume makes it again. A suspended workload has no PodGroup: Volcano would
   hold one without pods ``Inqueue`` (docs/descheduling.md).
+* Made when its pods come without one: a pod of a gang whose PodGroup is neither
+  pending, parked nor known to exist (the UPDATE that resumed its workload never
+  reached the webhook, or the webhook restarted) makes the reconciler ask the injected
+  ``ensure`` function for the gang's intent -- read from the live workload, none while
+  it is suspended -- and make it as any other.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from typing import Any, Literal, NamedTuple
 
 __all__ = [
     "CreateFn",
+    "EnsureFn",
     "Existing",
     "ExistingFn",
     "Outcome",
@@ -218,6 +224,10 @@ Removed = Literal["removed", "absent", "foreign"]
 # remove(intent, owner): delete the PodGroup if corral made it and ``owner`` (with its
 # uid) owns it (may raise like create).
 RemoveFn = Callable[[PodGroupIntent, OwnerRef], Awaitable[Removed]]
+# ensure(hint): the PodGroup intent of the gang a pod named (read from its live
+# workload, whose uid the hint carries), or None: the workload is gone, suspended,
+# being deleted, not a gang, or of a kind that is not read.
+EnsureFn = Callable[["OwnerHint"], Awaitable["PodGroupIntent | None"]]
 # on_outcome(intent, outcome): for metrics and logs.
 # "created" | "exists" | "joined" | "updated" | "foreign" | "stale" | "failed" | "no-owner"
 # | "dropped" | "removed" | "absent"
@@ -256,6 +266,7 @@ class _Pending:
     since: float
     woken: asyncio.Event = field(default_factory=asyncio.Event)
     again: PodGroupIntent | None = None  # a newer update, applied after this one
+    ensure: OwnerHint | None = None  # the intent is to be read from this pod's workload
 
 
 class PodGroupReconciler:
@@ -274,6 +285,7 @@ class PodGroupReconciler:
         existing: ExistingFn | None = None,
         update: UpdateFn | None = None,
         remove: RemoveFn | None = None,
+        ensure: EnsureFn | None = None,
         parked: int = 10_000,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -284,6 +296,7 @@ class PodGroupReconciler:
         self._existing = existing
         self._update = update
         self._remove = remove
+        self._ensure = ensure
         # Intents whose owner never showed up, by key, until a hint names the owner.
         self._parked: OrderedDict[tuple[str, str, str], PodGroupIntent] = OrderedDict()
         self._park_limit = parked
@@ -365,12 +378,29 @@ class PodGroupReconciler:
                     hint.owner,
                 )
                 self.submit(intent, dry_run=False)
+            elif parked is None:
+                self._ensure_for(hint)
             return
         if pend.owner is not None and pend.owner.uid:
             return
         if _names(pend.intent.owner, hint.owner):
             pend.owner = hint.owner
             pend.woken.set()
+
+    def _ensure_for(self, hint: OwnerHint) -> None:
+        """Queue a look at the workload of a pod whose PodGroup is not known to exist."""
+        if self._ensure is None or _is_pod(hint.owner) or (hint.key, hint.owner.uid) in self._done:
+            return
+        slot = (*hint.key, "")
+        try:
+            self._queue.put_nowait(slot)
+        except asyncio.QueueFull:
+            return
+        placeholder = PodGroupIntent(
+            hint.api_version, "", hint.namespace, hint.name, {}, hint.owner
+        )
+        self._pending[slot] = _Pending(placeholder, hint.owner, self._clock(), ensure=hint)
+        self._idle.clear()
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -482,6 +512,33 @@ class PodGroupReconciler:
         if intent.remove:
             await self._removal(intent)
             return
+        if pend.ensure is not None:
+            assert self._ensure is not None
+            hint, pend.ensure = pend.ensure, None
+            try:
+                found = await self._ensure(hint)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.info(
+                    "the workload of a pod without a known PodGroup was not read",
+                    extra={"fields": {"podgroup": _name(intent.key), "error": str(e)}},
+                )
+                return
+            if found is None or found.key != intent.key or found.remove:
+                return
+            pend.intent = found
+            pend.owner = found.owner
+            await self._make(pend)
+            top = found.owner.uid if found.owner is not None else ""
+            if (found.key, top) in self._done:
+                # Its other pods name the same workload: no more looks at it.
+                self._mark_done((hint.key, hint.owner.uid))
+            return
+        await self._make(pend)
+
+    async def _make(self, pend: _Pending) -> None:
+        intent = pend.intent
         owner = await self._owner(pend)
         if owner is False:
             log.warning(

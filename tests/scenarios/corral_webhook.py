@@ -18,6 +18,7 @@ from aiohttp import web
 
 from tests.kubeapi import ApiServer
 from webhook.config import WebhookConfig
+from webhook.ensure import OwnerPodGroups
 from webhook.kube import PodGroupApi
 from webhook.podgroups import PodGroupReconciler
 from webhook.server import init_app, start
@@ -46,7 +47,12 @@ class CorralWebhook:
         load_pair(ctx, bundle.cert, bundle.key)
         pg = PodGroupApi(self.api.client("corral-webhook"))
         self.reconciler = PodGroupReconciler(
-            pg.create, pg.resolve_owner, existing=pg.existing, update=pg.update, remove=pg.remove
+            pg.create,
+            pg.resolve_owner,
+            existing=pg.existing,
+            update=pg.update,
+            remove=pg.remove,
+            ensure=OwnerPodGroups(pg.read_owner, self.config),
         )
         app = init_app(self.config, reconciler=self.reconciler)
         self._runner, port = await start(app, "127.0.0.1", 0, ctx, shutdown_timeout=0.5)

@@ -88,3 +88,31 @@ async def test_a_suspended_job_has_no_podgroup_until_resumed(api: ApiServer) -> 
             assert "job-held" in podgroups(c)  # not this Job's: untouched
         finally:
             await c.close()
+
+
+async def test_resumed_behind_the_webhooks_back_its_pods_bring_the_podgroup(
+    api: ApiServer,
+) -> None:
+    """The UPDATE that resumed the Job never reached the webhook (failurePolicy
+    Ignore, a timeout): its pods, admitted, make the reconciler read the Job and make
+    its PodGroup, and the gang binds whole."""
+    setup(api)
+    opt_in(api)
+    async with CorralWebhook(api) as hook:
+        c = Cluster(api, scheduler="gang")
+        try:
+            await submit(c.rest, job("train", 4, workers=2, suspend=True))
+            await sessions(c, hook)
+            assert "job-train" not in podgroups(c)
+            jobs = api.store.resource("jobs", "batch")
+            # Straight into the store: no admission at all.
+            api.store.patch(
+                jobs, NS, "train", "application/merge-patch+json", {"spec": {"suspend": False}}
+            )
+            await sessions(c, hook)
+            pg = podgroups(c)["job-train"]
+            assert pg["spec"]["minMember"] == 2
+            assert pg["metadata"]["ownerReferences"][0]["uid"] == c.job("train")["metadata"]["uid"]
+            assert len(bound(c.pods("train"))) == 2
+        finally:
+            await c.close()

@@ -277,7 +277,13 @@ API_CALLS: tuple[ApiCall, ...] = (
     ),
     ApiCall("get", "", "pods", why="webhook: the uid of a bare pod that owns its gang"),
     *(
-        ApiCall("get", r.group, r.plural, why="webhook: the uid of a gang's workload")
+        ApiCall(
+            "get",
+            r.group,
+            r.plural,
+            why="webhook: the uid of a gang's workload; the PodGroup of one whose pods come "
+            "without it (not while it is suspended)",
+        )
         for r in WORKLOADS
     ),
     ApiCall("get", "", "secrets", why="webhook --self-signed: its CA and certificate"),
