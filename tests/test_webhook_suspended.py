@@ -82,6 +82,13 @@ def test_created_suspended_it_is_a_gang_without_a_podgroup(make: Any, group: str
     assert result.allowed and result.intents == ()
     # Its templates still carry the gang keys: resumed, its pods join the gang.
     assert result.outcome == "patched"
+    spec = patched["spec"]
+    tmpl = (
+        spec["template"]
+        if "template" in spec
+        else spec["pytorchReplicaSpecs"]["Worker"]["template"]
+    )
+    assert "scheduling.k8s.io/group-name" in tmpl["metadata"]["annotations"]
     running, _ = checked(review(make(suspend=False), group=group, version=api))
     assert len(running.intents) == 1 and not running.intents[0].remove
 
@@ -160,8 +167,14 @@ def intent(*, remove: bool = False, update: bool = False) -> PodGroupIntent:
         "spec": {"minMember": 2},
     }
     return PodGroupIntent(
-        API, "podgroups", "ml", "job-train", {} if remove else body, OWNER,
-        remove=remove, update=update,
+        API,
+        "podgroups",
+        "ml",
+        "job-train",
+        {} if remove else body,
+        OWNER,
+        remove=remove,
+        update=update,
     )
 
 
