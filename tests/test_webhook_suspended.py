@@ -339,3 +339,32 @@ async def test_a_pod_of_a_suspended_workload_brings_no_podgroup() -> None:
         assert "job-train" in store.pgs
     finally:
         await rec.stop()
+
+
+async def test_a_gang_corral_did_not_name_is_left_to_its_owner() -> None:
+    from webhook.config import WebhookConfig
+    from webhook.ensure import OwnerPodGroups
+    from webhook.podgroups import OwnerHint
+
+    obj = job(suspend=False)
+    tmpl = obj["spec"]["template"]
+    tmpl.setdefault("metadata", {}).setdefault("annotations", {})[
+        "scheduling.k8s.io/group-name"
+    ] = "theirs"
+    obj["spec"]["template"]["spec"]["schedulerName"] = "volcano"
+    stored = admitted(obj, "batch")
+    ensure = OwnerPodGroups(Workloads(stored).read, WebhookConfig())
+    assert await ensure(OwnerHint(API, "ml", "theirs", OWNER)) is False
+    # The reconciler asks once for the gang's pods, and makes nothing.
+    store, live = Store(), Workloads(stored)
+    rec = PodGroupReconciler(
+        store.create, policy=FAST, ensure=OwnerPodGroups(live.read, WebhookConfig())
+    )
+    await rec.start()
+    try:
+        for _ in range(3):
+            rec.hint(OwnerHint(API, "ml", "theirs", OWNER))
+            await asyncio.wait_for(rec.drain(), 5)
+    finally:
+        await rec.stop()
+    assert store.pgs == {} and live.reads == 1

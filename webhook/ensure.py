@@ -7,18 +7,23 @@ makes the reconciler read the pod's workload (up to its top-level owner: a JobSe
 Job names the JobSet) and ask :func:`webhook.admit.admit` -- pure, on the workload as
 it is -- what its PodGroup is. A workload that is suspended gets none (a suspended
 workload has no PodGroup; docs/descheduling.md).
+Only a gang corral named (``corral.dev/gang`` on the workload, or the name corral
+derives from it) is made: a workload whose templates name a gang of someone else's
+keeps waiting for theirs.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
+from . import keys as K
 from .admit import admit
 from .cluster import ClusterState
 from .config import WebhookConfig
 from .podgroups import OwnerHint, OwnerRef, PodGroupIntent
+from .validate import derived_name
 
 __all__ = ["OwnerPodGroups", "ReadFn"]
 
@@ -37,7 +42,9 @@ class OwnerPodGroups:
         self._read = read
         self._config = config
 
-    async def __call__(self, hint: OwnerHint) -> PodGroupIntent | None:
+    async def __call__(self, hint: OwnerHint) -> PodGroupIntent | Literal[False] | None:
+        """The intent; None while there is none to make (the workload is gone,
+        suspended, being deleted); False when there never is (not a gang corral named)."""
         owner: OwnerRef | None = hint.owner
         obj: Mapping[str, Any] | None = None
         for _ in range(_DEPTH):
@@ -50,7 +57,10 @@ class OwnerPodGroups:
             owner = _workload_controller(got, self._config)
         if obj is None:
             return None
-        for intent in self.intents(hint.namespace, obj):
+        intents = self.intents(hint.namespace, obj)
+        if hint.name not in _corrals_names(obj, len(intents)):
+            return False
+        for intent in intents:
             if intent.key == hint.key:
                 return intent
         return None
@@ -77,6 +87,21 @@ class OwnerPodGroups:
 
 
 _NO_CLUSTER: ClusterState | None = None
+
+
+def _corrals_names(obj: Mapping[str, Any], instances: int) -> set[str]:
+    """The gang names corral gives ``obj`` at admission (and its instances' names)."""
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    name = str(meta.get("name") or "")
+    bases = {derived_name(str(obj.get("kind") or ""), name), name}
+    given = K.user_values(meta).get(K.GANG)
+    if given:
+        bases.add(given)
+    out = set(bases)
+    for b in bases:
+        out.update(derived_name(b, str(i)) for i in range(instances))
+    return out
 
 
 def _workload_controller(obj: Mapping[str, Any], config: WebhookConfig) -> OwnerRef | None:

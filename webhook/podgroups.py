@@ -227,7 +227,8 @@ RemoveFn = Callable[[PodGroupIntent, OwnerRef], Awaitable[Removed]]
 # ensure(hint): the PodGroup intent of the gang a pod named (read from its live
 # workload, whose uid the hint carries), or None: the workload is gone, suspended,
 # being deleted, not a gang, or of a kind that is not read.
-EnsureFn = Callable[["OwnerHint"], Awaitable["PodGroupIntent | None"]]
+# False: never (not a gang corral named): the gang's other pods do not ask again.
+EnsureFn = Callable[["OwnerHint"], Awaitable["PodGroupIntent | Literal[False] | None"]]
 # on_outcome(intent, outcome): for metrics and logs.
 # "created" | "exists" | "joined" | "updated" | "foreign" | "stale" | "failed" | "no-owner"
 # | "dropped" | "removed" | "absent"
@@ -524,6 +525,9 @@ class PodGroupReconciler:
                     "the workload of a pod without a known PodGroup was not read",
                     extra={"fields": {"podgroup": _name(intent.key), "error": str(e)}},
                 )
+                return
+            if found is False:
+                self._mark_done((hint.key, hint.owner.uid))
                 return
             if found is None or found.key != intent.key or found.remove:
                 return
