@@ -30,6 +30,7 @@ from .patch import Editor, PatchError, Pointer
 from .podgroups import OwnerHint, OwnerRef, PodGroupIntent
 from .quantities import resource_list
 from .spark import pod_view, spark_pod
+from .suspension import change, is_suspended, suspended_by_descheduler
 from .validate import (
     InvalidValue,
     MinAvailable,
@@ -747,7 +748,12 @@ def _admit_workload(
             return _deny(req, kind, 403, "Forbidden", deny)
         warnings.extend(more)
 
-    intents = _intents(req, obj, meta, entry, dialect, gang, plan, shaped, update=False)
+    # A workload created suspended has no pods: its PodGroup is made when it is resumed.
+    intents = (
+        []
+        if is_suspended(kind, obj)
+        else _intents(req, obj, meta, entry, dialect, gang, plan, shaped, update=False)
+    )
     return _finish(req, kind, ed, warnings, intents, job_rule=job_rule)
 
 
@@ -837,7 +843,15 @@ def _rescale(
         return _pass(req, kind, "unchanged", "its gang is its parent's")
     if dialect.podgroup is None:
         return _pass(req, kind, "unchanged", "the backend has no gang object to update")
-    if _same_gang(req.old, obj, meta, entry, roles):
+    turned = change(kind, req.old, obj)
+    if turned == "suspended":
+        if suspended_by_descheduler(meta):
+            return _pass(req, kind, "unchanged", "the descheduler removes its PodGroup itself")
+        removals = _removals(req, obj, meta, entry, roles, dialect, existing)
+        return _finish(req, kind, Editor(obj), [], removals)
+    if turned is None and is_suspended(kind, obj):
+        return _pass(req, kind, "unchanged", "suspended: no PodGroup until it is resumed")
+    if turned is None and _same_gang(req.old, obj, meta, entry, roles):
         return _pass(req, kind, "unchanged", "the gang did not change")
     plan = _plan(req, obj, meta, entry, roles, existing, config)
     if plan is None:
@@ -848,6 +862,36 @@ def _rescale(
     shaped = _GangShapes(name, plan.roles, Editor(obj), config, plan.min_member, plan.reserve)
     intents = _intents(req, obj, meta, entry, dialect, gang, plan, shaped, update=True)
     return _finish(req, kind, Editor(obj), [], intents)
+
+
+def _removals(
+    req: _Request,
+    obj: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    entry: WorkloadKind,
+    roles: list[ResolvedRole],
+    dialect: Dialect,
+    name: str,
+) -> list[PodGroupIntent]:
+    """The removal of a suspended workload's PodGroups (one per instance, for a kind
+    with one gang per instance), made by corral and owned by this workload."""
+    assert dialect.podgroup is not None
+    try:
+        instances = _per_instance(entry, obj, roles)[0]
+    except WorkloadError:
+        instances = None
+    names = [name] if instances is None else [derived_name(name, str(i)) for i in range(instances)]
+    owner = OwnerRef(
+        str(obj.get("apiVersion") or f"{req.group}/{req.version}"),
+        entry.kind,
+        str(meta.get("name") or ""),
+        str(meta.get("uid") or ""),
+    )
+    pg = dialect.podgroup
+    return [
+        PodGroupIntent(pg.api_version, pg.plural, req.namespace, n, {}, owner, remove=True)
+        for n in names
+    ]
 
 
 def _podgroup_intent(

@@ -93,6 +93,7 @@ def _reconciler(
     """PodGroups are made when there is an API server and the backend has them."""
     if kube is None or dialect_for(config).podgroup is None:
         return None
+    from .ensure import OwnerPodGroups
     from .kube import PodGroupApi
 
     api = PodGroupApi(kube)
@@ -101,6 +102,8 @@ def _reconciler(
         api.resolve_owner,
         existing=api.existing,
         update=api.update,
+        remove=api.remove,
+        ensure=OwnerPodGroups(api.read_owner, config),
         on_outcome=lambda _intent, outcome: metrics.podgroup(outcome),
     )
 

@@ -37,7 +37,8 @@ from gangplace.kube.resources import (
     Resource,
 )
 
-from .podgroups import Existing, OwnerRef, PodGroupIntent
+from .keys import MANAGED_BY
+from .podgroups import Existing, OwnerRef, PodGroupIntent, Removed
 from .tls import (
     TlsBundle,
     bundle_from_secret,
@@ -87,7 +88,7 @@ def _describe(refs: Sequence[Mapping[str, Any]]) -> str:
 class PodGroupApi:
     """PodGroups over the API server, for :class:`~webhook.podgroups.PodGroupReconciler`:
     ``PodGroupReconciler(api.create, api.resolve_owner, existing=api.existing,
-    update=api.update, ...)``."""
+    update=api.update, remove=api.remove, ...)``."""
 
     def __init__(self, kube: KubeClient) -> None:
         self.kube = kube
@@ -96,6 +97,13 @@ class PodGroupApi:
         await self.kube.create(_podgroups(intent), body, namespace=intent.namespace)
 
     async def resolve_owner(self, namespace: str, owner: OwnerRef) -> str | None:
+        obj = await self.read_owner(namespace, owner)
+        uid = (obj.get("metadata") or {}).get("uid") if obj is not None else None
+        return str(uid) if uid else None
+
+    async def read_owner(self, namespace: str, owner: OwnerRef) -> Mapping[str, Any] | None:
+        """The owner's object; None when it is gone, is a newer object of the same name
+        (``owner.uid`` given and different), or is of a kind the webhook does not read."""
         res = owner_resource(owner)
         if res is None:
             return None
@@ -106,7 +114,9 @@ class PodGroupApi:
                 return None
             raise
         uid = (obj.get("metadata") or {}).get("uid")
-        return str(uid) if uid else None
+        if owner.uid and uid and uid != owner.uid:
+            return None
+        return obj
 
     async def existing(self, intent: PodGroupIntent, owner: OwnerRef | None) -> Existing:
         """See :class:`~webhook.podgroups.Existing`. A pod whose gang's PodGroup is owned
@@ -177,6 +187,41 @@ class PodGroupApi:
                 },
             )
         return got
+
+    async def remove(self, intent: PodGroupIntent, owner: OwnerRef) -> Removed:
+        """Delete the PodGroup of a suspended workload: only one corral made (its
+        managed-by label) that ``owner`` owns, and only the object read (a uid
+        precondition: one made again meanwhile is a new object, and stays)."""
+        res = _podgroups(intent)
+        try:
+            obj = await self.kube.get(res, intent.name, intent.namespace)
+        except ApiError as e:
+            if e.status == 404:
+                return "absent"
+            raise
+        meta = obj.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        ours = labels.get(MANAGED_BY[0]) == MANAGED_BY[1] if isinstance(labels, dict) else False
+        if not ours or not owner.uid or not any(r.get("uid") == owner.uid for r in _refs(obj)):
+            log.info(
+                "a PodGroup of that name is not this suspended workload's; left alone",
+                extra={
+                    "fields": {
+                        "podgroup": f"{intent.namespace}/{intent.name}",
+                        "owned_by": _describe(_refs(obj)),
+                    }
+                },
+            )
+            return "foreign"
+        try:
+            await self.kube.delete(
+                res, intent.name, namespace=intent.namespace, uid=str(meta.get("uid") or "")
+            )
+        except ApiError as e:
+            if e.status in (404, 409):
+                return "absent"  # gone, or replaced by a new one since the read
+            raise
+        return "removed"
 
     async def _change(
         self,

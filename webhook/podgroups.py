@@ -27,6 +27,16 @@ Admission only *describes* the PodGroup it wants (a :class:`PodGroupIntent`); th
   to the new minMember and minResources through the injected ``update`` function; a
   newer update for the same PodGroup queued meanwhile is applied after it, so the
   last one wins.
+* Removed with a suspended workload: an intent made with ``remove=True`` (an UPDATE
+  suspended the workload) deletes the PodGroup through the injected ``remove``
+  function -- only one corral made that this owner owns -- and forgets it was made, so
+  that the resume makes it again. A suspended workload has no PodGroup: Volcano would
+  hold one without pods ``Inqueue`` (docs/descheduling.md).
+* Made when its pods come without one: a pod of a gang whose PodGroup is neither
+  pending, parked nor known to exist (the UPDATE that resumed its workload never
+  reached the webhook, or the webhook restarted) makes the reconciler ask the injected
+  ``ensure`` function for the gang's intent -- read from the live workload, none while
+  it is suspended -- and make it as any other.
 """
 
 from __future__ import annotations
@@ -40,10 +50,11 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 __all__ = [
     "CreateFn",
+    "EnsureFn",
     "Existing",
     "ExistingFn",
     "Outcome",
@@ -51,6 +62,8 @@ __all__ = [
     "OwnerRef",
     "PodGroupIntent",
     "PodGroupReconciler",
+    "RemoveFn",
+    "Removed",
     "ResolveOwnerFn",
     "RetryPolicy",
     "UpdateFn",
@@ -95,6 +108,7 @@ class PodGroupIntent:
         "namespace",
         "owner",
         "plural",
+        "remove",
         "update",
     )
 
@@ -108,10 +122,12 @@ class PodGroupIntent:
         owner: OwnerRef | None,
         *,
         update: bool = False,
+        remove: bool = False,
     ) -> None:
         self.api_version, self.plural = api_version, plural
         self.namespace, self.name, self.owner = namespace, name, owner
         self.update = update
+        self.remove = remove
         self._body: Mapping[str, Any] | None = None
         self._build: Callable[[], Mapping[str, Any]] | None = None
         if callable(body):
@@ -120,7 +136,7 @@ class PodGroupIntent:
             self._body = body
 
     def __repr__(self) -> str:
-        what = ", update" if self.update else ""
+        what = ", update" if self.update else ", remove" if self.remove else ""
         return (
             f"PodGroupIntent({self.api_version} {self.namespace}/{self.name}, "
             f"owner={self.owner}{what})"
@@ -202,9 +218,20 @@ ExistingFn = Callable[[PodGroupIntent, OwnerRef | None], Awaitable[Existing]]
 # there to ``body``'s minMember and minResources if it is this owner's (may raise like
 # create): OURS (nothing to change), UPDATED, OTHER or GONE.
 UpdateFn = Callable[[PodGroupIntent, OwnerRef | None, dict[str, Any]], Awaitable[Existing]]
+# What ``remove`` did: deleted the PodGroup; found none; found one that is not this
+# owner's or that corral did not make (left alone).
+Removed = Literal["removed", "absent", "foreign"]
+# remove(intent, owner): delete the PodGroup if corral made it and ``owner`` (with its
+# uid) owns it (may raise like create).
+RemoveFn = Callable[[PodGroupIntent, OwnerRef], Awaitable[Removed]]
+# ensure(hint): the PodGroup intent of the gang a pod named (read from its live
+# workload, whose uid the hint carries), or None: the workload is gone, suspended,
+# being deleted, not a gang, or of a kind that is not read.
+# False: never (not a gang corral named): the gang's other pods do not ask again.
+EnsureFn = Callable[["OwnerHint"], Awaitable["PodGroupIntent | Literal[False] | None"]]
 # on_outcome(intent, outcome): for metrics and logs.
 # "created" | "exists" | "joined" | "updated" | "foreign" | "stale" | "failed" | "no-owner"
-# | "dropped"
+# | "dropped" | "removed" | "absent"
 Outcome = str
 
 
@@ -240,6 +267,7 @@ class _Pending:
     since: float
     woken: asyncio.Event = field(default_factory=asyncio.Event)
     again: PodGroupIntent | None = None  # a newer update, applied after this one
+    ensure: OwnerHint | None = None  # the intent is to be read from this pod's workload
 
 
 class PodGroupReconciler:
@@ -257,6 +285,8 @@ class PodGroupReconciler:
         on_outcome: Callable[[PodGroupIntent, Outcome], None] | None = None,
         existing: ExistingFn | None = None,
         update: UpdateFn | None = None,
+        remove: RemoveFn | None = None,
+        ensure: EnsureFn | None = None,
         parked: int = 10_000,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -266,6 +296,8 @@ class PodGroupReconciler:
         self._resolve = resolve_owner
         self._existing = existing
         self._update = update
+        self._remove = remove
+        self._ensure = ensure
         # Intents whose owner never showed up, by key, until a hint names the owner.
         self._parked: OrderedDict[tuple[str, str, str], PodGroupIntent] = OrderedDict()
         self._park_limit = parked
@@ -296,14 +328,18 @@ class PodGroupReconciler:
         key = intent.key
         owner = intent.owner
         self._parked.pop(key, None)  # a newer intent for the same PodGroup supersedes it
-        if not intent.update:
+        if intent.remove:
+            if self._remove is None or owner is None or not owner.uid:
+                return False
+            self._forget(key, owner.uid)
+        elif not intent.update:
             if owner is not None and owner.uid and (key, owner.uid) in self._done:
                 return False
             if owner is None and (key, "") in self._done:
                 return False
         slot = _slot(intent)
         pend = self._pending.get(slot)
-        if pend is not None and intent.update:
+        if pend is not None and (intent.update or intent.remove):
             pend.again = intent
             return True
         if pend is not None:
@@ -343,12 +379,29 @@ class PodGroupReconciler:
                     hint.owner,
                 )
                 self.submit(intent, dry_run=False)
+            elif parked is None:
+                self._ensure_for(hint)
             return
         if pend.owner is not None and pend.owner.uid:
             return
         if _names(pend.intent.owner, hint.owner):
             pend.owner = hint.owner
             pend.woken.set()
+
+    def _ensure_for(self, hint: OwnerHint) -> None:
+        """Queue a look at the workload of a pod whose PodGroup is not known to exist."""
+        if self._ensure is None or _is_pod(hint.owner) or (hint.key, hint.owner.uid) in self._done:
+            return
+        slot = (*hint.key, "")
+        try:
+            self._queue.put_nowait(slot)
+        except asyncio.QueueFull:
+            return
+        placeholder = PodGroupIntent(
+            hint.api_version, "", hint.namespace, hint.name, {}, hint.owner
+        )
+        self._pending[slot] = _Pending(placeholder, hint.owner, self._clock(), ensure=hint)
+        self._idle.clear()
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -457,6 +510,39 @@ class PodGroupReconciler:
 
     async def _reconcile(self, pend: _Pending) -> None:
         intent = pend.intent
+        if intent.remove:
+            await self._removal(intent)
+            return
+        if pend.ensure is not None:
+            assert self._ensure is not None
+            hint, pend.ensure = pend.ensure, None
+            try:
+                found = await self._ensure(hint)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                log.info(
+                    "the workload of a pod without a known PodGroup was not read",
+                    extra={"fields": {"podgroup": _name(intent.key), "error": str(e)}},
+                )
+                return
+            if found is False:
+                self._mark_done((hint.key, hint.owner.uid))
+                return
+            if found is None or found.key != intent.key or found.remove:
+                return
+            pend.intent = found
+            pend.owner = found.owner
+            await self._make(pend)
+            top = found.owner.uid if found.owner is not None else ""
+            if (found.key, top) in self._done:
+                # Its other pods name the same workload: no more looks at it.
+                self._mark_done((hint.key, hint.owner.uid))
+            return
+        await self._make(pend)
+
+    async def _make(self, pend: _Pending) -> None:
+        intent = pend.intent
         owner = await self._owner(pend)
         if owner is False:
             log.warning(
@@ -534,6 +620,45 @@ class PodGroupReconciler:
         # Only a PodGroup that kept vanishing between the 409 and the look gets here.
         log.error("PodGroup create failed", extra={"fields": {"podgroup": _name(intent.key)}})
         self._report(intent, "failed")
+
+    async def _removal(self, intent: PodGroupIntent) -> None:
+        """Delete a suspended workload's PodGroup, retried like a create."""
+        owner = intent.owner
+        assert self._remove is not None and owner is not None
+        for attempt in range(1, self._policy.attempts + 1):
+            try:
+                got = await self._remove(intent, owner)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                status = status_of(e)
+                if not _retryable(status) or attempt == self._policy.attempts:
+                    log.error(
+                        "PodGroup of a suspended workload not removed",
+                        extra={
+                            "fields": {
+                                "podgroup": _name(intent.key),
+                                "status": status,
+                                "error": str(e),
+                            }
+                        },
+                    )
+                    self._report(intent, "failed")
+                    return
+                await self._sleep(self._policy.delay(attempt, self._rng))
+                continue
+            # A create that finished meanwhile must not be remembered as made.
+            self._forget(intent.key, owner.uid)
+            if got == "removed":
+                log.info(
+                    "PodGroup of a suspended workload removed",
+                    extra={"fields": {"podgroup": _name(intent.key)}},
+                )
+            self._report(intent, "foreign" if got == "foreign" else got)
+            return
+
+    def _forget(self, key: tuple[str, str, str], uid: str) -> None:
+        self._done.pop((key, uid), None)
 
     async def _inspect(self, intent: PodGroupIntent, owner: OwnerRef | None) -> Existing:
         if intent.update and self._update is not None:

@@ -187,9 +187,15 @@ _ROWS: tuple[tuple[tuple[str, ...], Resource, str, tuple[Grant, ...]], ...] = (
     ),
     # The webhook's PodGroups, with the backends that have them: made for each admitted
     # gang, looked at when one exists already (409), joined by each pod of a bare-pod
-    # gang as one more owner; and the owners whose uid their ownerReferences need.
+    # gang as one more owner, removed when a person suspends its workload; and the
+    # owners whose uid their ownerReferences need.
     *(
-        (("create", "get", "patch"), res, "", (Grant(WEBHOOK, when=("backend", backend)),))
+        (
+            ("create", "get", "patch", "delete"),
+            res,
+            "",
+            (Grant(WEBHOOK, when=("backend", backend)),),
+        )
         for backend, res in _PODGROUP_BACKENDS
     ),
     *((("get",), res, "", _PODGROUP_WEBHOOK) for res in (PODS, *WORKLOADS)),

@@ -222,7 +222,17 @@ API_CALLS: tuple[ApiCall, ...] = (
             "again on resume",
         )
         for r in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS)
-        for verb in ("create", "delete")
+        for verb in ("create",)
+    ),
+    *(
+        ApiCall(
+            "delete",
+            r.group,
+            r.plural,
+            why="descheduler: the PodGroup of a workload it suspends is removed (made again "
+            "on resume); webhook: the PodGroup it made for a workload a person suspends",
+        )
+        for r in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS)
     ),
     ApiCall("create", "", "pods", "eviction", why="evictor: policy/v1 Eviction"),
     ApiCall(
@@ -267,7 +277,13 @@ API_CALLS: tuple[ApiCall, ...] = (
     ),
     ApiCall("get", "", "pods", why="webhook: the uid of a bare pod that owns its gang"),
     *(
-        ApiCall("get", r.group, r.plural, why="webhook: the uid of a gang's workload")
+        ApiCall(
+            "get",
+            r.group,
+            r.plural,
+            why="webhook: the uid of a gang's workload; the PodGroup of one whose pods come "
+            "without it (not while it is suspended)",
+        )
         for r in WORKLOADS
     ),
     ApiCall("get", "", "secrets", why="webhook --self-signed: its CA and certificate"),
