@@ -6,7 +6,7 @@ webhook remembers nothing: so a pod of a gang whose PodGroup is not known to exi
 makes the reconciler read the pod's workload (up to its top-level owner: a JobSet's
 Job names the JobSet) and ask :func:`webhook.admit.admit` -- pure, on the workload as
 it is -- what its PodGroup is. A workload that is suspended gets none (a suspended
-workload has no PodGroup; docs/descheduling.md).
+workload has no PodGroup; docs/safe-moves.md).
 Only a gang corral named (``corral.dev/gang`` on the workload, or the name corral
 derives from it) is made: a workload whose templates name a gang of someone else's
 keeps waiting for theirs.

@@ -31,7 +31,7 @@ Admission only *describes* the PodGroup it wants (a :class:`PodGroupIntent`); th
   suspended the workload) deletes the PodGroup through the injected ``remove``
   function -- only one corral made that this owner owns -- and forgets it was made, so
   that the resume makes it again. A suspended workload has no PodGroup: Volcano would
-  hold one without pods ``Inqueue`` (docs/descheduling.md).
+  hold one without pods ``Inqueue`` (docs/safe-moves.md).
 * Made when its pods come without one: a pod of a gang whose PodGroup is neither
   pending, parked nor known to exist (the UPDATE that resumed its workload never
   reached the webhook, or the webhook restarted) makes the reconciler ask the injected

@@ -1,4 +1,4 @@
-"""A suspended workload has no PodGroup (docs/descheduling.md, "The PodGroup of a
+"""A suspended workload has no PodGroup (docs/safe-moves.md, "The PodGroup of a
 suspended workload").
 
 A workload with its suspend switch on (:data:`gangplace.engine.workloads.SUSPEND_PATHS`)
