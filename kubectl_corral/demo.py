@@ -269,8 +269,8 @@ class Demo:
         pods = await self._wait(
             self.plain_ns,
             "train",
-            lambda ps: len(ps) == 4 and len(_bound(ps)) == 3,
-            "3 of the 4 workers bound",
+            lambda ps: len(ps) == 4 and len(_bound(ps)) == 3 and len(_running(ps)) == 3,
+            "3 of the 4 workers bound and running",
         )
         self.say(self._pod_table(pods))
         self.say(
