@@ -23,8 +23,9 @@ from tests.controllers import (
 )
 from tests.kubeapi import ApiServer
 from tests.kubeapi.controllers import Kubelet
+from tests.kubeapi.recording import node
 from tests.scenarios.corral_webhook import CorralWebhook
-from tests.scenarios.story import NODES, node
+from tests.scenarios.story import NODES
 
 __all__ = ["LocalCluster"]
 
