@@ -16,6 +16,7 @@ writes go through admission, authorisation and the deletion rules.
 from .gang_scheduler import GROUP_NAME, GangScheduler
 from .gc import GarbageCollector
 from .job import JOB_TRACKING, JobController
+from .plane import control_plane
 from .pod_scheduler import PodScheduler
 from .rest import Rest, RestError
 from .runner import (
@@ -42,6 +43,7 @@ __all__ = [
     "Rest",
     "RestError",
     "StoreController",
+    "control_plane",
     "until",
     "wall_clock",
 ]

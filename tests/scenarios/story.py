@@ -22,16 +22,7 @@ from typing import Any
 
 from descheduler import DeschedulerConfig
 from descheduler.serve import RunOptions, run_command
-from tests.controllers import (
-    ControllerSet,
-    GangScheduler,
-    GarbageCollector,
-    JobController,
-    ManualClock,
-    PodScheduler,
-    Rest,
-    StoreController,
-)
+from tests.controllers import ControllerSet, ManualClock, Rest, control_plane
 from tests.controllers.gang_scheduler import GROUP_NAME, PODGROUP_API
 from tests.kubeapi import ApiServer
 from tests.kubeapi.controllers import Kubelet
@@ -194,14 +185,16 @@ class Cluster:
         self.rest = Rest(api.url)
         self.clock = ManualClock()
         self.kubelet = Kubelet()
-        self.jobs = JobController(Rest(api.url), clock=self.clock, backoff=backoff)
-        models: list[Any] = [self.jobs, GarbageCollector(Rest(api.url))]
-        if scheduler in ("gang", "both"):
-            models.append(GangScheduler(Rest(api.url), clock=self.clock))
-        if scheduler in ("pod", "both"):
-            models.append(PodScheduler(Rest(api.url), clock=self.clock))
-        models.append(StoreController("kubelet", self.kubelet, api.store))
-        self.models = ControllerSet(models)
+        self.models = ControllerSet(
+            control_plane(
+                api.url,
+                api.store,
+                scheduler=scheduler,
+                clock=self.clock,
+                backoff=backoff,
+                kubelet=self.kubelet,
+            )
+        )
 
     async def settle(self) -> int:
         return await self.models.settle()
