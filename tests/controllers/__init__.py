@@ -11,6 +11,9 @@ writes go through admission, authorisation and the deletion rules.
     await models.settle()            # deterministic: step until nothing changes
     models.start(period=0.05)        # or as asyncio tasks ...
     await models.stop()              # ... stopped (and their HTTP sessions closed)
+
+:func:`control_plane` builds the usual set in order (Job controller, garbage collector,
+the schedulers asked for, the kubelet).
 """
 
 from .gang_scheduler import GROUP_NAME, GangScheduler
