@@ -150,3 +150,30 @@ def bare_pod(
         "metadata": meta,
         "spec": {"containers": [container(resources)], "schedulerName": "default-scheduler"},
     }
+
+
+def node(name: str, gpus: int, **labels: str) -> dict[str, Any]:
+    """A node of 64 CPUs, 512Gi and ``gpus`` GPUs (none: a CPU node)."""
+    alloc = {"cpu": "64", "memory": "512Gi", "pods": "110"}
+    if gpus:
+        alloc["nvidia.com/gpu"] = str(gpus)
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "status": {"allocatable": alloc},
+    }
+
+
+def running(name: str, node_name: str, gpus: int) -> dict[str, Any]:
+    """A Running pod of another namespace holding ``gpus`` GPUs of ``node_name``."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "other"},
+        "spec": {
+            "nodeName": node_name,
+            "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": str(gpus)}}}],
+        },
+        "status": {"phase": "Running"},
+    }

@@ -12,19 +12,11 @@ from types import TracebackType
 
 from gangplace.kube import KubeClient
 
-from tests.controllers import (
-    ControllerSet,
-    GangScheduler,
-    GarbageCollector,
-    JobController,
-    PodScheduler,
-    Rest,
-    StoreController,
-)
+from tests.controllers import ControllerSet, control_plane
 from tests.kubeapi import ApiServer
-from tests.kubeapi.controllers import Kubelet
+from tests.kubeapi.recording import node
 from tests.scenarios.corral_webhook import CorralWebhook
-from tests.scenarios.story import NODES, node
+from tests.scenarios.story import NODES
 
 __all__ = ["LocalCluster"]
 
@@ -62,14 +54,7 @@ class LocalCluster:
             ]
         )
         await self.webhook.__aenter__()
-        url = self.api.url
-        self.models.add(
-            JobController(Rest(url)),
-            GarbageCollector(Rest(url)),
-            GangScheduler(Rest(url)),
-            PodScheduler(Rest(url)),
-            StoreController("kubelet", Kubelet(), self.api.store),
-        )
+        self.models.add(*control_plane(self.api.url, self.api.store, scheduler="both"))
         # A model's failed pass (say, an Event for a namespace the demo just deleted) is
         # kept in ``models.errors``, not printed over the story.
         logging.getLogger("tests.controllers.runner").setLevel(logging.CRITICAL)

@@ -23,6 +23,7 @@ from typing import Any
 
 import jsonpatch
 import pytest
+from admission_support import node, running
 from gangplace.engine import Snapshot
 
 from webhook import keys as K
@@ -50,36 +51,11 @@ CONFIGS: dict[str, dict[str, Any]] = {
 _WITH_CLUSTER = frozenset({"volcano-cluster-deny", "yunikorn-cluster"})
 
 
-def _node(name: str, gpus: int, **labels: str) -> dict[str, Any]:
-    alloc = {"cpu": "64", "memory": "512Gi", "pods": "110"}
-    if gpus:
-        alloc["nvidia.com/gpu"] = str(gpus)
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
-        "status": {"allocatable": alloc},
-    }
-
-
-def _busy(name: str, node: str, gpus: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "other"},
-        "spec": {
-            "nodeName": node,
-            "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": str(gpus)}}}],
-        },
-        "status": {"phase": "Running"},
-    }
-
-
 @cache
 def _cluster() -> ClusterState:
     """Four 4-GPU nodes, two of them full, and a CPU node."""
-    nodes = [_node(f"g{i}", 4, pool="gpu") for i in range(4)] + [_node("c0", 0, pool="cpu")]
-    pods = [_busy(f"busy-{i}", f"g{i}", 4) for i in range(2)]
+    nodes = [node(f"g{i}", 4, pool="gpu") for i in range(4)] + [node("c0", 0, pool="cpu")]
+    pods = [running(f"busy-{i}", f"g{i}", 4) for i in range(2)]
     return ClusterState.of(Snapshot.from_objects(nodes, pods))
 
 

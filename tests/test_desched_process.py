@@ -14,8 +14,8 @@ from typing import Any
 
 import aiohttp
 import pytest
-import yaml
 from cluster_builder import as_list, gang, gpu_node, pod
+from kubeconfig_support import kubeconfig
 
 from descheduler import plan, state_from_list
 from tests.kubeapi import ApiServer
@@ -30,19 +30,6 @@ NS = "corral-system"
 def real_evictions(api: ApiServer) -> list[Any]:
     """POSTed Evictions that were not dry runs (each gang is dry-run first)."""
     return [r for r in api.requests("POST", "/eviction") if "dryRun" not in r.query]
-
-
-def kubeconfig(path: Path, server: str, token: str) -> str:
-    doc = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": "t",
-        "clusters": [{"name": "c", "cluster": {"server": server}}],
-        "users": [{"name": "u", "user": {"token": token}}],
-        "contexts": [{"name": "t", "context": {"cluster": "c", "user": "u"}}],
-    }
-    path.write_text(yaml.safe_dump(doc))
-    return str(path)
 
 
 def cluster() -> list[Any]:

@@ -296,13 +296,10 @@ def _choice_roles(component: str, choices: dict[str, str]) -> list[dict[str, obj
     return [x for x in objs if x["kind"] in ("Role", "ClusterRole")]
 
 
-@pytest.mark.parametrize("backend", ["volcano", "coscheduling"])
-async def test_the_webhook_rules_allow_what_it_does_on_the_wire(
-    api: ApiServer, kube: KubeClient, backend: str
-) -> None:
-    """The webhook's informers, PodGroups (made, found made, joined by a bare pod, owners
-    read) and self-signed certificate (Secret, caBundle), against the rules of an
-    install with that backend."""
+async def exercise_webhook(api: ApiServer, kube: KubeClient, backend: str) -> None:
+    """What the webhook does on the wire with ``kube``: its informers (lists and
+    watches), PodGroups (made, found made, joined by a bare pod, owners read) and its
+    self-signed certificate (Secret, caBundle, a renewal)."""
     from gangplace.kube.resources import COSCHED_PODGROUPS, VOLCANO_PODGROUPS
 
     from webhook.kube import PodGroupApi, SecretCertStore
@@ -323,9 +320,7 @@ async def test_the_webhook_rules_allow_what_it_does_on_the_wire(
             }
         ],
     }
-    api.store.load(
-        [o.namespace(NS), o.node("n1"), o.pod("a", "ml", node="n1"), o.pod("b", "ml"), mwc]
-    )
+    api.store.load([o.node("n1"), o.pod("a", "ml", node="n1"), o.pod("b", "ml"), mwc])
     source = InformerSource(kube)
     source.start()
     await source.wait_ready(5)
@@ -344,7 +339,6 @@ async def test_the_webhook_rules_allow_what_it_does_on_the_wire(
     assert uid_a and uid_b
     await pg.create(intent, intent.render(OwnerRef("v1", "Pod", "a", uid_a)))
     assert await pg.existing(intent, OwnerRef("v1", "Pod", "b", uid_b)) is Existing.JOINED
-    assert await pg.resolve_owner("ml", OwnerRef("batch/v1", "Job", "absent")) is None
     store = SecretCertStore(
         kube,
         NS,
@@ -356,6 +350,22 @@ async def test_the_webhook_rules_allow_what_it_does_on_the_wire(
     await manager.ensure()
     assert manager.bundle is not None
     await store.save(manager.bundle)  # a renewal
+
+
+@pytest.mark.parametrize("backend", ["volcano", "coscheduling"])
+async def test_the_webhook_rules_allow_what_it_does_on_the_wire(
+    api: ApiServer, kube: KubeClient, backend: str
+) -> None:
+    """The webhook's calls (:func:`exercise_webhook`), against the rules of an install
+    with that backend."""
+    from webhook.kube import PodGroupApi
+    from webhook.podgroups import OwnerRef
+
+    api.store.load([o.namespace(NS)])
+    await exercise_webhook(api, kube, backend)
+    assert (
+        await PodGroupApi(kube).resolve_owner("ml", OwnerRef("batch/v1", "Job", "absent")) is None
+    )
     roles = _choice_roles(rbac.WEBHOOK, {"backend": backend})
     for r in api.log:
         call, ns, name = rbac.parse_request(r.method, r.path, r.query)

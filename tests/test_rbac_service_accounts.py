@@ -6,7 +6,6 @@ rendered RBAC is enough; a call outside a component's role gets the real 403."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import io
 import json
@@ -22,6 +21,7 @@ from descheduler.serve import RunOptions, run_command
 from tests.kubeapi import ApiServer
 from tests.kubeapi import objects as o
 from tests.test_desched_live import NOW, expected_plan, two_gang_items
+from tests.test_kube_rbac import exercise_webhook
 
 # The components under their own ServiceAccounts, end to end: not in `make test-fast`.
 pytestmark = pytest.mark.scenario
@@ -122,53 +122,9 @@ async def test_the_webhook_runs_as_its_service_account(api: ApiServer, backend: 
     read) and its self-signed certificate (Secret, caBundle), as corral-webhook."""
     from gangplace.kube.resources import COSCHED_PODGROUPS, VOLCANO_PODGROUPS
 
-    from webhook.kube import PodGroupApi, SecretCertStore
-    from webhook.live import InformerSource
-    from webhook.podgroups import Existing, OwnerRef, PodGroupIntent
-    from webhook.tls import SelfSignedManager, server_context
-
     tokens = await install(api, backend=backend)
-    mwc = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": rbac.WEBHOOK_CONFIGURATION},
-        "webhooks": [
-            {
-                "name": "pods.corral.dev",
-                "clientConfig": {"service": {"name": "corral-webhook", "namespace": NS}},
-            }
-        ],
-    }
-    api.store.load([o.node("n1"), o.pod("a", "ml", node="n1"), o.pod("b", "ml"), mwc])
     kube: KubeClient = api.client("webhook", token=tokens[rbac.WEBHOOK])
-    source = InformerSource(kube)
-    source.start()
-    await source.wait_ready(5)
-    for _ in range(500):  # the watches open just after the lists
-        if any(r.watch for r in api.log):
-            break
-        await asyncio.sleep(0.01)
-    await source.stop()
-    res = VOLCANO_PODGROUPS if backend == "volcano" else COSCHED_PODGROUPS
-    pg = PodGroupApi(kube)
-    body = {"apiVersion": res.api_version, "kind": "PodGroup", "metadata": {"name": "g"}}
-    intent = PodGroupIntent(res.api_version, res.plural, "ml", "g", body, None)
-    uid_a = await pg.resolve_owner("ml", OwnerRef("v1", "Pod", "a"))
-    uid_b = await pg.resolve_owner("ml", OwnerRef("v1", "Pod", "b"))
-    assert uid_a and uid_b
-    await pg.create(intent, intent.render(OwnerRef("v1", "Pod", "a", uid_a)))
-    assert await pg.existing(intent, OwnerRef("v1", "Pod", "b", uid_b)) is Existing.JOINED
-    store = SecretCertStore(
-        kube,
-        NS,
-        secret=rbac.WEBHOOK_TLS_SECRET,
-        webhook_config=rbac.WEBHOOK_CONFIGURATION,
-        service="corral-webhook",
-    )
-    manager = SelfSignedManager(server_context(), store, "corral-webhook", NS)
-    await manager.ensure()
-    assert manager.bundle is not None
-    await store.save(manager.bundle)  # a renewal
+    await exercise_webhook(api, kube, backend)
     assert refused(api) == []
     mwc_now = api.store.get(
         api.store.resource("mutatingwebhookconfigurations", "admissionregistration.k8s.io"),

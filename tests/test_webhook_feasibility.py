@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from admission_support import bare_pod, checked, pod_template, review
+from admission_support import bare_pod, checked, node, pod_template, review, running
 from gangplace.engine import Snapshot
 from gangplace.snapshot_io import load_snapshot
 
@@ -14,31 +14,6 @@ from webhook.config import WebhookConfig, parse_config
 
 GPU4 = {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "4"}
 GPU8 = {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "8"}
-
-
-def node(name: str, gpus: int, **labels: str) -> dict[str, Any]:
-    alloc = {"cpu": "64", "memory": "512Gi", "pods": "110"}
-    if gpus:
-        alloc["nvidia.com/gpu"] = str(gpus)
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
-        "status": {"allocatable": alloc},
-    }
-
-
-def running(name: str, node_name: str, gpus: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "other"},
-        "spec": {
-            "nodeName": node_name,
-            "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": str(gpus)}}}],
-        },
-        "status": {"phase": "Running"},
-    }
 
 
 def four_gpu_cluster(busy: bool = False) -> ClusterState:

@@ -7,7 +7,10 @@ Workloads (a table entry in :mod:`webhook.workloads`) become gangs at CREATE: th
 size is the sum of the pods their templates make, every template gets the backend's
 keys, and the pods inherit them. Pods that already carry those keys are made
 consistent; a bare pod with ``corral.dev/gang`` joins that gang; other pods follow the
-configured default. docs/annotations.md lists the keys.
+configured default. At UPDATE a workload is never patched: its PodGroup follows its
+replica counts, and a suspended workload has none (made when it is resumed, removed
+when a person suspends it; the descheduler removes its own).
+docs/annotations.md lists the keys.
 """
 
 from __future__ import annotations

@@ -7,16 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.controllers import (
-    ControllerSet,
-    GangScheduler,
-    GarbageCollector,
-    JobController,
-    ManualClock,
-    PodScheduler,
-    Rest,
-    StoreController,
-)
+from tests.controllers import ControllerSet, ManualClock, control_plane
 from tests.kubeapi.controllers import Kubelet
 from tests.kubeapi.recording import Replay, assert_same
 
@@ -39,16 +30,16 @@ class Models:
         self.replay = r
         self.clock = ManualClock()
         self.kubelet = Kubelet(fail_terminating=fail_terminating)
-        url = r.api.url
-        self.job = JobController(Rest(url), clock=self.clock, backoff=backoff)
-        models: list[Any] = [self.job, GarbageCollector(Rest(url))]
-        models.append(
-            GangScheduler(Rest(url), clock=self.clock)
-            if gang
-            else PodScheduler(Rest(url), clock=self.clock)
+        self.set = ControllerSet(
+            control_plane(
+                r.api.url,
+                r.store,
+                scheduler="gang" if gang else "pod",
+                clock=self.clock,
+                backoff=backoff,
+                kubelet=self.kubelet,
+            )
         )
-        models.append(StoreController("kubelet", self.kubelet, r.store))
-        self.set = ControllerSet(models)
 
     async def settle(self, only: tuple[str, ...] = ()) -> int:
         return await self.set.settle(only=only)

@@ -11,11 +11,15 @@ writes go through admission, authorisation and the deletion rules.
     await models.settle()            # deterministic: step until nothing changes
     models.start(period=0.05)        # or as asyncio tasks ...
     await models.stop()              # ... stopped (and their HTTP sessions closed)
+
+:func:`control_plane` builds the usual set in order (Job controller, garbage collector,
+the schedulers asked for, the kubelet).
 """
 
 from .gang_scheduler import GROUP_NAME, GangScheduler
 from .gc import GarbageCollector
 from .job import JOB_TRACKING, JobController
+from .plane import control_plane
 from .pod_scheduler import PodScheduler
 from .rest import Rest, RestError
 from .runner import (
@@ -42,6 +46,7 @@ __all__ = [
     "Rest",
     "RestError",
     "StoreController",
+    "control_plane",
     "until",
     "wall_clock",
 ]

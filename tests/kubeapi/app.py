@@ -69,18 +69,20 @@ def _json(body: object, status: int = 200, headers: dict[str, str] | None = None
     )
 
 
+def _request_record(request: web.Request) -> RequestRecord:
+    return RequestRecord(
+        request.method,
+        request.path,
+        dict(request.query),
+        request.content_type if request.body_exists else "",
+        request.headers.get("Authorization", ""),
+        request.headers.get("User-Agent", ""),
+    )
+
+
 @web.middleware
 async def _record(request: web.Request, handler: web.Handler) -> web.StreamResponse:
-    request.app[LOG].append(
-        RequestRecord(
-            request.method,
-            request.path,
-            dict(request.query),
-            request.content_type if request.body_exists else "",
-            request.headers.get("Authorization", ""),
-            request.headers.get("User-Agent", ""),
-        )
-    )
+    request.app[LOG].append(_request_record(request))
     return await handler(request)
 
 
@@ -174,16 +176,7 @@ def _authorize(request: web.Request, t: _Target) -> None:
     )
     allowed, _ = authorize(request.app[STORE], who, attrs)
     if not allowed:
-        request.app[DENIED].append(
-            RequestRecord(
-                request.method,
-                request.path,
-                dict(request.query),
-                request.content_type if request.body_exists else "",
-                request.headers.get("Authorization", ""),
-                request.headers.get("User-Agent", ""),
-            )
-        )
+        request.app[DENIED].append(_request_record(request))
         message, details = forbidden_message(who, attrs)
         raise ApiStatusError(403, "Forbidden", message, details)
 

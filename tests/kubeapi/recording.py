@@ -48,6 +48,7 @@ __all__ = [
     "assert_same",
     "differences",
     "load",
+    "node",
     "normalise",
     "recordings_dir",
 ]
@@ -326,8 +327,9 @@ class Answer:
         return [orjson.loads(line) for line in self.lines if line.strip()]
 
 
-def _node(name: str) -> Json:
-    cap = {"cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "8"}
+def node(name: str, gpus: int = 8) -> Json:
+    """A Ready node as the recordings' (32 CPUs, 256Gi, ``gpus`` GPUs)."""
+    cap = {"cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": str(gpus)}
     return {
         "apiVersion": "v1",
         "kind": "Node",
@@ -383,7 +385,7 @@ class Replay:
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
             for n in self.recording.namespaces()
         ]
-        self.store.load([*(_node(n) for n in self.NODES), *ns, *extra])
+        self.store.load([*(node(n) for n in self.NODES), *ns, *extra])
 
     def settle(self, rounds: int = 50) -> int:
         """Run the controllers until none writes anything; how many writes they made."""

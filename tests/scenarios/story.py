@@ -22,39 +22,17 @@ from typing import Any
 
 from descheduler import DeschedulerConfig
 from descheduler.serve import RunOptions, run_command
-from tests.controllers import (
-    ControllerSet,
-    GangScheduler,
-    GarbageCollector,
-    JobController,
-    ManualClock,
-    PodScheduler,
-    Rest,
-    StoreController,
-)
+from tests.controllers import ControllerSet, ManualClock, Rest, control_plane
 from tests.controllers.gang_scheduler import GROUP_NAME, PODGROUP_API
 from tests.kubeapi import ApiServer
 from tests.kubeapi.controllers import Kubelet
+from tests.kubeapi.recording import node
 
 Json = dict[str, Any]
 
 NS = "ml"
 NODES = ("n1", "n2", "n3")
 QUEUE_NAME = "scheduling.volcano.sh/queue-name"
-
-
-def node(name: str, gpus: int = 8) -> Json:
-    cap = {"cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": str(gpus)}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "status": {
-            "capacity": dict(cap),
-            "allocatable": dict(cap),
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-        },
-    }
 
 
 def setup(api: ApiServer, *extra: Json) -> None:
@@ -181,12 +159,12 @@ async def run_descheduler(
 async def place(c: Cluster, layout: dict[str, list[tuple[str, int]]], **job_kw: Any) -> None:
     """Jobs (gangs of one, with their PodGroups) bound by hand where ``layout`` says,
     the fragmented history of a busy cluster."""
-    for node, jobs in layout.items():
+    for where, jobs in layout.items():
         for name, gpus in jobs:
             await submit(c.rest, job(name, gpus, gang=True, **job_kw), with_podgroup=True)
             await c.models.settle(only=["job-controller"])
             (pod,) = c.pods(name)
-            await c.rest.bind(NS, pod["metadata"]["name"], node)
+            await c.rest.bind(NS, pod["metadata"]["name"], where)
     await c.settle()
 
 
@@ -207,14 +185,16 @@ class Cluster:
         self.rest = Rest(api.url)
         self.clock = ManualClock()
         self.kubelet = Kubelet()
-        self.jobs = JobController(Rest(api.url), clock=self.clock, backoff=backoff)
-        models: list[Any] = [self.jobs, GarbageCollector(Rest(api.url))]
-        if scheduler in ("gang", "both"):
-            models.append(GangScheduler(Rest(api.url), clock=self.clock))
-        if scheduler in ("pod", "both"):
-            models.append(PodScheduler(Rest(api.url), clock=self.clock))
-        models.append(StoreController("kubelet", self.kubelet, api.store))
-        self.models = ControllerSet(models)
+        self.models = ControllerSet(
+            control_plane(
+                api.url,
+                api.store,
+                scheduler=scheduler,
+                clock=self.clock,
+                backoff=backoff,
+                kubelet=self.kubelet,
+            )
+        )
 
     async def settle(self) -> int:
         return await self.models.settle()

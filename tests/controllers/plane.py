@@ -1,0 +1,45 @@
+"""The control plane's models in the order a scenario steps them: the Job controller,
+the garbage collector, the schedulers asked for and the fake's kubelet."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from tests.kubeapi.controllers import Kubelet
+
+from .gang_scheduler import GangScheduler
+from .gc import GarbageCollector
+from .job import JobController
+from .pod_scheduler import PodScheduler
+from .rest import Rest
+from .runner import StoreController, wall_clock
+
+__all__ = ["control_plane"]
+
+
+def control_plane(
+    url: str,
+    store: Any,
+    *,
+    scheduler: str = "gang",
+    clock: Callable[[], datetime] = wall_clock,
+    backoff: float = 10.0,
+    kubelet: Kubelet | None = None,
+) -> list[Any]:
+    """The models against the API server at ``url`` (the kubelet on its ``store``).
+    ``scheduler``: "gang" (Volcano's rules), "pod" (default-scheduler) or "both";
+    ``backoff``: the Job controller's pod-failure backoff, in seconds of ``clock``."""
+    if scheduler not in ("gang", "pod", "both"):
+        raise ValueError(f"scheduler {scheduler!r}: expected gang, pod or both")
+    models: list[Any] = [
+        JobController(Rest(url), clock=clock, backoff=backoff),
+        GarbageCollector(Rest(url)),
+    ]
+    if scheduler in ("gang", "both"):
+        models.append(GangScheduler(Rest(url), clock=clock))
+    if scheduler in ("pod", "both"):
+        models.append(PodScheduler(Rest(url), clock=clock))
+    models.append(StoreController("kubelet", kubelet if kubelet is not None else Kubelet(), store))
+    return models
