@@ -50,10 +50,10 @@ from gangplace.engine.timeparse import parse_time
 
 from descheduler import DeschedulerConfig, Plan, plan, state_from_list
 from descheduler.cli import SAMPLES, SNAPSHOT_TIME
-from descheduler.context import PlanContext
+from descheduler.gang_demand import Demand
+from descheduler.plan_context import PlanContext
 from descheduler.protect import pod_protection
 from descheduler.state import ClusterState
-from descheduler.units import Demand
 
 
 def _sibling(name: str) -> ModuleType:

@@ -2,7 +2,7 @@
 gangs that wait (or to defragment), and the runner that carries a plan out."""
 
 from .config import ConfigError, DeschedulerConfig, load_config, parse_config
-from .plan import LargestFit, Move, Plan, PodMove, Unserved
+from .plan_model import LargestFit, Move, Plan, PodMove, Unserved
 from .planner import apply_moves, plan
 from .state import ClusterState, StateError, state_from_list, state_from_objects
 

@@ -13,11 +13,12 @@ from .config import (
     SchedulingConfig,
     load_config,
 )
+from .gang_demand import Demand, demand_of
+from .gang_views import GangView, build_views
 from .planner import fragmentation_now, move_verdict, plan
 from .render import render_plan
-from .serve import RunOptions, run_command
+from .run_process import RunOptions, run_command
 from .state import ClusterState, StateError, state_from_objects
-from .units import Demand, GangView, build_views, demand_of
 
 __all__ = [
     "ClusterState",

@@ -89,13 +89,13 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 def _kube_runner(args: argparse.Namespace, config: DeschedulerConfig) -> int:
     """Against the cluster: informers, the Evictor and (in a loop) a Lease; see
-    :mod:`descheduler.serve`. Imported here so that ``plan`` never loads the client."""
+    :mod:`descheduler.run_process`. Imported here so that ``plan`` never loads the client."""
     import asyncio
 
     from gangplace.kube import KubeConfigError
     from gangplace.logs import setup_logging
 
-    from .serve import DEFAULT_LEASE, RunOptions, default_namespace, run_command
+    from .run_process import DEFAULT_LEASE, RunOptions, default_namespace, run_command
 
     setup_logging(args.log_level)
     once = bool(args.once)

@@ -74,10 +74,11 @@ from gangplace.kube.resources import (
 
 from .config import DeschedulerConfig
 from .config import Limits as LimitsConfig
-from .plan import Move, Plan
+from .gang_views import cooldown_key
+from .move_method import Owners
+from .plan_model import Move, Plan
 from .resume import Resumption, due_resumptions, mark_text
 from .runner import GangEvent, GangOutcome, Outcome, PodResult, Resumed, RunnerIO
-from .safety import Owners
 from .state import (
     ANNOTATION_LAST_MOVED,
     ANNOTATION_ROOM_MADE,
@@ -91,7 +92,6 @@ from .state import (
     ledger_from_json,
     state_from_objects,
 )
-from .units import cooldown_key
 
 __all__ = ["OUTCOMES", "ClusterView", "KubeIO", "LedgerStore", "evictor_limits"]
 

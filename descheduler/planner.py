@@ -23,12 +23,12 @@ from gangplace.engine.report import FragmentationReport, fragmentation_report
 
 from .budget import Budget
 from .config import DeschedulerConfig
-from .context import PlanContext
-from .plan import LargestFit, Move, NotMoved, Plan
+from .gang_demand import Demand, demand_of
+from .plan_context import PlanContext
+from .plan_model import LargestFit, Move, NotMoved, Plan
 from .simulate import evaluate_waiting
 from .state import ClusterState
 from .strategies import defragment, make_room, release_stale_gangs
-from .units import Demand, demand_of
 
 __all__ = ["MoveError", "apply_moves", "fragmentation_now", "move_verdict", "plan"]
 

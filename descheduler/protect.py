@@ -21,7 +21,7 @@ from gangplace.engine.gangs import ANNOTATION_EVICTABLE
 from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_time
 
 from .config import EvictionRules
-from .units import GangView
+from .gang_views import GangView
 
 __all__ = [
     "ANNOTATION_MIRROR",

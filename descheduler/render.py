@@ -6,7 +6,7 @@ from __future__ import annotations
 from gangplace.engine.report import render_comparison, render_report
 from gangplace.engine.timeparse import format_time
 
-from .plan import Move, Plan
+from .plan_model import Move, Plan
 from .runner import RunResult
 
 __all__ = ["render_plan", "render_run"]

@@ -28,7 +28,7 @@ from gangplace.engine.replay import ReplayContext
 from gangplace.engine.timeparse import format_time
 
 from .config import DeschedulerConfig
-from .plan import Plan
+from .plan_model import Plan
 from .planner import MoveError, apply_moves, plan
 from .state import ANNOTATION_LAST_MOVED, ClusterState
 

@@ -21,9 +21,9 @@ from gangplace.engine.timeparse import TimeFormatError, format_duration, format_
 from gangplace.engine.workloads import ANNOTATION_SUSPENDED_BY, WorkloadRecord
 
 from .config import DeschedulerConfig
-from .safety import Owners
+from .gang_views import build_views
+from .move_method import Owners
 from .state import ClusterState
-from .units import build_views
 
 __all__ = ["Mark", "Resumption", "due_resumptions", "mark_text", "read_mark"]
 

@@ -49,7 +49,7 @@ from enum import StrEnum
 from typing import Any
 
 from .config import DeschedulerConfig
-from .plan import Move, Plan
+from .plan_model import Move, Plan
 from .planner import plan as make_plan
 from .state import ClusterState
 

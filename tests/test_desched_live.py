@@ -19,7 +19,7 @@ from cluster_builder import NOW, as_list, gang, gpu_node, pod, podgroup
 from gangplace.engine.timeparse import format_time
 
 from descheduler import DeschedulerConfig, Plan, parse_config, plan, state_from_list
-from descheduler.serve import RunOptions, run_command
+from descheduler.run_process import RunOptions, run_command
 from descheduler.state import ANNOTATION_LAST_MOVED, ANNOTATION_ROOM_MADE, MOVE_LEDGER
 from tests import builders as b
 from tests.kubeapi import ApiServer

@@ -19,7 +19,7 @@ from descheduler import (
     plan,
     state_from_list,
 )
-from descheduler.context import PlanContext
+from descheduler.plan_context import PlanContext
 from descheduler.state import ClusterState, StateError
 
 

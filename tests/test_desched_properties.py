@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from descheduler import Plan, parse_config, plan, state_from_list
 from descheduler.config import DeschedulerConfig
-from descheduler.units import build_views
+from descheduler.gang_views import build_views
 from tests import builders as b
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

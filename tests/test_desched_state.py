@@ -10,8 +10,9 @@ from cluster_builder import NOW, as_list, gang, gpu_node, pdb, pod, podgroup, qu
 from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_duration, parse_time
 
 from descheduler import StateError, state_from_list
+from descheduler.gang_demand import demand_of
+from descheduler.gang_views import build_views
 from descheduler.state import LabelSelector, SelectorError
-from descheduler.units import build_views, demand_of
 
 
 def test_objects_are_read() -> None:

@@ -17,7 +17,7 @@ from kubernetes_asyncio import client as k8s
 from manifest_support import render_choices
 
 from descheduler import DeschedulerConfig
-from descheduler.serve import RunOptions, run_command
+from descheduler.run_process import RunOptions, run_command
 from tests.kubeapi import ApiServer
 from tests.kubeapi import objects as o
 from tests.test_desched_live import NOW, expected_plan, two_gang_items

@@ -32,8 +32,8 @@ from gangplace.engine import PodShape, Snapshot
 from gangplace.engine.fragmentation import TargetWorkload, frag_amount, table_for
 from gangplace.engine.policies.corral import cpu_per_gpu_milli, cpu_stranded
 
-from ..context import PlanContext, Victim, move_way
-from ..plan import Move, PodMove
+from ..plan_context import PlanContext, Victim, move_way
+from ..plan_model import Move, PodMove
 from ..simulate import try_move
 
 __all__ = ["Measure", "defragment"]

@@ -31,10 +31,11 @@ from gangplace.engine import PodRecord, PodShape, place_gang
 from gangplace.engine.feasibility import member_capacity
 from gangplace.engine.timeparse import format_duration, format_time
 
-from ..context import TIER_PENALTY, PlanContext, Victim, move_way
-from ..plan import Move, PodMove, Unserved
+from ..gang_demand import Demand
+from ..gang_views import GangView
+from ..plan_context import TIER_PENALTY, PlanContext, Victim, move_way
+from ..plan_model import Move, PodMove, Unserved
 from ..simulate import Trial, freed, remove_pods, try_move
-from ..units import Demand, GangView
 
 __all__ = ["ROOM_TAKEN", "Candidates", "make_room"]
 

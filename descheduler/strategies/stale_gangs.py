@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING
 from gangplace.engine import place_gang
 from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_time
 
-from ..context import PlanContext, move_way
-from ..plan import Move, PodMove
+from ..gang_demand import demand_of
+from ..gang_views import GangView
+from ..plan_context import PlanContext, move_way
+from ..plan_model import Move, PodMove
 from ..simulate import remove_pods
-from ..units import GangView, demand_of
 
 if TYPE_CHECKING:
     from gangplace.engine import GangOptions

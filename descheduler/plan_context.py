@@ -27,12 +27,13 @@ from gangplace.engine.workloads import ANNOTATION_SUSPENDED_BY, WorkloadRecord
 
 from .budget import Budget
 from .config import DeschedulerConfig
-from .plan import Unserved
+from .gang_demand import Demand, demand_of, request_of
+from .gang_views import GangView, build_views
+from .move_method import Owners, Way
+from .plan_model import Unserved
 from .protect import gang_protection
-from .safety import Owners, Way
 from .scoring import make_scorer
 from .state import GPU, ClusterState, EvictedPod
-from .units import Demand, GangView, build_views, demand_of, request_of
 
 __all__ = ["PlanContext", "Victim", "cluster_total", "move_way"]
 
@@ -235,7 +236,7 @@ class PlanContext:
         return 0 if view.queue in self.overused else 1
 
     def way(self, view: GangView, pods: Sequence[PodRecord], *, evict_only: bool = False) -> Way:
-        """How ``pods`` of ``view`` may move (see :mod:`descheduler.safety`)."""
+        """How ``pods`` of ``view`` may move (see :mod:`descheduler.move_method`)."""
         whole = len(pods) == len(view.running) and len(pods) == len(view.placed)
         return self.owners.way(
             view.key,
@@ -296,7 +297,7 @@ def _suspended_reason(w: WorkloadRecord) -> str:
 
 
 def move_way(v: Victim) -> dict[str, Any]:
-    """The fields of a :class:`~descheduler.plan.Move` that say how ``v`` moves."""
+    """The fields of a :class:`~descheduler.plan_model.Move` that say how ``v`` moves."""
     assert v.way.method is not None, "a victim without a safe way is never moved"
     return {
         "method": v.way.method,
