@@ -42,8 +42,9 @@ from gangplace.kube.config import SERVICE_ACCOUNT_DIR
 from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from .cluster_view import ClusterView
 from .config import DeschedulerConfig
-from .kube import ClusterView, KubeIO
+from .kube_io import KubeIO
 from .metrics import Metrics
 from .render import render_run
 from .runner import EXIT_FAILED, EXIT_OK, RunResult, run_loop, run_once

@@ -28,7 +28,7 @@ from gangplace.kube.resources import (
     pods_on_node,
 )
 
-from descheduler.kube import LedgerStore
+from descheduler.ledger_store import LedgerStore
 from tests.kubeapi import ApiServer
 from tests.kubeapi import objects as o
 from tests.kubeapi.app import _resolve
@@ -137,7 +137,7 @@ async def descheduler_workload_calls(api: ApiServer, kube: KubeClient) -> None:
     patch of each it suspends, and a PodGroup of a suspended gang removed and made again
     (both APIs). Run after :func:`webhook_calls`, which registers the workload kinds."""
     from descheduler import DeschedulerConfig
-    from descheduler.kube import ClusterView
+    from descheduler.cluster_view import ClusterView
 
     view = ClusterView(kube, DeschedulerConfig(), ledger_namespace="corral")
     await view.start()

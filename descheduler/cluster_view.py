@@ -1,0 +1,186 @@
+"""What the planner reads of a live cluster, kept current by informers.
+
+:class:`ClusterView` keeps informers of what the planner reads: nodes and pods as the
+engine's compact records (:class:`~gangplace.kube.ClusterCache`), and PodGroups of both
+APIs, Volcano Queues, PodDisruptionBudgets, PriorityClasses and the workloads that own
+gangs as their JSON, trimmed. A run hands that JSON to
+:func:`~descheduler.state.state_from_objects`, the parser ``plan --snapshot`` uses on a
+dump, so a live plan and an offline plan of the same objects are the same plan. A
+PodGroup, Queue or workload API that is not installed is left out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from gangplace.engine.objects import pdb_from_json, podgroup_from_json, queue_from_json
+from gangplace.engine.workloads import workload_from_json
+from gangplace.kube import TRANSIENT_ERRORS, ApiError, ClusterCache, Informer, KubeClient
+from gangplace.kube.resources import (
+    COSCHED_PODGROUPS,
+    DESCHEDULER_WORKLOADS,
+    PDBS,
+    PRIORITY_CLASSES,
+    VOLCANO_PODGROUPS,
+    VOLCANO_QUEUES,
+    Resource,
+)
+
+from .config import DeschedulerConfig
+from .state import ClusterState, drf_queue, state_from_objects
+
+__all__ = ["PODGROUP_APIS", "WORKLOAD_RESOURCES", "ClusterView"]
+
+# The descheduler's cluster side logs under one name, whichever module writes.
+log = logging.getLogger("descheduler.kube")
+
+Json = dict[str, Any]
+
+# The PodGroup resources by API group: what a mark patches, by the group a record names.
+PODGROUP_APIS: Mapping[str, Resource] = {
+    VOLCANO_PODGROUPS.group: VOLCANO_PODGROUPS,
+    COSCHED_PODGROUPS.group: COSCHED_PODGROUPS,
+}
+_OPTIONAL = (VOLCANO_PODGROUPS, VOLCANO_QUEUES, COSCHED_PODGROUPS, *DESCHEDULER_WORKLOADS)
+# The workload resources by kind: what a suspend or resume patches.
+WORKLOAD_RESOURCES: Mapping[str, Resource] = {r.kind: r for r in DESCHEDULER_WORKLOADS}
+# The spec fields of a workload the planner reads (see gangplace.engine.workloads).
+_WORKLOAD_SPEC = frozenset({"suspend", "runPolicy", "backoffLimit", "podFailurePolicy"})
+
+
+def _trimmed(resource: Resource, check: Callable[[Json], object]) -> Callable[[Json], Json]:
+    """The object as a dump would list it (list items may omit kind and apiVersion),
+    without managedFields; ``check`` raises ValueError for one the planner cannot read,
+    which the informer then leaves out (and reports) rather than failing every run."""
+
+    def convert(obj: Json) -> Json:
+        out = dict(obj)
+        out["kind"], out["apiVersion"] = resource.kind, resource.api_version
+        spec = out.get("spec")
+        if resource in DESCHEDULER_WORKLOADS and isinstance(spec, dict):
+            # a workload's pod templates can be large, and the planner reads none of them
+            out["spec"] = {k: v for k, v in spec.items() if k in _WORKLOAD_SPEC}
+        meta = dict(out.get("metadata") or {})
+        meta.pop("managedFields", None)
+        ann = meta.get("annotations")
+        if isinstance(ann, dict) and "kubectl.kubernetes.io/last-applied-configuration" in ann:
+            ann = dict(ann)
+            del ann["kubectl.kubernetes.io/last-applied-configuration"]
+            meta["annotations"] = ann
+        out["metadata"] = meta
+        check(out)
+        return out
+
+    return convert
+
+
+class ClusterView:
+    """Informers for the planner's input; :meth:`state` builds one run's state."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        config: DeschedulerConfig,
+        *,
+        ledger_namespace: str,
+        page_size: int = 500,
+        watch_timeout: int = 300,
+    ) -> None:
+        self.client = client
+        self.config = config
+        self.ledger_namespace = ledger_namespace
+        self.cache = ClusterCache(
+            client, config.engine, page_size=page_size, watch_timeout=watch_timeout
+        )
+        self._kw: dict[str, Any] = {"page_size": page_size, "watch_timeout": watch_timeout}
+        self.objects: dict[Resource, Informer[Json]] = {}
+        self.missing: list[str] = []  # optional APIs not installed
+
+    def _checker(self, resource: Resource) -> Callable[[Json], object]:
+        cfg = self.config.engine
+        if resource in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS):
+            return podgroup_from_json
+        if resource == VOLCANO_QUEUES:
+            return lambda o: drf_queue(queue_from_json(o), cfg)
+        if resource == PDBS:
+            return pdb_from_json
+        if resource in DESCHEDULER_WORKLOADS:
+            return workload_from_json
+        return lambda o: o
+
+    async def _installed(self, resource: Resource) -> bool:
+        """Whether an optional API (a CRD) is served: a one-item list, 404 when not. Any
+        other failure counts as served: its informer retries, and says why if it never
+        syncs."""
+        try:
+            await self.client.list(resource, limit=1)
+        except ApiError as e:
+            if e.status == 404:
+                return False
+            log.warning("probing %s: %s", resource, e)
+        except TRANSIENT_ERRORS as e:
+            log.warning("probing %s: %s: %s", resource, type(e).__name__, e)
+        return True
+
+    async def start(self) -> None:
+        resources = [PDBS, PRIORITY_CLASSES]
+        for r in _OPTIONAL:
+            if await self._installed(r):
+                resources.append(r)
+            else:
+                self.missing.append(str(r))
+                log.info("API not installed; left out", extra={"fields": {"resource": str(r)}})
+        for r in resources:
+            self.objects[r] = Informer(
+                self.client, r, _trimmed(r, self._checker(r)), name=str(r), **self._kw
+            )
+        await self.cache.start()
+        for inf in self.objects.values():
+            inf.start()
+
+    async def stop(self) -> None:
+        await self.cache.stop()
+        await asyncio.gather(*(inf.stop() for inf in self.objects.values()))
+
+    @property
+    def synced(self) -> bool:
+        return self.cache.synced and all(i.synced.is_set() for i in self.objects.values())
+
+    async def wait_synced(self, timeout: float | None = None) -> None:
+        await self.cache.wait_synced(timeout)
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.gather(*(i.synced.wait() for i in self.objects.values()))
+        except TimeoutError:
+            late = [str(r) for r, i in self.objects.items() if not i.synced.is_set()]
+            raise TimeoutError(f"informers not synced after {timeout}s: {late}") from None
+
+    def podgroup(self, group: str, key: str) -> Json | None:
+        inf = self.objects.get(PODGROUP_APIS[group]) if group in PODGROUP_APIS else None
+        return inf.get(key) if inf is not None else None
+
+    def any_podgroup(self, key: str) -> tuple[Resource, Json] | None:
+        """The PodGroup ``ns/name`` of either API, as the informer has it."""
+        for r in PODGROUP_APIS.values():
+            inf = self.objects.get(r)
+            obj = inf.get(key) if inf is not None else None
+            if obj is not None:
+                return r, obj
+        return None
+
+    def invalid(self) -> dict[str, str]:
+        """Objects left out because they cannot be read, by ``resource key``."""
+        return {
+            f"{r} {k}": why for r, inf in self.objects.items() for k, why in inf.invalid.items()
+        }
+
+    async def state(self, now: datetime, ledger: Json | None = None) -> ClusterState:
+        snap = await self.cache.snapshot_async()
+        objects: list[Json] = [o for inf in self.objects.values() for o in inf.values()]
+        if ledger is not None:
+            objects.append(ledger)
+        return state_from_objects(snap, now, objects)

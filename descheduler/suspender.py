@@ -1,0 +1,250 @@
+"""Suspending and resuming workloads on the cluster, for moves whose method is
+``suspend`` (see :mod:`descheduler.move_method`).
+
+A suspend sets the workload's suspend switch with corral's mark
+(``corral.dev/suspended-by``, see :mod:`descheduler.resume`) and removes the gang's
+PodGroup; a resume makes the PodGroup again and clears both. Which suspensions are due
+to end is decided by :func:`~descheduler.resume.due_resumptions` (pure); this module
+only carries the answer out, with an Event on each workload.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from gangplace.engine.snapshot import PodRecord
+from gangplace.engine.timeparse import format_time
+from gangplace.engine.workloads import ANNOTATION_SUSPENDED_BY, WorkloadRecord
+from gangplace.kube import REQUEST_ERRORS, ApiError, KubeClient
+from gangplace.kube.resources import VOLCANO_PODGROUPS, Resource
+
+from .cluster_view import PODGROUP_APIS, WORKLOAD_RESOURCES, ClusterView
+from .config import DeschedulerConfig
+from .gang_events import post_gang_event, workload_ref
+from .move_method import Owners
+from .plan_model import Move
+from .resume import Resumption, due_resumptions, mark_text
+from .runner import GangOutcome, Outcome, PodResult, Resumed
+from .state import ANNOTATION_LAST_MOVED, ANNOTATION_ROOM_MADE, ClusterState
+
+__all__ = ["Suspender"]
+
+# The descheduler's cluster side logs under one name, whichever module writes.
+log = logging.getLogger("descheduler.kube")
+
+Json = dict[str, Any]
+
+_MERGE_PATCH = "application/merge-patch+json"
+
+
+class Suspender:
+    """Suspends the workloads of a gang, and resumes (or heals) what corral suspended."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        view: ClusterView,
+        config: DeschedulerConfig,
+        *,
+        clock: Callable[[], datetime],
+        interrupted: Callable[[], str | None] = lambda: None,
+        component: str = "corral-descheduler",
+        settle_poll: float = 0.5,
+    ) -> None:
+        self.client = client
+        self.view = view
+        self.config = config
+        self.clock = clock
+        self.interrupted = interrupted
+        self.component = component
+        self.settle_poll = settle_poll
+
+    async def _patch_workload(self, w: WorkloadRecord, body: Json) -> None:
+        await self.client.patch(
+            WORKLOAD_RESOURCES[w.kind],
+            w.name,
+            body,
+            namespace=w.namespace,
+            content_type=_MERGE_PATCH,
+        )
+
+    @staticmethod
+    def _switch(w: WorkloadRecord, on: bool, mark: str | None, rv: str | None) -> Json:
+        """A merge patch setting the workload's suspend switch and corral's mark (None:
+        removed); with ``rv`` it applies only to the version read (409 otherwise)."""
+        body: Json = {}
+        cur = body
+        for part in w.suspend_path[:-1]:
+            cur = cur.setdefault(part, {})
+        cur[w.suspend_path[-1]] = on
+        meta: Json = {"annotations": {ANNOTATION_SUSPENDED_BY: mark}}
+        if rv:
+            meta["resourceVersion"] = rv
+        body["metadata"] = meta
+        return body
+
+    def _podgroup_copy(self, move: Move) -> tuple[Resource, Json] | None:
+        """The live PodGroup of a moved gang, trimmed to what making it again needs."""
+        if not move.podgroup:
+            return None
+        found = self.view.any_podgroup(f"{move.namespace}/{move.podgroup}")
+        if found is None:
+            return None
+        r, obj = found
+        meta = obj.get("metadata") or {}
+        keep = {
+            k: meta[k]
+            for k in ("name", "namespace", "labels", "annotations", "ownerReferences")
+            if meta.get(k)
+        }
+        ann = dict(keep.get("annotations") or {})
+        ann.pop(ANNOTATION_ROOM_MADE, None)
+        # made again on resume with the time of this move: the cool-down holds
+        ann[ANNOTATION_LAST_MOVED] = format_time(self.clock())
+        keep["annotations"] = ann
+        copy: Json = {
+            "apiVersion": r.api_version,
+            "kind": r.kind,
+            "metadata": keep,
+            "spec": obj.get("spec") or {},
+        }
+        return r, copy
+
+    async def suspend_gang(
+        self,
+        move: Move,
+        message: str,
+        *,
+        state: ClusterState,
+        pods: Mapping[str, PodRecord],
+        plan_id: str,
+    ) -> Sequence[PodResult]:
+        """Suspend every workload of a suspend move, each marked with
+        ``corral.dev/suspended-by`` (the PodGroup it held goes into the first mark), and
+        remove the gang's PodGroup, which would otherwise sit Inqueue with no pods.
+        The patch carries the resourceVersion the plan read: a workload changed since
+        (a person resumed or suspended it) is not touched (409). ``state`` is the one
+        the plan was made on, ``pods`` its pods by key, ``plan_id`` the plan's name."""
+        owners = Owners(state.workloads)
+        records = [state.workloads.get(k) for k in move.workloads]
+        missing = [k for k, w in zip(move.workloads, records, strict=True) if w is None]
+        if missing or not records:
+            why = f"workload {', '.join(missing) or '(none)'} not in the cluster state"
+            return [PodResult(p.namespace, p.name, Outcome.FAILED, why) for p in move.pods]
+        pg = self._podgroup_copy(move)
+        now = self.clock()
+        done: set[str] = set()
+        failure = ""
+        refused = False
+        for i, w in enumerate(r for r in records if r is not None):
+            held = pg[1] if pg is not None and i == 0 else None
+            mark = mark_text(plan_id, now, move.for_gang, held)
+            try:
+                await self._patch_workload(w, self._switch(w, True, mark, w.resource_version))
+            except REQUEST_ERRORS as e:
+                failure = f"{w.describe()}: {e}"
+                refused = isinstance(e, ApiError) and e.status in (404, 409)
+                break
+            done.add(w.key)
+            await self._workload_event(w, "Normal", "Suspended", message)
+        if done and pg is not None:
+            r, copy = pg
+            name = copy["metadata"]["name"]
+            try:
+                await self.client.delete(r, name, namespace=move.namespace)
+            except REQUEST_ERRORS as e:  # the next run removes it (heal)
+                log.warning(
+                    "PodGroup %s/%s of a suspended gang not removed: %s", move.namespace, name, e
+                )
+        out = []
+        for pm in move.pods:
+            rec = pods.get(pm.key)
+            top = owners.top_of_pod(rec)[0] if rec is not None else None
+            if top is not None and top.key in done:
+                out.append(
+                    PodResult(pm.namespace, pm.name, Outcome.SUSPENDED, "workload suspended")
+                )
+            elif refused and not done:
+                out.append(PodResult(pm.namespace, pm.name, Outcome.REFUSED, failure))
+            else:
+                out.append(
+                    PodResult(pm.namespace, pm.name, Outcome.FAILED, failure or "not suspended")
+                )
+        return out
+
+    async def _workload_event(
+        self, w: WorkloadRecord, type_: str, reason: str, message: str
+    ) -> None:
+        error = await post_gang_event(
+            self.client, workload_ref(w), type_, reason, message, self.component
+        )
+        if error:
+            log.warning("event on %s not written: %s", w.describe(), error)
+
+    async def _apply(self, res: Resumption) -> Resumed:
+        w = res.workload
+        try:
+            if res.action == "heal" or res.action == "resume":
+                pg = res.mark.podgroup
+                meta = (pg or {}).get("metadata") or {}
+                key = f"{meta.get('namespace') or w.namespace}/{meta.get('name')}"
+                if pg is not None and meta.get("name"):
+                    found = self.view.any_podgroup(key)
+                    r = next(
+                        (
+                            x
+                            for x in PODGROUP_APIS.values()
+                            if x.api_version == pg.get("apiVersion")
+                        ),
+                        VOLCANO_PODGROUPS,
+                    )
+                    if res.action == "heal" and found is not None:
+                        await self.client.delete(found[0], meta["name"], namespace=w.namespace)
+                    elif res.action == "resume" and found is None:
+                        try:
+                            await self.client.create(r, dict(pg), namespace=w.namespace)
+                        except ApiError as e:
+                            if e.status != 409:
+                                raise
+            if res.action == "resume":
+                await self._patch_workload(w, self._switch(w, False, None, w.resource_version))
+                text = f"corral resumed {w.describe()}: {res.reason}"
+                await self._workload_event(w, "Normal", "Resumed", text)
+            elif res.action == "forget":
+                body: Json = {"metadata": {"annotations": {ANNOTATION_SUSPENDED_BY: None}}}
+                body["metadata"]["resourceVersion"] = w.resource_version
+                await self._patch_workload(w, body)
+        except REQUEST_ERRORS as e:
+            log.warning("%s %s: %s", res.action, w.describe(), e)
+            return Resumed(w.describe(), res.action, res.reason, False, str(e))
+        log.info("%s %s: %s", res.action, w.describe(), res.reason)
+        return Resumed(w.describe(), res.action, res.reason)
+
+    async def resume(self, state: ClusterState) -> list[Resumed]:
+        """End the suspensions corral made that are due in ``state``, and heal what a
+        crash left."""
+        return [await self._apply(r) for r in due_resumptions(state, self.config)]
+
+    async def settle(self, outcomes: Sequence[GangOutcome]) -> list[Resumed]:
+        """Wait up to ``moves.resume_wait`` for the gangs room was made for, resuming the
+        workloads suspended for them as they are bound (and those of defragmenting
+        moves once their pods are gone); later runs resume the rest."""
+        wanted = {k for o in outcomes if o.status == "suspended" for k in o.move.workloads}
+        out: list[Resumed] = []
+        deadline = asyncio.get_running_loop().time() + self.config.moves.resume_wait
+        while wanted:
+            state = await self.view.state(self.clock())
+            for r in due_resumptions(state, self.config):
+                if r.workload.key in wanted and r.action == "resume":
+                    done = await self._apply(r)
+                    out.append(done)
+                    wanted.discard(r.workload.key)
+            left = deadline - asyncio.get_running_loop().time()
+            if not wanted or left <= 0 or self.interrupted() is not None:
+                break
+            await asyncio.sleep(min(self.settle_poll, left))
+        return out
