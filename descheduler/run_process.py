@@ -37,10 +37,10 @@ from typing import Any, TextIO
 import orjson
 from aiohttp import web
 from gangplace.engine.timeparse import format_time
+from gangplace.health import health_app
 from gangplace.kube import REQUEST_ERRORS, KubeClient, LeaderElector, new_client
 from gangplace.kube.config import SERVICE_ACCOUNT_DIR
 from prometheus_client import generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from .cluster_view import ClusterView
 from .config import DeschedulerConfig
@@ -116,25 +116,17 @@ class _Status:
 
 
 def _http_app(metrics: Metrics, status: _Status) -> web.Application:
-    async def healthz(request: web.Request) -> web.Response:
-        return web.json_response(status.to_dict(), dumps=lambda o: orjson.dumps(o).decode())
+    """``/healthz`` answers the loop's state, ``/readyz`` whether the informers are
+    synced, ``/metrics`` the runner's metrics with the leader gauge as it is now."""
 
-    async def readyz(request: web.Request) -> web.Response:
-        if not status.synced():
-            return web.Response(status=503, text="informers not synced")
-        return web.Response(text="ok")
-
-    async def metrics_handler(request: web.Request) -> web.Response:
+    def render() -> bytes:
         metrics.leader.set(1 if status.leader() else 0)
-        resp = web.Response(body=generate_latest(metrics.registry))
-        resp.headers["Content-Type"] = CONTENT_TYPE_LATEST
-        return resp
+        return generate_latest(metrics.registry)
 
-    app = web.Application()
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", metrics_handler)
-    return app
+    def not_ready() -> str | None:
+        return None if status.synced() else "informers not synced"
+
+    return health_app(metrics=render, not_ready=not_ready, status=status.to_dict)
 
 
 def _summary(result: RunResult) -> dict[str, Any]:

@@ -21,11 +21,12 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+from gangplace.health import add_health_routes
 
 from .admit import AdmitResult, ReviewError, admit
 from .cluster import ClusterState, NoCluster, SnapshotSource
 from .config import WebhookConfig
-from .metrics import CONTENT_TYPE_LATEST, Metrics
+from .metrics import Metrics
 from .podgroups import PodGroupReconciler
 
 __all__ = [
@@ -197,23 +198,11 @@ async def _mutate(
     return resp
 
 
-async def healthz(request: web.Request) -> web.Response:
-    return web.Response(text="ok")
-
-
-async def readyz(request: web.Request) -> web.Response:
-    app = request.app
+def _not_ready(app: web.Application) -> str | None:
+    """Why ``/readyz`` answers 503: shutting down, or the cluster view not synced."""
     if app[STATE].shutting_down:
-        return web.Response(status=503, text="shutting down")
-    if not app[SOURCE].ready():
-        return web.Response(status=503, text="cluster view not synced")
-    return web.Response(text="ok")
-
-
-async def metrics_handler(request: web.Request) -> web.Response:
-    resp = web.Response(body=request.app[METRICS].render())
-    resp.headers["Content-Type"] = CONTENT_TYPE_LATEST
-    return resp
+        return "shutting down"
+    return None if app[SOURCE].ready() else "cluster view not synced"
 
 
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
@@ -261,9 +250,7 @@ def init_app(
         app[RECONCILER] = reconciler
     app[STATE] = ServerState(admit_fn=admit_fn, background=background)
     app.router.add_post("/mutate", mutate)
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", metrics_handler)
+    add_health_routes(app, metrics=app[METRICS].render, not_ready=lambda: _not_ready(app))
     app.cleanup_ctx.append(_lifecycle)
     app.on_shutdown.append(_on_shutdown)
     return app
