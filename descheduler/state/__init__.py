@@ -2,20 +2,17 @@
 
 from gangplace.engine.selectors import LabelSelector, SelectorError
 
-from .build import ClusterState, state_from_list, state_from_objects
-from .objects import (
+from .build import ClusterState, StateError, state_from_list, state_from_objects
+from .ledger import (
     ANNOTATION_LAST_MOVED,
     ANNOTATION_ROOM_MADE,
-    GPU,
     MOVE_LEDGER,
     EvictedPod,
     MoveLedger,
     RunRecord,
-    StateError,
-    drf_queue,
-    drf_resources,
     ledger_from_json,
 )
+from .shares import GPU, drf_queue, drf_resources
 
 __all__ = [
     "ANNOTATION_LAST_MOVED",

@@ -13,6 +13,7 @@ from gangplace.engine import EngineConfig, Queue, Snapshot, SnapshotError
 from gangplace.engine.objects import (
     PdbRecord,
     PodGroupRecord,
+    RecordError,
     pdb_from_json,
     podgroup_from_json,
     priority_class_from_json,
@@ -20,9 +21,14 @@ from gangplace.engine.objects import (
 )
 from gangplace.engine.workloads import WORKLOAD_KINDS, WorkloadRecord, workload_from_json
 
-from .objects import MOVE_LEDGER, MoveLedger, StateError, drf_queue, ledger_from_json
+from .ledger import MOVE_LEDGER, MoveLedger, ledger_from_json
+from .shares import drf_queue
 
-__all__ = ["ClusterState", "state_from_list", "state_from_objects"]
+__all__ = ["ClusterState", "StateError", "state_from_list", "state_from_objects"]
+
+# An object in the List that cannot be read; the message names it. The engine's record
+# parsers raise it, and so do the state builder and the ledger's parser.
+StateError = RecordError
 
 
 @dataclass(slots=True)

@@ -1,6 +1,6 @@
-"""What the planner reads beside the engine's records of the objects it lists (see
-:mod:`gangplace.engine.objects`): the descheduler's own marks (annotations and the move
-ledger ConfigMap), and queues and PodGroup resources in the units queue shares use."""
+"""The descheduler's own marks, which the planner reads beside the objects it lists:
+the annotations it writes on PodGroups, and the move ledger ConfigMap that carries the
+same facts for units without a PodGroup, with the record of the last run that evicted."""
 
 from __future__ import annotations
 
@@ -10,21 +10,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from gangplace.engine import EngineConfig, Queue
-from gangplace.engine.objects import QueueRecord, RecordError, object_meta, timestamp
+from gangplace.engine.objects import RecordError, object_meta, timestamp
 from gangplace.engine.timeparse import format_time
 
 __all__ = [
     "ANNOTATION_LAST_MOVED",
     "ANNOTATION_ROOM_MADE",
-    "GPU",
     "MOVE_LEDGER",
     "EvictedPod",
     "MoveLedger",
     "RunRecord",
-    "StateError",
-    "drf_queue",
-    "drf_resources",
     "ledger_from_json",
 ]
 
@@ -39,29 +34,6 @@ ANNOTATION_ROOM_MADE = "corral.dev/room-made"
 # units that have no PodGroup to carry them: gangs known only by their pods' keys, and
 # single pods (by their controller, which outlives the pod).
 MOVE_LEDGER = "corral-descheduler-moves"
-# Queue and share figures count GPUs under one name, in thousandths of a GPU.
-GPU = "gpu"
-
-# An object in the List that cannot be read; the message names it. The engine's record
-# parsers raise it, and so does the state builder.
-StateError = RecordError
-
-
-def drf_resources(res: Mapping[str, int], config: EngineConfig) -> dict[str, int]:
-    """Resources in engine units with every GPU resource counted as ``gpu`` in
-    thousandths of a GPU (the unit queue shares are computed in)."""
-    out: dict[str, int] = {}
-    for k, v in res.items():
-        if k in config.gpu_resources:
-            out[GPU] = out.get(GPU, 0) + v * 1000
-        else:
-            out[k] = v
-    return out
-
-
-def drf_queue(q: QueueRecord, config: EngineConfig) -> Queue:
-    """A Volcano Queue as the planner's DRF sees it (capability in share units)."""
-    return Queue(q.name, q.weight, drf_resources(q.capability, config), q.reclaimable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,9 +85,10 @@ class RunRecord:
 
 @dataclass(slots=True)
 class MoveLedger:
-    """``last_moved`` and ``room_made`` by cool-down key (see ``units.cooldown_key``),
-    and the last evicting ``run``. The ConfigMap holds each as JSON under the data key of
-    the same name, written with dashes (``last-moved``, ``room-made``, ``run``)."""
+    """``last_moved`` and ``room_made`` by cool-down key (see
+    :func:`descheduler.gang_views.cooldown_key`), and the last evicting ``run``. The
+    ConfigMap holds each as JSON under the data key of the same name, written with
+    dashes (``last-moved``, ``room-made``, ``run``)."""
 
     last_moved: dict[str, datetime] = field(default_factory=dict)
     room_made: dict[str, datetime] = field(default_factory=dict)
@@ -149,7 +122,8 @@ class MoveLedger:
 
 
 def ledger_from_json(obj: Mapping[str, Any]) -> MoveLedger:
-    """The move ledger ConfigMap; StateError names a key that cannot be read."""
+    """The move ledger ConfigMap; StateError (a RecordError) names a key that cannot be
+    read."""
     ns, name, _ = object_meta(obj, "ConfigMap")
     data = obj.get("data") or {}
     out = MoveLedger()
@@ -171,9 +145,9 @@ def _json_object(raw: Any, what: str) -> dict[str, Any]:
     try:
         doc = json.loads(raw)
     except (TypeError, ValueError):
-        raise StateError(f"{what}: not a JSON object") from None
+        raise RecordError(f"{what}: not a JSON object") from None
     if not isinstance(doc, dict):
-        raise StateError(f"{what}: not a JSON object")
+        raise RecordError(f"{what}: not a JSON object")
     return doc
 
 
@@ -181,17 +155,17 @@ def _run_record(raw: Any, what: str) -> RunRecord:
     doc = _json_object(raw, what)
     started = timestamp(doc.get("started"), f"{what}.started")
     if started is None:
-        raise StateError(f"{what}.started: missing")
+        raise RecordError(f"{what}.started: missing")
     evicted = doc.get("evicted") or []
     if not isinstance(evicted, list):
-        raise StateError(f"{what}.evicted: not a list")
+        raise RecordError(f"{what}.evicted: not a list")
     pods: list[EvictedPod] = []
     for i, e in enumerate(evicted):
         if not isinstance(e, dict) or not isinstance(e.get("name"), str):
-            raise StateError(f"{what}.evicted[{i}]: not a pod")
+            raise RecordError(f"{what}.evicted[{i}]: not a pod")
         gpu = e.get("gpuMilli", 0)
         if not isinstance(gpu, int) or isinstance(gpu, bool) or gpu < 0:
-            raise StateError(f"{what}.evicted[{i}].gpuMilli: not a count")
+            raise RecordError(f"{what}.evicted[{i}].gpuMilli: not a count")
         pods.append(
             EvictedPod(
                 str(e.get("namespace") or ""),
