@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
@@ -13,6 +14,7 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 
+@asynccontextmanager
 async def _serve(app: web.Application) -> AsyncIterator[tuple[aiohttp.ClientSession, str]]:
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
@@ -36,7 +38,7 @@ async def test_plain_health_answers_ok_and_readiness_names_why_not(
 ) -> None:
     why: list[str | None] = ["informers not synced"]
     app = health_app(metrics=lambda: generate_latest(registry), not_ready=lambda: why[0])
-    async for session, url in _serve(app):
+    async with _serve(app) as (session, url):
         async with session.get(f"{url}/healthz") as r:
             assert (r.status, r.content_type, await r.text()) == (200, "text/plain", "ok")
         async with session.get(f"{url}/readyz") as r:
@@ -55,7 +57,7 @@ async def test_health_with_a_state_answers_it_as_json_read_at_each_probe(
         return {"status": "ok", "runs": runs[0], "last_error": None}
 
     app = health_app(metrics=lambda: generate_latest(registry), status=status)
-    async for session, url in _serve(app):
+    async with _serve(app) as (session, url):
         runs[0] = 3
         async with session.get(f"{url}/healthz") as r:
             assert r.content_type == "application/json"
@@ -79,7 +81,7 @@ async def test_each_scrape_renders_the_registry_after_the_callback_refreshes_it(
 
     app.router.add_get("/own", own)
     add_health_routes(app, metrics=render)
-    async for session, url in _serve(app):
+    async with _serve(app) as (session, url):
         async with session.get(f"{url}/metrics") as r:
             assert r.headers["Content-Type"] == CONTENT_TYPE_LATEST
             assert "corral_test_leader 1.0" in await r.text()
