@@ -23,9 +23,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
-from gangplace.engine.arrivals import TracePod
-from gangplace.engine.replay import ReplayContext
 from gangplace.engine.timeparse import format_time
+from gangplace.sim.arrivals import TracePod
+from gangplace.sim.replay import ReplayContext
 
 from .config import DeschedulerConfig
 from .plan import Plan

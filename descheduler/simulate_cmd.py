@@ -30,18 +30,18 @@ from typing import Any
 
 import numpy as np
 from gangplace.engine import Snapshot
-from gangplace.engine.arrivals import TracePod
-from gangplace.engine.replay import ReplayResult
-from gangplace.simulate_cli import (
+from gangplace.sim.arrivals import TracePod
+from gangplace.sim.replay import ReplayResult
+from gangplace.sim.simulate_cli import (
     CliError,
     add_common_arguments,
     add_replay_arguments,
     guarded,
     load_trace_input,
-    prepare_trace,
     print_replay,
     progress_bar,
 )
+from gangplace.sim.trace_run import prepare_trace
 
 from .config import ConfigError, DeschedulerConfig, load_config
 from .replay import PlannerHook, plan_points

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from cluster_builder import as_list, gpu_node, pod
 from gangplace.engine import Snapshot
-from gangplace.engine.arrivals import TracePod
-from gangplace.engine.replay import ReplayContext
-from gangplace.simulate_cli import prepare_trace, run_trace
+from gangplace.sim.arrivals import TracePod
+from gangplace.sim.replay import ReplayContext
+from gangplace.sim.trace_csv import load_nodes, load_pods
+from gangplace.sim.trace_run import prepare_trace, run_trace
 from gangplace.thirdparty import trace_dir
-from gangplace.trace import load_nodes, load_pods
 
 from descheduler import DeschedulerConfig, parse_config, plan, state_from_list
 from descheduler.cli import main

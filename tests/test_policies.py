@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from gangplace.engine import PodRecord
 from gangplace.engine.fragmentation import TargetWorkload, TaskShape
-from gangplace.engine.gorand import GoRand
 from gangplace.engine.policies import (
     POLICIES,
     BestFitPolicy,
@@ -21,7 +20,8 @@ from gangplace.engine.policies import (
 )
 from gangplace.engine.policies.corral import cpu_per_gpu_milli, cpu_stranded
 from gangplace.engine.policies.fgd import fgd_score
-from gangplace.engine.replay import place_one
+from gangplace.sim.go_rand import GoRand
+from gangplace.sim.replay import place_one
 from helpers_trace import cluster, gpu_node, set_free, shape
 
 TOY = TargetWorkload.of(
@@ -159,6 +159,9 @@ def test_registry_builds_every_policy() -> None:
             assert place_one(snap, pod, pol) is not None, name
     with pytest.raises(ValueError, match="unknown policy 'nope'"):
         make_policy("nope", ctx)
+    # The engine owns no random source: Random needs the replay's stream.
+    with pytest.raises(ValueError, match="policy random: draws from the replay's random stream"):
+        make_policy("random", PolicyContext(TOY))
 
 
 def test_cached_scores_follow_node_changes() -> None:

@@ -23,11 +23,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .gang import Gang, GangOptions, place_gang
-from .model import PodShape
+from ..engine.gang import Gang, GangOptions, place_gang
+from ..engine.model import PodShape
+from ..engine.scoring import BinpackScorer, Scorer
+from ..engine.snapshot import PodRecord, Snapshot
 from .replay import place_one
-from .scoring import BinpackScorer, Scorer
-from .snapshot import PodRecord, Snapshot
 
 __all__ = [
     "MODES",

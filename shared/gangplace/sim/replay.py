@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..engine.feasibility import fits
+from ..engine.fragmentation import TargetWorkload, frag_amount, table_for
+from ..engine.model import PodShape
+from ..engine.scoring import Scorer, select_node
+from ..engine.snapshot import PodRecord, Snapshot
 from .arrivals import TracePod
-from .feasibility import fits
-from .fragmentation import TargetWorkload, frag_amount, table_for
-from .model import PodShape
-from .scoring import Scorer, select_node
-from .snapshot import PodRecord, Snapshot
 
 __all__ = [
     "CurvePoint",
