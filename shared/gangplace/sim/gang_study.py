@@ -26,8 +26,8 @@ from typing import Any
 from ..engine.gang import Gang, GangOptions, place_gang
 from ..engine.model import PodShape
 from ..engine.scoring import BinpackScorer, Scorer
+from ..engine.single_pod import place_pod
 from ..engine.snapshot import PodRecord, Snapshot
-from .replay import place_one
 
 __all__ = [
     "MODES",
@@ -155,7 +155,7 @@ class _Sim:
             if shape in failed:
                 return False
             rec = PodRecord("study", f"job{job.id}-{len(job.pods)}", shape)
-            if place_one(self.snap, shape, self.scorer, rec) is None:
+            if place_pod(self.snap, shape, self.scorer, rec) is None:
                 failed.add(shape)
                 return False
             job.pods.append(rec)
