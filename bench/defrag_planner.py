@@ -45,7 +45,8 @@ from gangplace.sim.trace_csv import GPU_NODE_FILE, load_pods, pod_list_path
 from gangplace.sim.trace_run import prepare_trace
 
 from descheduler.config import DeschedulerConfig
-from descheduler.simulate_cmd import replay_with_moves, trace_config
+from descheduler.replay_with_moves import replay_with_moves
+from descheduler.simulate_command import trace_config
 
 _PODS: dict[str, Any] = {}
 

@@ -25,10 +25,10 @@ from .budget import Budget
 from .config import DeschedulerConfig
 from .context import PlanContext
 from .plan import LargestFit, Move, NotMoved, Plan
-from .simulate import evaluate_waiting
 from .state import ClusterState
 from .strategies import defragment, make_room, release_stale_gangs
 from .units import Demand, demand_of
+from .what_if import evaluate_waiting
 
 __all__ = ["MoveError", "apply_moves", "fragmentation_now", "move_verdict", "plan"]
 

@@ -33,8 +33,8 @@ from gangplace.engine.timeparse import format_duration, format_time
 
 from ..context import TIER_PENALTY, PlanContext, Victim, move_way
 from ..plan import Move, PodMove, Unserved
-from ..simulate import Trial, freed, remove_pods, try_move
 from ..units import Demand, GangView
+from ..what_if import Trial, freed, remove_pods, try_move
 
 __all__ = ["ROOM_TAKEN", "Candidates", "make_room"]
 

@@ -24,8 +24,8 @@ from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_t
 
 from ..context import PlanContext, move_way
 from ..plan import Move, PodMove
-from ..simulate import remove_pods
 from ..units import GangView, demand_of
+from ..what_if import remove_pods
 
 if TYPE_CHECKING:
     from gangplace.engine import GangOptions

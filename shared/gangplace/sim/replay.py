@@ -31,6 +31,7 @@ __all__ = [
     "Hook",
     "ReplayContext",
     "ReplayResult",
+    "arrival_steps",
     "replay",
     "summarise",
 ]
@@ -47,6 +48,7 @@ class ReplayContext:
     policy: Scorer
     workload: TargetWorkload
     step: int = 0  # arrivals so far
+    arrived_milli: int = 0  # GPU demand (k x d) arrived so far, unplaced pods included
     pods: list[PodRecord] = field(default_factory=list)  # every pod placed so far
     failed: list[TracePod] = field(default_factory=list)
 
@@ -160,6 +162,22 @@ class _Tracker:
             self.frag_total = float(self.frag.sum())
 
 
+def arrival_steps(
+    arrivals: Sequence[TracePod], capacity_milli: int, pcts: Sequence[float]
+) -> list[int]:
+    """The values of :attr:`ReplayContext.step` at which the arrived GPU demand first
+    reaches each percentage of capacity (the curve's x axis): a hook that acts "at 90%
+    arrived" acts at these. Points past the end are dropped; two percentages reached by
+    the same arrival give one step."""
+    demand = np.cumsum([p.shape.gpu_demand_milli for p in arrivals], dtype=np.int64)
+    out: set[int] = set()
+    for pct in pcts:
+        i = int(np.searchsorted(demand, pct / 100.0 * capacity_milli, side="left"))
+        if i < len(arrivals):
+            out.add(i + 1)
+    return sorted(out)
+
+
 def replay(
     snap: Snapshot,
     arrivals: Sequence[TracePod],
@@ -190,6 +208,7 @@ def replay(
         else:
             ctx.pods.append(rec)
         ctx.step = i + 1
+        ctx.arrived_milli = demand
         if hook is not None:
             hook(ctx)
         tracker.update()
