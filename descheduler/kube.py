@@ -37,8 +37,8 @@ from datetime import datetime
 from typing import Any
 
 from gangplace.engine.gangs import membership
+from gangplace.engine.node_pod_records import PodRecord
 from gangplace.engine.objects import pdb_from_json, podgroup_from_json, queue_from_json
-from gangplace.engine.snapshot import PodRecord
 from gangplace.engine.timeparse import format_time
 from gangplace.engine.workloads import (
     ANNOTATION_SUSPENDED_BY,

@@ -12,8 +12,8 @@ import pytest
 from gangplace.cli import main
 from gangplace.engine import PodShape, Snapshot
 from gangplace.engine.fragmentation import TargetWorkload
+from gangplace.engine.node_pod_records import NodeRecord, PodRecord
 from gangplace.engine.policies import PolicyContext, make_policy
-from gangplace.engine.snapshot import NodeRecord, PodRecord
 from gangplace.sim import relax
 from gangplace.sim.arrivals import TracePod
 from gangplace.sim.limit import MovesHook, OracleHook, needs_at_least

@@ -16,8 +16,9 @@ import numpy.typing as npt
 
 from .feasibility import fits
 from .model import PodShape
+from .node_pod_records import PodRecord
 from .scoring import BinpackScorer, Scorer, select_node
-from .snapshot import PodRecord, Snapshot
+from .snapshot import Snapshot
 
 __all__ = ["place_pod"]
 

@@ -25,9 +25,10 @@ from typing import Any
 
 from ..engine.gang import Gang, GangOptions, place_gang
 from ..engine.model import PodShape
+from ..engine.node_pod_records import PodRecord
 from ..engine.scoring import BinpackScorer, Scorer
 from ..engine.single_pod import place_pod
-from ..engine.snapshot import PodRecord, Snapshot
+from ..engine.snapshot import Snapshot
 
 __all__ = [
     "MODES",

@@ -29,7 +29,8 @@ import numpy as np
 
 from ..engine.feasibility import static_mask
 from ..engine.model import PodShape
-from ..engine.snapshot import PodRecord, Snapshot
+from ..engine.node_pod_records import PodRecord
+from ..engine.snapshot import Snapshot
 from .arrivals import TracePod
 from .moves import fit_with_moves
 from .relax import FEASIBLE, INFEASIBLE, FitModel

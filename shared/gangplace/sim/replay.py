@@ -21,9 +21,10 @@ import numpy as np
 import numpy.typing as npt
 
 from ..engine.fragmentation import TargetWorkload, frag_amount, table_for
+from ..engine.node_pod_records import PodRecord
 from ..engine.scoring import Scorer
 from ..engine.single_pod import place_pod
-from ..engine.snapshot import PodRecord, Snapshot
+from ..engine.snapshot import Snapshot
 from .arrivals import TracePod
 
 __all__ = [
