@@ -41,11 +41,12 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 import numpy as np
 from gangplace.engine.policies import POLICIES
 from gangplace.sim.relayout import lone_share_idle_pct, relayout_idle_pct
-from gangplace.simulate_cli import prepare_trace
-from gangplace.trace import GPU_NODE_FILE, load_pods, pod_list_path
+from gangplace.sim.trace_csv import GPU_NODE_FILE, load_pods, pod_list_path
+from gangplace.sim.trace_run import prepare_trace
 
 from descheduler.config import DeschedulerConfig
-from descheduler.simulate_cmd import replay_with_moves, trace_config
+from descheduler.replay_with_moves import replay_with_moves
+from descheduler.simulate_command import trace_config
 
 _PODS: dict[str, Any] = {}
 

@@ -40,8 +40,8 @@ from gangplace.engine.policies import POLICIES
 from gangplace.sim.limit import MovesHook
 from gangplace.sim.relayout import relayout_idle_pct
 from gangplace.sim.run import run_limit
-from gangplace.simulate_cli import prepare_trace
-from gangplace.trace import GPU_NODE_FILE, load_pods, pod_list_path
+from gangplace.sim.trace_csv import GPU_NODE_FILE, load_pods, pod_list_path
+from gangplace.sim.trace_run import prepare_trace
 
 _PODS: dict[str, Any] = {}
 

@@ -112,7 +112,7 @@ def _reset_peak() -> bool:
 
 def _measure(conn: Connection, url: str, variant: str, page_size: int, repeats: int) -> None:
     from gangplace.engine import EngineConfig, Snapshot
-    from gangplace.engine.snapshot import node_from_json
+    from gangplace.engine.node_pod_records import node_from_json
     from gangplace.kube import ClusterCache, Informer, client_for
     from gangplace.kube.resources import NODES, NON_TERMINAL_PODS, PODS
     from kubernetes_asyncio.client import Configuration

@@ -23,8 +23,8 @@ from typing import Any
 
 from _common import die, parse_seeds, run_all, trace_folder
 from gangplace.engine.policies import PAPER_POLICIES, POLICIES
-from gangplace.simulate_cli import run_trace
-from gangplace.trace import GPU_NODE_FILE, load_pods, pod_list_path, trace_names
+from gangplace.sim.trace_csv import GPU_NODE_FILE, load_pods, pod_list_path, trace_names
+from gangplace.sim.trace_run import run_trace
 
 # The paper's medians (unallocated GPU %, 10 seeds, 130% arrived).
 PAPER = {

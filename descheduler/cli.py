@@ -6,7 +6,7 @@
                            [--kubeconfig F] [--lease-name N] [--lease-namespace NS]
                            [--metrics-host H] [--metrics-port P] [--output text|json]
     corral-descheduler config        every config key, its default and what it means
-    corral-descheduler simulate      trace replay with moves (see simulate_cmd.py)
+    corral-descheduler simulate      trace replay with moves (see replay_with_moves.py)
 
 Exit codes: 0 done, 1 some evictions failed (or the cluster could not be read), 2 bad
 config or input.
@@ -29,7 +29,7 @@ from gangplace.snapshot_io import load_list
 from .config import ConfigError, DeschedulerConfig, load_config, render_defaults
 from .planner import plan
 from .render import render_plan
-from .simulate_cmd import add_simulate_command
+from .simulate_command import add_simulate_command
 from .state import StateError, state_from_list
 
 __all__ = ["SAMPLE", "SAMPLES", "SNAPSHOT_TIME", "main"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gangplace.engine.snapshot import PodRecord
+from gangplace.engine.node_pod_records import PodRecord
 from gangplace.engine.workloads import WorkloadRecord
 from gangplace.kube import KubeClient, event_body, post_event
 

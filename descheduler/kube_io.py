@@ -34,8 +34,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from gangplace.engine.gangs import membership
+from gangplace.engine.node_pod_records import PodRecord
 from gangplace.engine.objects import podgroup_from_json
-from gangplace.engine.snapshot import PodRecord
 from gangplace.engine.timeparse import format_time
 from gangplace.kube import (
     REQUEST_ERRORS,

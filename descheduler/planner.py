@@ -26,9 +26,9 @@ from .config import DeschedulerConfig
 from .gang_demand import Demand, demand_of
 from .plan_context import PlanContext
 from .plan_model import LargestFit, Move, NotMoved, Plan
-from .simulate import evaluate_waiting
 from .state import ClusterState
 from .strategies import defragment, make_room, release_stale_gangs
+from .what_if import evaluate_waiting
 
 __all__ = ["MoveError", "apply_moves", "fragmentation_now", "move_verdict", "plan"]
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from gangplace.engine.snapshot import PodRecord
+from gangplace.engine.node_pod_records import PodRecord
 from gangplace.engine.timeparse import format_time
 from gangplace.engine.workloads import ANNOTATION_SUSPENDED_BY, WorkloadRecord
 from gangplace.kube import REQUEST_ERRORS, ApiError, KubeClient

@@ -23,8 +23,8 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from gangplace.engine.gangs import membership
+from gangplace.engine.node_pod_records import SnapshotError, pod_from_json
 from gangplace.engine.report import render_report
-from gangplace.engine.snapshot import SnapshotError, pod_from_json
 from gangplace.kube import (
     REQUEST_ERRORS,
     ApiError,

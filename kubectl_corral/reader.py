@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from gangplace.engine import EngineConfig, NodeRecord, PodRecord, PodShape, Snapshot
-from gangplace.engine.snapshot import SnapshotError, node_from_json, pod_from_json
+from gangplace.engine.node_pod_records import SnapshotError, node_from_json, pod_from_json
 from gangplace.kube import REQUEST_ERRORS, ApiError, KubeClient, rbac
 from gangplace.kube.resources import (
     COSCHED_PODGROUPS,

@@ -36,13 +36,13 @@ from pathlib import Path
 from typing import Any
 
 from gangplace.engine import PodRecord, PodShape, Snapshot
-from gangplace.engine.arrivals import paper_arrivals
 from gangplace.engine.fragmentation import TargetWorkload
 from gangplace.engine.model import GPU_SHARE_INDEX
 from gangplace.engine.policies import PolicyContext, make_policy
-from gangplace.engine.replay import replay
+from gangplace.sim.arrivals import paper_arrivals
+from gangplace.sim.replay import replay
+from gangplace.sim.trace_csv import GPU_NODE_FILE, load_nodes, load_pods, pod_list_path
 from gangplace.thirdparty import GET_DATA_HINT, trace_dir
-from gangplace.trace import GPU_NODE_FILE, load_nodes, load_pods, pod_list_path
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:

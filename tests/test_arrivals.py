@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gangplace.engine.arrivals import TracePod, paper_arrivals
-from gangplace.engine.gorand import GoRand
+from gangplace.sim.arrivals import TracePod, paper_arrivals
+from gangplace.sim.go_rand import GoRand
+from gangplace.sim.trace_csv import load_pods
 from gangplace.thirdparty import trace_dir
-from gangplace.trace import load_pods
 from helpers_trace import shape
 
 

@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 from cluster_builder import as_list, gpu_node, pod
 from gangplace.engine import Snapshot
-from gangplace.engine.arrivals import TracePod
-from gangplace.engine.replay import ReplayContext
-from gangplace.simulate_cli import prepare_trace, run_trace
+from gangplace.sim.arrivals import TracePod
+from gangplace.sim.replay import ReplayContext, arrival_steps
+from gangplace.sim.trace_csv import load_nodes, load_pods
+from gangplace.sim.trace_run import prepare_trace, run_trace
 from gangplace.thirdparty import trace_dir
-from gangplace.trace import load_nodes, load_pods
 
 from descheduler import DeschedulerConfig, parse_config, plan, state_from_list
 from descheduler.cli import main
-from descheduler.replay import PlannerHook, plan_points
-from descheduler.simulate_cmd import replay_with_moves, trace_config
+from descheduler.replay_with_moves import PlannerHook, replay_with_moves
+from descheduler.simulate_command import trace_config
 
 TRACE = trace_dir(Path(__file__).parent)  # tests marked `trace` run only when it is found
 needs_trace = pytest.mark.trace
@@ -44,12 +44,14 @@ def test_moves_help_later_arrivals_within_the_limit_and_place_everyone_again() -
     without = run_trace(Snapshot(nodes), pods, "fgd", 42)
     run = prepare_trace(Snapshot(nodes), pods, "fgd", 42)
     cap = run.capacity_milli
-    arrived = np.cumsum([p.shape.gpu_demand_milli for p in run.arrivals.pods]).tolist()
-    hook = PlannerHook(trace_config(DeschedulerConfig(), 3), plan_points(
-        run.arrivals.pods, cap, EVERY_10), cap, arrived)  # fmt: skip
+    points = arrival_steps(run.arrivals.pods, cap, EVERY_10)
+    hook = PlannerHook(trace_config(DeschedulerConfig(), 3), points, cap)
     rounds_seen: list[int] = []
 
+    arrived = np.cumsum([p.shape.gpu_demand_milli for p in run.arrivals.pods]).tolist()
+
     def checked(ctx: ReplayContext) -> None:
+        assert ctx.arrived_milli == arrived[ctx.step - 1]  # the replay counts demand
         placed = [p.key for p in ctx.pods if p.node >= 0]
         n = len(hook.rounds)
         hook(ctx)
@@ -88,8 +90,8 @@ def test_plan_points_are_the_first_arrivals_reaching_each_share() -> None:
 
     arrivals = [TracePod(f"p{i}", shape(1000, 1, 500)) for i in range(8)]  # 0.5 GPU each
     # Capacity 2 GPUs: 25% after the 1st arrival, 50% after the 2nd, 100% after the 4th.
-    assert plan_points(arrivals, 2000, [25, 50, 60, 100, 500]) == [1, 2, 3, 4]
-    assert plan_points(arrivals, 2000, [24.9, 25]) == [1]
+    assert arrival_steps(arrivals, 2000, [25, 50, 60, 100, 500]) == [1, 2, 3, 4]
+    assert arrival_steps(arrivals, 2000, [24.9, 25]) == [1]
 
 
 # --- the command ---------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from gangplace.engine import Snapshot
-from gangplace.engine.gangstudy import JobTemplate, jobs_from_pods, run_load, run_study
+from gangplace.sim.gang_study import JobTemplate, jobs_from_pods, run_load, run_study
 from helpers_trace import gpu_node, shape
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from gangplace.engine.gorand import GoRand
+from gangplace.sim.go_rand import GoRand
 
 # Per seed: Int(), Shuffle of 0..11, Intn(8152), Intn(1<<20), Intn(7), Perm(10),
 # Int63n(1000000007), Uint64() -- in that order, from one rand.New(rand.NewSource(seed)).

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 from gangplace.engine import EngineConfig
+from gangplace.engine.node_pod_records import pod_from_json
 from gangplace.engine.objects import pdb_from_json
-from gangplace.engine.snapshot import pod_from_json
 from gangplace.kube import (
     Budget,
     EvictionTarget,

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 from gangplace.engine import EngineConfig, PodRecord, Snapshot
+from gangplace.engine.node_pod_records import node_from_json, pod_from_json
 from gangplace.engine.objects import PdbRecord, PodGroupRecord, QueueRecord
-from gangplace.engine.snapshot import node_from_json, pod_from_json
 from gangplace.kube import ClusterCache, Informer, KubeClient, SnapshotFeed
 from gangplace.kube.resources import NODES, NON_TERMINAL_PODS, PODS
 

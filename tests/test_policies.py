@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gangplace.engine import PodRecord
+from gangplace.engine import PodRecord, place_pod
 from gangplace.engine.fragmentation import TargetWorkload, TaskShape
-from gangplace.engine.gorand import GoRand
 from gangplace.engine.policies import (
     POLICIES,
     BestFitPolicy,
@@ -21,7 +20,7 @@ from gangplace.engine.policies import (
 )
 from gangplace.engine.policies.corral import cpu_per_gpu_milli, cpu_stranded
 from gangplace.engine.policies.fgd import fgd_score
-from gangplace.engine.replay import place_one
+from gangplace.sim.go_rand import GoRand
 from helpers_trace import cluster, gpu_node, set_free, shape
 
 TOY = TargetWorkload.of(
@@ -52,7 +51,7 @@ def test_fgd_example_picks_node_b_gpu0() -> None:
     pod = shape(4000, 1, 300)
     fgd = FgdPolicy(TOY)
     assert fgd.score(snap, pod, np.array([0, 1])).tolist() == [46.0, 50.0]
-    assert place_one(snap, pod, fgd) == (1, (0,))
+    assert place_pod(snap, pod, fgd) == (1, (0,))
     assert snap.gpu_free[1].tolist() == [300, 1000]
 
 
@@ -145,9 +144,9 @@ def test_corral_keeps_cpu_only_pods_off_cpu_tight_gpu_nodes() -> None:
     # CPU-only pod frees no GPU), so the tie goes to the lower rank: the GPU-heavy node.
     fgd_snap = cluster(list(snap.nodes))
     fgd_snap.node_rank = np.array([0, 1])
-    assert place_one(fgd_snap, cpu_pod, FgdPolicy(wl)) == (0, ())
+    assert place_pod(fgd_snap, cpu_pod, FgdPolicy(wl)) == (0, ())
     # corral sees node a lose 8000 / rho of drivable GPU and sends the pod to b.
-    assert place_one(snap, cpu_pod, CorralPolicy(wl)) == (1, ())
+    assert place_pod(snap, cpu_pod, CorralPolicy(wl)) == (1, ())
 
 
 def test_registry_builds_every_policy() -> None:
@@ -156,9 +155,12 @@ def test_registry_builds_every_policy() -> None:
         snap = cluster([gpu_node("a", 64000, 2), gpu_node("b", 64000, 4)])
         pol = make_policy(name, ctx)
         for pod in (shape(1000, 1, 300), shape(2000, 2), shape(500)):
-            assert place_one(snap, pod, pol) is not None, name
+            assert place_pod(snap, pod, pol) is not None, name
     with pytest.raises(ValueError, match="unknown policy 'nope'"):
         make_policy("nope", ctx)
+    # The engine owns no random source: Random needs the replay's stream.
+    with pytest.raises(ValueError, match="policy random: draws from the replay's random stream"):
+        make_policy("random", PolicyContext(TOY))
 
 
 def test_cached_scores_follow_node_changes() -> None:

@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 from gangplace.cli import main
 from gangplace.engine import PodShape, Snapshot
-from gangplace.engine.arrivals import TracePod
 from gangplace.engine.fragmentation import TargetWorkload
+from gangplace.engine.node_pod_records import NodeRecord, PodRecord
 from gangplace.engine.policies import PolicyContext, make_policy
-from gangplace.engine.replay import replay
-from gangplace.engine.snapshot import NodeRecord, PodRecord
 from gangplace.sim import relax
+from gangplace.sim.arrivals import TracePod
 from gangplace.sim.limit import MovesHook, OracleHook, needs_at_least
 from gangplace.sim.moves import fit_with_moves
 from gangplace.sim.relax import FEASIBLE, INFEASIBLE, TIMEOUT, FitModel, offline_bound
+from gangplace.sim.replay import replay
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -6,7 +6,7 @@ import random
 import numpy as np
 import pytest
 from gangplace.engine import EngineConfig, Snapshot
-from gangplace.engine.snapshot import node_from_json, pod_from_json
+from gangplace.engine.node_pod_records import node_from_json, pod_from_json
 from helpers import node_json, pod_json
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gangplace.engine import Snapshot
-from gangplace.engine.arrivals import TracePod, paper_arrivals
 from gangplace.engine.fragmentation import TargetWorkload, node_fragmentation
 from gangplace.engine.policies import PolicyContext, make_policy
-from gangplace.engine.replay import ReplayContext, replay
+from gangplace.sim.arrivals import TracePod, paper_arrivals
+from gangplace.sim.replay import ReplayContext, replay
+from gangplace.sim.trace_csv import TraceError, load_nodes, load_pods
 from gangplace.thirdparty import trace_dir
-from gangplace.trace import TraceError, load_nodes, load_pods
 
 NODES_CSV = "sn,cpu_milli,memory_mib,gpu,model\n"
 PODS_CSV = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"

@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 
 from gangplace.engine import EngineConfig, NodeRecord, PodShape, ShapeError, Snapshot
 from gangplace.engine.model import GPU_SHARE_INDEX, shape_from_pod
-from gangplace.engine.snapshot import node_from_json
+from gangplace.engine.node_pod_records import node_from_json
 from gangplace.kube import Informer, KubeClient
 from gangplace.kube.resources import NODES, NON_TERMINAL_PODS, PODS
 from gangplace.kube.task import BackgroundTask

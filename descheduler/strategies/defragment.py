@@ -34,7 +34,7 @@ from gangplace.engine.policies.corral import cpu_per_gpu_milli, cpu_stranded
 
 from ..plan_context import PlanContext, Victim, move_way
 from ..plan_model import Move, PodMove
-from ..simulate import try_move
+from ..what_if import try_move
 
 __all__ = ["Measure", "defragment"]
 

@@ -35,7 +35,7 @@ from ..gang_demand import Demand
 from ..gang_views import GangView
 from ..plan_context import TIER_PENALTY, PlanContext, Victim, move_way
 from ..plan_model import Move, PodMove, Unserved
-from ..simulate import Trial, freed, remove_pods, try_move
+from ..what_if import Trial, freed, remove_pods, try_move
 
 __all__ = ["ROOM_TAKEN", "Candidates", "make_room"]
 

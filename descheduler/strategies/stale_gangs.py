@@ -26,7 +26,7 @@ from ..gang_demand import demand_of
 from ..gang_views import GangView
 from ..plan_context import PlanContext, move_way
 from ..plan_model import Move, PodMove
-from ..simulate import remove_pods
+from ..what_if import remove_pods
 
 if TYPE_CHECKING:
     from gangplace.engine import GangOptions

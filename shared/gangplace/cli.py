@@ -163,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--json", action="store_true", help="one JSON object instead of text")
     pl.set_defaults(func=cmd_place)
 
-    from .simulate_cli import add_commands
+    from .sim.simulate_cli import add_commands
 
     add_commands(sub)
     from .sim.cli import add_commands as add_sim_commands

@@ -11,7 +11,6 @@ from .gang import (
     GangPlacement,
     TaskRole,
     place_gang,
-    place_pod,
 )
 from .model import (
     NodeSelectorRequirement,
@@ -22,11 +21,13 @@ from .model import (
     Toleration,
     shape_from_pod,
 )
+from .node_pod_records import NodeRecord, PodRecord, SnapshotError
 from .quantity import QuantityError, parse_quantity, to_int, to_milli
 from .queues import Queue, QueueState, WaitingGang, deserved_shares, dominant_share, order_waiting
 from .resources import ResourceError, pod_requests
 from .scoring import BinpackScorer, Scorer, SpreadScorer, select_node
-from .snapshot import NodeRecord, PodRecord, Snapshot, SnapshotError
+from .single_pod import place_pod
+from .snapshot import Snapshot
 
 __all__ = [
     "Assignment",

@@ -28,7 +28,6 @@ __all__ = [
     "GangPlacement",
     "TaskRole",
     "place_gang",
-    "place_pod",
 ]
 
 IntArray = npt.NDArray[np.int64]
@@ -166,26 +165,6 @@ class GangPlacement:
 
     def nodes(self) -> list[str]:
         return sorted({a.node_name for a in self.assignments})
-
-
-def place_pod(
-    snap: Snapshot,
-    shape: PodShape,
-    scorer: Scorer | None = None,
-    allowed: BoolArray | None = None,
-) -> tuple[int, tuple[int, ...]] | None:
-    """Place one pod of ``shape`` on the best node, or return ``None`` if none fits."""
-    scorer = scorer or BinpackScorer()
-    mask = fits(snap, shape)
-    if allowed is not None:
-        mask &= allowed
-    nodes = np.flatnonzero(mask)
-    if nodes.size == 0:
-        return None
-    node = int(nodes[select_node(snap, nodes, scorer.score(snap, shape, nodes))])
-    gpus = scorer.choose_gpus(snap, shape, node)
-    snap.place(shape, node, gpus)
-    return node, gpus
 
 
 class _RoleLoop:

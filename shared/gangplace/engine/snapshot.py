@@ -6,227 +6,39 @@ effective requests of the pods bound to each node. Whole and shared GPUs are tra
 per device in ``gpu_free`` (thousandths of a GPU free on each device, -1 where a node
 has fewer devices than the widest node).
 
-Every change goes through :meth:`Snapshot.place` / :meth:`Snapshot.remove` (or, for a
-caller that follows a live cluster without pod records, :meth:`Snapshot.place_bound` /
-:meth:`Snapshot.unplace`), which keep a journal while a :meth:`fork` is open, so a
-planner can try a move and :meth:`revert` it exactly, or :meth:`commit` it.
+Nodes and pods arrive as the engine's records (``node_pod_records`` reads them from
+the API's JSON). Every change goes through :meth:`Snapshot.place` /
+:meth:`Snapshot.remove` (or, for a caller that follows a live cluster without pod
+records, :meth:`Snapshot.place_bound` / :meth:`Snapshot.unplace`), which keep a journal
+while a :meth:`fork` is open, so a planner can try a move and :meth:`revert` it
+exactly, or :meth:`commit` it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from .config import EngineConfig
-from .model import (
-    GPU_SHARE_INDEX,
-    PodShape,
-    ShapeError,
-    Taint,
-    parse_taints,
-    shape_from_pod,
+from .model import PodShape, Taint
+from .node_pod_records import (
+    NodeRecord,
+    PodRecord,
+    SnapshotError,
+    node_from_json,
+    pod_from_json,
 )
-from .resources import ResourceError, parse_resource_list
 
-__all__ = [
-    "NodeRecord",
-    "PodRecord",
-    "Snapshot",
-    "SnapshotError",
-    "node_from_json",
-    "pod_from_json",
-]
+__all__ = ["Snapshot"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
-# Annotations that are large and never needed for placement decisions.
-_DROP_ANNOTATIONS = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})
 _TERMINAL = frozenset({"Succeeded", "Failed"})
-
-
-class SnapshotError(ValueError):
-    """An object that cannot be read into a snapshot; the message names it."""
-
-
-@dataclass(slots=True)
-class NodeRecord:
-    name: str
-    allocatable: dict[str, int]
-    labels: dict[str, str] = field(default_factory=dict)
-    taints: tuple[Taint, ...] = ()
-    unschedulable: bool = False
-    ready: bool = True
-    gpu_resource: str | None = None
-    gpu_count: int = 0
-    gpu_model: str = ""
-
-
-@dataclass(slots=True)
-class PodRecord:
-    """The fields of a pod that placement and descheduling need, and nothing more."""
-
-    namespace: str
-    name: str
-    shape: PodShape
-    node_name: str = ""
-    uid: str = ""
-    phase: str = "Pending"
-    labels: dict[str, str] = field(default_factory=dict)
-    annotations: dict[str, str] = field(default_factory=dict)
-    owner_kind: str = ""
-    owner_name: str = ""
-    owner_uid: str = ""
-    priority: int = 0
-    priority_class: str = ""
-    created: str = ""
-    scheduler_name: str = ""
-    local_storage: bool = False
-    gpu_index: tuple[int, ...] = ()
-    preemption_policy: str = ""  # spec.preemptionPolicy ("Never": it preempts nobody)
-    # Set by the snapshot: row of the node the pod is bound to (-1: not bound).
-    node: int = -1
-    gpus: tuple[int, ...] = ()
-    slot: int = -1
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-    @property
-    def bound(self) -> bool:
-        return self.node >= 0
-
-
-def _as_str_map(raw: Any, what: str) -> dict[str, str]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise SnapshotError(f"{what}: expected a map of strings")
-    # The API only ever sends strings here; copying at C speed matters for 100k pods.
-    return dict(raw)
-
-
-def node_from_json(obj: Mapping[str, Any], config: EngineConfig | None = None) -> NodeRecord:
-    """A Node object as the API returns it."""
-    cfg = config or EngineConfig()
-    meta = obj.get("metadata") or {}
-    name = meta.get("name")
-    if not isinstance(name, str) or not name:
-        raise SnapshotError("node without metadata.name")
-    status = obj.get("status") or {}
-    spec = obj.get("spec") or {}
-    try:
-        alloc = parse_resource_list(status.get("allocatable") or status.get("capacity"))
-        taints = parse_taints(spec.get("taints"))
-    except (ResourceError, ShapeError) as e:
-        raise SnapshotError(f"node {name}: {e}") from None
-    labels = _as_str_map(meta.get("labels"), f"node {name}: metadata.labels")
-    alloc.setdefault("pods", cfg.default_pods_per_node)
-    gpu_res, gpu_count = None, 0
-    for res in cfg.gpu_resources:
-        if alloc.get(res, 0) > 0:
-            gpu_res, gpu_count = res, alloc.pop(res)
-            break
-    for res in cfg.gpu_resources:
-        alloc.pop(res, None)
-    model = next((labels[k] for k in cfg.gpu_model_labels if labels.get(k)), "")
-    conditions = status.get("conditions")
-    ready = True
-    if conditions:
-        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-    return NodeRecord(
-        name=name,
-        allocatable=alloc,
-        labels=labels,
-        taints=taints,
-        unschedulable=bool(spec.get("unschedulable")),
-        ready=ready,
-        gpu_resource=gpu_res,
-        gpu_count=gpu_count,
-        gpu_model=model,
-    )
-
-
-def _owner(meta: Mapping[str, Any]) -> tuple[str, str, str]:
-    refs = meta.get("ownerReferences") or ()
-    chosen = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
-    if not chosen:
-        return "", "", ""
-    return str(chosen.get("kind", "")), str(chosen.get("name", "")), str(chosen.get("uid", ""))
-
-
-def _has_local_storage(spec: Mapping[str, Any]) -> bool:
-    """hostPath, or an emptyDir on the node's disk (a memory-backed one is lost with the
-    pod anyway and holds nothing a move would lose)."""
-    for v in spec.get("volumes") or ():
-        if not isinstance(v, dict):
-            continue
-        if "hostPath" in v:
-            return True
-        ed = v.get("emptyDir")
-        if "emptyDir" in v and not (isinstance(ed, dict) and ed.get("medium") == "Memory"):
-            return True
-    return False
-
-
-def pod_from_json(
-    obj: Mapping[str, Any],
-    config: EngineConfig | None = None,
-    shapes: dict[PodShape, PodShape] | None = None,
-) -> PodRecord:
-    """A Pod object as the API returns it. ``shapes`` interns equal shapes."""
-    cfg = config or EngineConfig()
-    meta = obj.get("metadata") or {}
-    name = meta.get("name") or meta.get("generateName") or ""
-    ns = meta.get("namespace") or "default"
-    try:
-        shape = shape_from_pod(obj, cfg.gpu_resources)
-    except ShapeError as e:
-        raise SnapshotError(f"pod {ns}/{name}: {e}") from None
-    if shapes is not None:
-        shape = shapes.setdefault(shape, shape)
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    annotations = _as_str_map(meta.get("annotations"), f"pod {ns}/{name}: annotations")
-    for k in _DROP_ANNOTATIONS & annotations.keys():
-        del annotations[k]
-    gpu_index: tuple[int, ...] = ()
-    if annotations.get(GPU_SHARE_INDEX):
-        try:
-            gpu_index = tuple(int(x) for x in annotations[GPU_SHARE_INDEX].split(","))
-        except ValueError:
-            raise SnapshotError(
-                f"pod {ns}/{name}: annotation {GPU_SHARE_INDEX}="
-                f"{annotations[GPU_SHARE_INDEX]!r}: expected comma-separated GPU indices"
-            ) from None
-    kind, owner, owner_uid = _owner(meta)
-    return PodRecord(
-        namespace=ns,
-        name=name,
-        shape=shape,
-        node_name=str(spec.get("nodeName") or ""),
-        uid=str(meta.get("uid") or ""),
-        phase=str(status.get("phase") or "Pending"),
-        labels=_as_str_map(meta.get("labels"), f"pod {ns}/{name}: labels"),
-        annotations=annotations,
-        owner_kind=kind,
-        owner_name=owner,
-        owner_uid=owner_uid,
-        priority=int(spec.get("priority") or 0),
-        priority_class=str(spec.get("priorityClassName") or ""),
-        created=str(meta.get("creationTimestamp") or ""),
-        scheduler_name=str(spec.get("schedulerName") or ""),
-        local_storage=_has_local_storage(spec),
-        gpu_index=gpu_index,
-        preemption_policy=str(spec.get("preemptionPolicy") or ""),
-    )
-
 
 # One journal entry: (sign, node, shape, gpus, pod slot or -1).
 _Entry = tuple[int, int, PodShape, tuple[int, ...], int]

@@ -17,6 +17,7 @@ from dataclasses import fields
 from typing import Any
 
 from ..engine import EngineConfig, NodeRecord, PodRecord, PodShape, Snapshot
+from ..engine.node_pod_records import node_from_json, pod_from_json
 from ..engine.objects import (
     NamespaceRecord,
     PdbRecord,
@@ -29,7 +30,6 @@ from ..engine.objects import (
     priority_class_from_json,
     queue_from_json,
 )
-from ..engine.snapshot import node_from_json, pod_from_json
 from .client import KubeClient
 from .informer import Informer, Json
 from .resources import (

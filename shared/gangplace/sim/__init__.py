@@ -1,3 +1,5 @@
-"""The simulation harness's limits: what any rearrangement could reach on a trace replay
-(the oracle), what any choice of pods could reach (the offline bound), and moves that
-get close (the cheapest moves that let a failed arrival fit)."""
+"""The simulation harness: the engine run over time. The trace replay (pods arrive in
+the FGD paper's order, a policy places each), its arrivals and random source, the trace
+CSVs, the gang deadlock study, and the limits of defragmentation on a replay (the
+oracle, the offline bound, the moves that get close). The engine below it reads no
+clock and no file; this package may."""

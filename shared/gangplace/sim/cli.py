@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import argparse
 
-from ..simulate_cli import (
+from .run import run_limit
+from .simulate_cli import (
     CliError,
     add_common_arguments,
     add_replay_arguments,
     guarded,
     load_trace_input,
-    prepare_trace,
     print_replay,
     progress_bar,
 )
-from .run import run_limit
+from .trace_run import prepare_trace
 
 __all__ = ["add_commands"]
 

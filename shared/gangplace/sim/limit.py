@@ -27,13 +27,14 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.arrivals import TracePod
 from ..engine.feasibility import static_mask
 from ..engine.model import PodShape
-from ..engine.replay import ReplayContext, ReplayResult, summarise
-from ..engine.snapshot import PodRecord, Snapshot
+from ..engine.node_pod_records import PodRecord
+from ..engine.snapshot import Snapshot
+from .arrivals import TracePod
 from .moves import fit_with_moves
 from .relax import FEASIBLE, INFEASIBLE, FitModel
+from .replay import ReplayContext, ReplayResult, summarise
 
 __all__ = [
     "CheckStats",

@@ -19,9 +19,10 @@ import numpy as np
 
 from ..engine.feasibility import fits, static_mask
 from ..engine.model import PodShape
-from ..engine.replay import place_one
+from ..engine.node_pod_records import PodRecord
 from ..engine.scoring import Scorer
-from ..engine.snapshot import PodRecord, Snapshot
+from ..engine.single_pod import place_pod as place_one
+from ..engine.snapshot import Snapshot
 
 __all__ = ["Repair", "evictions_for", "fit_with_moves"]
 

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..engine.model import PodShape
-from ..engine.replay import ReplayResult
-from ..simulate_cli import TraceRun
 from .limit import CheckStats, OracleHook, RelaxedGreedy, relaxed_greedy
 from .relax import OfflineBound, offline_bound
 from .relayout import relayout_idle_pct
+from .replay import ReplayResult
+from .trace_run import TraceRun
 
 __all__ = ["LimitRun", "run_limit"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..scoring import BinpackScorer, Scorer, SpreadScorer
-from .base import CachedScorer, NodeSelector, PolicyContext
+from .base import CachedScorer, NodeSelector, PolicyContext, RandomSource
 from .corral import CorralPolicy
 from .fgd import FgdPolicy
 from .paper import (
@@ -34,13 +34,21 @@ __all__ = [
     "NodeSelector",
     "PolicyContext",
     "RandomPolicy",
+    "RandomSource",
     "make_policy",
 ]
 
 PolicyFactory = Callable[[PolicyContext], Scorer]
 
+
+def _stream(ctx: PolicyContext) -> RandomSource:
+    if ctx.rng is None:
+        raise ValueError("policy random: draws from the replay's random stream; none was given")
+    return ctx.rng
+
+
 POLICIES: dict[str, PolicyFactory] = {
-    "random": lambda ctx: RandomPolicy(ctx.rng),
+    "random": lambda ctx: RandomPolicy(_stream(ctx)),
     "dotprod": lambda ctx: DotProdPolicy(),
     "gpuclustering": lambda ctx: GpuClusteringPolicy(),
     "gpupacking": lambda ctx: GpuPackingPolicy(),

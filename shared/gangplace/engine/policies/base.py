@@ -15,7 +15,6 @@ import numpy as np
 import numpy.typing as npt
 
 from ..fragmentation import TargetWorkload
-from ..gorand import GoRand
 from ..model import PodShape
 from ..snapshot import Snapshot
 
@@ -23,6 +22,7 @@ __all__ = [
     "CachedScorer",
     "NodeSelector",
     "PolicyContext",
+    "RandomSource",
     "exclusive_gpus",
     "free_cpu",
     "tightest_gpu",
@@ -35,13 +35,23 @@ MAX_SPEC_CPU = 128_000  # the paper's normalisers: a 128-core, 8-GPU node
 MAX_SPEC_GPU = 8_000
 
 
+class RandomSource(Protocol):
+    """A stream of random draws, as Go's ``rand.Intn`` makes them. The trace replay
+    passes its Go-compatible stream (``gangplace.sim.go_rand``), so Random draws what
+    the paper's scheduler draws; the engine itself owns no random source."""
+
+    def intn(self, n: int) -> int:
+        """A number in [0, n)."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class PolicyContext:
     """What a policy may need: the target workload M (FGD and its kin) and the
     replay's random stream (Random draws from it, as the paper's scheduler does)."""
 
     workload: TargetWorkload
-    rng: GoRand | None = None
+    rng: RandomSource | None = None
 
 
 @runtime_checkable

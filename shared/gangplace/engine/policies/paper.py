@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..gorand import GoRand
 from ..model import PodShape
 from ..scoring import select_node
 from ..snapshot import Snapshot
@@ -20,6 +19,7 @@ from .base import (
     CachedScorer,
     FloatArray,
     IntArray,
+    RandomSource,
     exclusive_gpus,
     free_cpu,
     tightest_gpu,
@@ -54,8 +54,8 @@ class RandomPolicy:
 
     name = "random"
 
-    def __init__(self, rng: GoRand | None = None, seed: int = 42) -> None:
-        self.rng = rng if rng is not None else GoRand(seed)
+    def __init__(self, rng: RandomSource) -> None:
+        self.rng = rng
 
     def select(self, snap: Snapshot, shape: PodShape, nodes: IntArray) -> int:
         order = np.argsort(snap.node_rank[nodes], kind="stable")

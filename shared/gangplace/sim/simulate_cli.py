@@ -12,30 +12,34 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-from .engine import Snapshot
-from .engine.arrivals import Arrivals, TracePod, paper_arrivals
-from .engine.fragmentation import TargetWorkload
-from .engine.gangstudy import MODES, JobTemplate, LoadResult, jobs_from_pods, run_study
-from .engine.model import PodShape
-from .engine.policies import POLICIES, PolicyContext, make_policy
-from .engine.replay import Hook, ReplayResult, replay
-from .engine.scoring import Scorer
-from .snapshot_io import load_snapshot
-from .trace import GPU_NODE_FILE, TraceError, find_trace_dir, load_nodes, load_pods, pod_list_path
+from ..engine import Snapshot
+from ..engine.fragmentation import TargetWorkload
+from ..engine.model import PodShape
+from ..engine.policies import POLICIES, PolicyContext, make_policy
+from ..snapshot_io import load_snapshot
+from .arrivals import TracePod
+from .gang_study import MODES, JobTemplate, LoadResult, jobs_from_pods, run_study
+from .replay import ReplayResult
+from .trace_csv import (
+    GPU_NODE_FILE,
+    TraceError,
+    find_trace_dir,
+    load_nodes,
+    load_pods,
+    pod_list_path,
+)
+from .trace_run import TraceSetupError, run_trace
 
 __all__ = [
     "CliError",
     "TraceInput",
-    "TraceRun",
     "add_commands",
     "add_common_arguments",
     "add_replay_arguments",
     "guarded",
     "load_trace_input",
-    "prepare_trace",
     "print_replay",
     "progress_bar",
-    "run_trace",
 ]
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
@@ -87,65 +91,6 @@ def _load(flag: str, fn: Callable[[], T]) -> T:
         return fn()
     except (TraceError, ValueError) as e:
         raise CliError(f"{flag}: {e}") from None
-
-
-@dataclass(slots=True)
-class TraceRun:
-    """One replay set up as the paper runs it, ready for :func:`replay`: the cluster with
-    the seed's node ranks, the seed's arrivals, M from the original pod list, and the
-    policy. A caller that moves pods (``corral-descheduler simulate``) builds its hook
-    from these before it replays."""
-
-    snap: Snapshot
-    arrivals: Arrivals
-    workload: TargetWorkload
-    scorer: Scorer
-
-    @property
-    def capacity_milli(self) -> int:
-        return int(self.snap.gpu_total.sum()) * 1000
-
-    def replay(
-        self, hook: Hook | None = None, progress: Callable[[int, int], None] | None = None
-    ) -> ReplayResult:
-        pods = self.arrivals.pods
-        return replay(self.snap, pods, self.scorer, self.workload, hook=hook, progress=progress)
-
-
-def prepare_trace(
-    nodes_or_snapshot: Path | Snapshot,
-    pods: list[TracePod],
-    policy: str,
-    seed: int,
-    inflate: float = 1.3,
-) -> TraceRun:
-    """Arrivals and node ranks for ``seed``, M from the original pod list, the policy."""
-    snap = (
-        nodes_or_snapshot
-        if isinstance(nodes_or_snapshot, Snapshot)
-        else Snapshot(load_nodes(nodes_or_snapshot))
-    )
-    capacity = int(snap.gpu_total.sum()) * 1000
-    if capacity == 0:
-        raise CliError("the cluster has no GPU nodes")
-    arr = paper_arrivals(pods, snap.n_nodes, capacity, seed, inflate)
-    snap.node_rank = arr.node_rank
-    workload = TargetWorkload.from_shapes([p.shape for p in pods])
-    scorer = make_policy(policy, PolicyContext(workload, arr.rng))
-    return TraceRun(snap, arr, workload, scorer)
-
-
-def run_trace(
-    nodes_or_snapshot: Path | Snapshot,
-    pods: list[TracePod],
-    policy: str,
-    seed: int,
-    inflate: float = 1.3,
-    progress: Callable[[int, int], None] | None = None,
-) -> ReplayResult:
-    """One replay as the paper runs it: arrivals and node ranks for ``seed``, M from the
-    original pod list, then the policy."""
-    return prepare_trace(nodes_or_snapshot, pods, policy, seed, inflate).replay(progress=progress)
 
 
 def _print_curve(res: ReplayResult, every: int) -> None:
@@ -354,13 +299,13 @@ def cmd_gangstudy(args: argparse.Namespace) -> int:
 def guarded(
     fn: Callable[[argparse.Namespace], int], prog: str = "gangplace"
 ) -> Callable[[argparse.Namespace], int]:
-    """``fn`` with a :class:`CliError` printed as ``PROG COMMAND: message`` on stderr and
-    exit code 2."""
+    """``fn`` with a :class:`CliError` (or a cluster the run cannot start from) printed
+    as ``PROG COMMAND: message`` on stderr and exit code 2."""
 
     def run(args: argparse.Namespace) -> int:
         try:
             return fn(args)
-        except CliError as e:
+        except (CliError, TraceSetupError) as e:
             print(f"{prog} {args.command}: {e}", file=sys.stderr)
             return EXIT_BAD_INPUT
 

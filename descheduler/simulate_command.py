@@ -23,35 +23,29 @@ them -- and ``defragment.min_gain_gpus`` from ``--min-gain`` and no
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-from gangplace.engine import Snapshot
-from gangplace.engine.arrivals import TracePod
-from gangplace.engine.replay import ReplayResult
-from gangplace.simulate_cli import (
+from gangplace.sim.replay import ReplayResult
+from gangplace.sim.simulate_cli import (
     CliError,
     add_common_arguments,
     add_replay_arguments,
     guarded,
     load_trace_input,
-    prepare_trace,
     print_replay,
     progress_bar,
 )
+from gangplace.sim.trace_run import prepare_trace
 
 from .config import ConfigError, DeschedulerConfig, load_config
-from .replay import PlannerHook, plan_points
+from .replay_with_moves import PlannerHook, replay_with_moves
 
 __all__ = [
     "add_simulate_command",
     "cmd_simulate",
     "moves_summary",
     "plan_percentages",
-    "replay_with_moves",
     "simulate_config",
     "trace_config",
 ]
@@ -144,28 +138,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     extra = moves_summary(res, hook, args.max_moves, baseline)
     print_replay(res, args, data.pods_path, extra, notes=_notes(extra))
     return EXIT_OK
-
-
-def replay_with_moves(
-    cluster: Path | Snapshot,
-    pods: list[TracePod],
-    policy: str,
-    seed: int,
-    inflate: float,
-    config: DeschedulerConfig,
-    pcts: Sequence[float],
-    progress: Callable[[int, int], None] | None = None,
-) -> tuple[ReplayResult, PlannerHook]:
-    """One replay as ``gangplace simulate`` runs it, with the planner at ``pcts`` (% of
-    capacity arrived). ``seconds`` in the result includes the planning."""
-    run = prepare_trace(cluster, pods, policy, seed, inflate)
-    arrived = np.cumsum([p.shape.gpu_demand_milli for p in run.arrivals.pods], dtype=np.int64)
-    points = plan_points(run.arrivals.pods, run.capacity_milli, pcts)
-    hook = PlannerHook(config, points, run.capacity_milli, arrived.tolist())
-    start = time.perf_counter()
-    res = run.replay(hook=hook, progress=progress)
-    res.seconds = time.perf_counter() - start
-    return res, hook
 
 
 def moves_summary(

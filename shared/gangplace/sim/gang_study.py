@@ -23,11 +23,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .gang import Gang, GangOptions, place_gang
-from .model import PodShape
-from .replay import place_one
-from .scoring import BinpackScorer, Scorer
-from .snapshot import PodRecord, Snapshot
+from ..engine.gang import Gang, GangOptions, place_gang
+from ..engine.model import PodShape
+from ..engine.node_pod_records import PodRecord
+from ..engine.scoring import BinpackScorer, Scorer
+from ..engine.single_pod import place_pod
+from ..engine.snapshot import Snapshot
 
 __all__ = [
     "MODES",
@@ -155,7 +156,7 @@ class _Sim:
             if shape in failed:
                 return False
             rec = PodRecord("study", f"job{job.id}-{len(job.pods)}", shape)
-            if place_one(self.snap, shape, self.scorer, rec) is None:
+            if place_pod(self.snap, shape, self.scorer, rec) is None:
                 failed.add(shape)
                 return False
             job.pods.append(rec)

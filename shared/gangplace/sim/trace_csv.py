@@ -13,9 +13,9 @@ import csv
 from collections.abc import Iterator
 from pathlib import Path
 
-from .engine import NodeRecord, PodShape
-from .engine.arrivals import TracePod
-from .thirdparty import GET_DATA_HINT, TRACE, TRACE_NODE_FILE, trace_dir
+from ..engine import NodeRecord, PodShape
+from ..thirdparty import GET_DATA_HINT, TRACE, TRACE_NODE_FILE, trace_dir
+from .arrivals import TracePod
 
 __all__ = [
     "DEFAULT_TRACE_DIR",

@@ -1,8 +1,8 @@
 """Trace replay: pods arrive one at a time and a policy places each, as in the FGD paper.
 
 :func:`replay` is a pure loop over a snapshot. Each pod goes to the node its policy
-picks among the nodes that fit (a single candidate is taken without scoring, as the
-kube-scheduler does); a pod that fits nowhere stays unallocated and is never retried.
+picks among the nodes that fit (the engine's single-pod placer, ``place_pod``); a pod
+that fits nowhere stays unallocated and is never retried.
 Between arrivals an optional *hook* sees the snapshot and the placed pods and may move
 pods (remove, then place again) -- the descheduler runs its planner there. After every
 arrival (and the hook) one row records the GPU demand arrived so far, the GPU
@@ -20,46 +20,25 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..engine.fragmentation import TargetWorkload, frag_amount, table_for
+from ..engine.node_pod_records import PodRecord
+from ..engine.scoring import Scorer
+from ..engine.single_pod import place_pod
+from ..engine.snapshot import Snapshot
 from .arrivals import TracePod
-from .feasibility import fits
-from .fragmentation import TargetWorkload, frag_amount, table_for
-from .model import PodShape
-from .scoring import Scorer, select_node
-from .snapshot import PodRecord, Snapshot
 
 __all__ = [
     "CurvePoint",
     "Hook",
     "ReplayContext",
     "ReplayResult",
-    "place_one",
+    "arrival_steps",
     "replay",
     "summarise",
 ]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
-
-
-def place_one(
-    snap: Snapshot, shape: PodShape, policy: Scorer, pod: PodRecord | None = None
-) -> tuple[int, tuple[int, ...]] | None:
-    """Place one pod where ``policy`` says, or return None if no node fits."""
-    nodes = np.flatnonzero(fits(snap, shape))
-    if nodes.size == 0:
-        return None
-    if nodes.size == 1:
-        node = int(nodes[0])
-    else:
-        select = getattr(policy, "select", None)
-        if select is not None:
-            pos = int(select(snap, shape, nodes))
-        else:
-            pos = select_node(snap, nodes, policy.score(snap, shape, nodes))
-        node = int(nodes[pos])
-    gpus = policy.choose_gpus(snap, shape, node)
-    snap.place(shape, node, gpus, pod=pod)
-    return node, gpus
 
 
 @dataclass(slots=True)
@@ -70,6 +49,7 @@ class ReplayContext:
     policy: Scorer
     workload: TargetWorkload
     step: int = 0  # arrivals so far
+    arrived_milli: int = 0  # GPU demand (k x d) arrived so far, unplaced pods included
     pods: list[PodRecord] = field(default_factory=list)  # every pod placed so far
     failed: list[TracePod] = field(default_factory=list)
 
@@ -88,7 +68,7 @@ class ReplayContext:
 
     def place(self, pod: PodRecord) -> bool:
         """Place an unbound pod where the replay's policy says; False if none fits."""
-        return place_one(self.snap, pod.shape, self.policy, pod) is not None
+        return place_pod(self.snap, pod.shape, self.policy, pod) is not None
 
 
 Hook = Callable[[ReplayContext], None]
@@ -183,6 +163,22 @@ class _Tracker:
             self.frag_total = float(self.frag.sum())
 
 
+def arrival_steps(
+    arrivals: Sequence[TracePod], capacity_milli: int, pcts: Sequence[float]
+) -> list[int]:
+    """The values of :attr:`ReplayContext.step` at which the arrived GPU demand first
+    reaches each percentage of capacity (the curve's x axis): a hook that acts "at 90%
+    arrived" acts at these. Points past the end are dropped; two percentages reached by
+    the same arrival give one step."""
+    demand = np.cumsum([p.shape.gpu_demand_milli for p in arrivals], dtype=np.int64)
+    out: set[int] = set()
+    for pct in pcts:
+        i = int(np.searchsorted(demand, pct / 100.0 * capacity_milli, side="left"))
+        if i < len(arrivals):
+            out.add(i + 1)
+    return sorted(out)
+
+
 def replay(
     snap: Snapshot,
     arrivals: Sequence[TracePod],
@@ -208,11 +204,12 @@ def replay(
     for i, tp in enumerate(arrivals):
         demand += tp.shape.gpu_demand_milli
         rec = PodRecord(namespace, f"{tp.name}-{i}", tp.shape)
-        if place_one(snap, tp.shape, policy, rec) is None:
+        if place_pod(snap, tp.shape, policy, rec) is None:
             ctx.failed.append(tp)
         else:
             ctx.pods.append(rec)
         ctx.step = i + 1
+        ctx.arrived_milli = demand
         if hook is not None:
             hook(ctx)
         tracker.update()

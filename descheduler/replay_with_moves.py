@@ -1,6 +1,8 @@
-"""Trace replay with moves: the engine's replay (pods arrive in the paper's order, each
-placed by the policy or left unallocated) with the descheduler's planner run between
-arrivals at chosen points, and its moves made on the replay's cluster.
+"""Trace replay with moves: the simulation harness's replay (``gangplace.sim``: pods
+arrive in the paper's order, each placed by the policy or left unallocated) with the
+descheduler's planner as its hook, run between arrivals at chosen points, and its moves
+made on the replay's cluster. The loop, the arrivals and the curve are the harness's;
+what is here is what the descheduler adds: the planning rounds.
 
 At each point the planner sees the replay's snapshot as a cluster state (every placed
 pod Running, made by a controller, so it may be moved), plans with the replay's own
@@ -17,42 +19,30 @@ replay writes on moved pods, as the runner writes it on PodGroups) counts in rou
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-from gangplace.engine.arrivals import TracePod
-from gangplace.engine.replay import ReplayContext
+from gangplace.engine import Snapshot
 from gangplace.engine.timeparse import format_time
+from gangplace.sim.arrivals import TracePod
+from gangplace.sim.replay import ReplayContext, ReplayResult, arrival_steps
+from gangplace.sim.trace_run import prepare_trace
 
 from .config import DeschedulerConfig
 from .plan_model import Plan
 from .planner import MoveError, apply_moves, plan
 from .state import ANNOTATION_LAST_MOVED, ClusterState
 
-__all__ = ["T0", "MoveError", "PlannerHook", "Round", "plan_points"]
+__all__ = ["T0", "MoveError", "PlannerHook", "Round", "replay_with_moves"]
 
 # The virtual clock's start; only differences matter.
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 # What a trace pod is taken to be: a Running pod made by a controller.
 OWNER_KIND = "ReplicaSet"
-
-
-def plan_points(
-    arrivals: Sequence[TracePod], capacity_milli: int, pcts: Sequence[float]
-) -> list[int]:
-    """The arrival counts after which to plan: for each percentage of capacity, the first
-    arrival at which the arrived GPU demand reaches it (points past the end are dropped;
-    two percentages reached by the same arrival give one point)."""
-    demand = np.cumsum([p.shape.gpu_demand_milli for p in arrivals], dtype=np.int64)
-    out: set[int] = set()
-    for pct in pcts:
-        i = int(np.searchsorted(demand, pct / 100.0 * capacity_milli, side="left"))
-        if i < len(arrivals):
-            out.add(i + 1)
-    return sorted(out)
 
 
 @dataclass(slots=True)
@@ -88,16 +78,11 @@ class PlannerHook:
     """The replay hook: plans at ``points`` (arrival counts) and makes the moves."""
 
     def __init__(
-        self,
-        config: DeschedulerConfig,
-        points: Sequence[int],
-        capacity_milli: int,
-        arrived_milli: Sequence[int] | None = None,
+        self, config: DeschedulerConfig, points: Sequence[int], capacity_milli: int
     ) -> None:
         self.config = config
         self.points = set(points)
         self.capacity = capacity_milli
-        self._arrived = list(arrived_milli) if arrived_milli is not None else None
         self.rounds: list[Round] = []
         self.moved_pods: set[str] = set()  # keys of every pod moved at least once
         self._seen = 0  # pods of ctx.pods already made Running
@@ -154,7 +139,7 @@ class PlannerHook:
                 pod.node_name = snap.node_names[pod.node]
                 pod.annotations[ANNOTATION_LAST_MOVED] = stamp
                 self.moved_pods.add(pm.key)
-        arrived = self._arrived[ctx.step - 1] if self._arrived is not None else 0
+        arrived = ctx.arrived_milli
         self.rounds.append(
             Round(
                 step=ctx.step,
@@ -170,3 +155,22 @@ class PlannerHook:
             )
         )
         self.last_plan = result
+
+
+def replay_with_moves(
+    cluster: Path | Snapshot,
+    pods: list[TracePod],
+    policy: str,
+    seed: int,
+    inflate: float,
+    config: DeschedulerConfig,
+    pcts: Sequence[float],
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[ReplayResult, PlannerHook]:
+    """One replay as ``gangplace simulate`` runs it (the same seed, arrivals and
+    policy), with the planner at ``pcts`` (% of capacity arrived). ``seconds`` in the
+    result includes the planning."""
+    run = prepare_trace(cluster, pods, policy, seed, inflate)
+    points = arrival_steps(run.arrivals.pods, run.capacity_milli, pcts)
+    hook = PlannerHook(config, points, run.capacity_milli)
+    return run.replay(hook=hook, progress=progress), hook
