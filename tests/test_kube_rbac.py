@@ -302,10 +302,12 @@ async def exercise_webhook(api: ApiServer, kube: KubeClient, backend: str) -> No
     self-signed certificate (Secret, caBundle, a renewal)."""
     from gangplace.kube.resources import COSCHED_PODGROUPS, VOLCANO_PODGROUPS
 
-    from webhook.kube import PodGroupApi, SecretCertStore
+    from webhook.kube import PodGroupApi
     from webhook.live import InformerSource
     from webhook.podgroups import Existing, OwnerRef, PodGroupIntent
-    from webhook.tls import SelfSignedManager, server_context
+    from webhook.tls.contexts import server_context
+    from webhook.tls.rotation import SelfSignedManager
+    from webhook.tls.store import SecretCertStore
 
     mwc = {
         "apiVersion": "admissionregistration.k8s.io/v1",

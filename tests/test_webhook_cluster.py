@@ -34,7 +34,8 @@ from webhook.live import InformerSource
 from webhook.metrics import Metrics
 from webhook.podgroups import PodGroupReconciler, RetryPolicy
 from webhook.server import graceful_stop, init_app, start
-from webhook.tls import client_context, load_pair, new_bundle, server_context
+from webhook.tls.certificates import new_bundle
+from webhook.tls.contexts import client_context, load_pair, server_context
 
 BUNDLE = new_bundle("corral-webhook", "corral-system", dt.datetime.now(dt.UTC), ips=["127.0.0.1"])
 

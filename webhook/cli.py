@@ -20,13 +20,9 @@ from .config import ConfigError, WebhookConfig, load_config
 from .metrics import Metrics
 from .podgroups import PodGroupReconciler
 from .server import init_app, run_until_signal, start
-from .tls import (
-    CertReloader,
-    CertStore,
-    MemoryCertStore,
-    SelfSignedManager,
-    server_context,
-)
+from .tls.contexts import server_context
+from .tls.rotation import CertReloader, SelfSignedManager
+from .tls.store import CertStore, MemoryCertStore
 
 if TYPE_CHECKING:
     from gangplace.kube import KubeClient
@@ -135,7 +131,7 @@ async def _serve_with(
     if args.self_signed:
         store: CertStore
         if kube is not None:
-            from .kube import SecretCertStore
+            from .tls.store import SecretCertStore
 
             store = SecretCertStore(
                 kube,
