@@ -33,8 +33,10 @@ the two Event APIs (core/v1 and events.k8s.io/v1) are stored separately.
 
 from .app import Settings, make_app
 from .faults import Faults, RequestRecord
+from .resources import ResourceType
 from .server import CLIENT_HEADER, ApiServer
-from .store import ApiStatusError, ApiStore, ResourceType
+from .status import ApiStatusError
+from .store import ApiStore
 
 __all__ = [
     "CLIENT_HEADER",
