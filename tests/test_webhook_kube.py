@@ -29,8 +29,9 @@ from tests.kubeapi import ApiServer, ResourceType
 from tests.kubeapi import objects as o
 from webhook.admit import AdmitResult, admit
 from webhook.config import WebhookConfig, parse_config
-from webhook.kube import PodGroupApi, owner_resource
-from webhook.podgroups import OwnerHint, OwnerRef, PodGroupReconciler, RetryPolicy
+from webhook.podgroups.api import PodGroupApi, owner_resource
+from webhook.podgroups.intent import OwnerHint, OwnerRef
+from webhook.podgroups.reconciler import PodGroupReconciler, RetryPolicy
 from webhook.tls.certificates import TlsBundle
 from webhook.tls.contexts import server_context
 from webhook.tls.rotation import SelfSignedManager

@@ -27,8 +27,8 @@ from tests.kubeapi import ApiServer, ResourceType
 from tests.kubeapi import objects as o
 from webhook.admit import decode_patch
 from webhook.config import WebhookConfig
-from webhook.kube import PodGroupApi
-from webhook.podgroups import PodGroupReconciler, RetryPolicy
+from webhook.podgroups.api import PodGroupApi
+from webhook.podgroups.reconciler import PodGroupReconciler, RetryPolicy
 from webhook.server import graceful_stop, init_app, start
 from webhook.tls.certificates import new_bundle
 from webhook.tls.contexts import client_context, load_pair, server_context

@@ -18,7 +18,7 @@ from .backends import dialect_for
 from .cluster import ClusterState, NoCluster, SnapshotSource, StaticSource
 from .config import ConfigError, WebhookConfig, load_config
 from .metrics import Metrics
-from .podgroups import PodGroupReconciler
+from .podgroups.reconciler import PodGroupReconciler
 from .server import init_app, run_until_signal, start
 from .tls.contexts import server_context
 from .tls.rotation import CertReloader, SelfSignedManager
@@ -89,8 +89,8 @@ def _reconciler(
     """PodGroups are made when there is an API server and the backend has them."""
     if kube is None or dialect_for(config).podgroup is None:
         return None
-    from .ensure import OwnerPodGroups
-    from .kube import PodGroupApi
+    from .podgroups.api import PodGroupApi
+    from .podgroups.from_workload import OwnerPodGroups
 
     api = PodGroupApi(kube)
     return PodGroupReconciler(

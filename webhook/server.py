@@ -26,7 +26,7 @@ from .admit import AdmitResult, ReviewError, admit
 from .cluster import ClusterState, NoCluster, SnapshotSource
 from .config import WebhookConfig
 from .metrics import CONTENT_TYPE_LATEST, Metrics
-from .podgroups import PodGroupReconciler
+from .podgroups.reconciler import PodGroupReconciler
 
 __all__ = [
     "CONFIG",

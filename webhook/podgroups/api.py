@@ -1,10 +1,10 @@
-"""The webhook's writes to the API server, through the kube layer's :class:`KubeClient`
-(every call declared in :data:`gangplace.kube.API_CALLS`).
+"""The PodGroup reconciler's calls to the API server, through the kube layer's
+:class:`KubeClient` (every call declared in :data:`gangplace.kube.API_CALLS`).
 
-* :class:`PodGroupApi` gives the :class:`~webhook.podgroups.PodGroupReconciler` its
-  ``create``, ``resolve_owner`` and ``existing`` functions for Volcano
-  (``scheduling.volcano.sh/v1beta1``) and scheduler-plugins
-  (``scheduling.x-k8s.io/v1alpha1``) PodGroups.
+:class:`PodGroupApi` gives the :class:`~webhook.podgroups.reconciler.PodGroupReconciler`
+its ``create``, ``resolve_owner``, ``existing``, ``update`` and ``remove`` functions for
+Volcano (``scheduling.volcano.sh/v1beta1``) and scheduler-plugins
+(``scheduling.x-k8s.io/v1alpha1``) PodGroups.
 
 Owner uids. The uid of a gang's owner is learnt, first, from the admission of one of
 its pods or child workloads (their ``ownerReferences`` name it with its uid: no API
@@ -31,11 +31,12 @@ from gangplace.kube.resources import (
     Resource,
 )
 
-from .keys import MANAGED_BY
-from .podgroups import Existing, OwnerRef, PodGroupIntent, Removed
+from ..keys import MANAGED_BY
+from .intent import Existing, OwnerRef, PodGroupIntent, Removed
 
 __all__ = ["PodGroupApi", "owner_resource"]
 
+# The name the webhook has always logged its PodGroup calls under.
 log = logging.getLogger("webhook.kube")
 
 _PODGROUPS = {r.group: r for r in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS)}
@@ -72,7 +73,7 @@ def _describe(refs: Sequence[Mapping[str, Any]]) -> str:
 
 
 class PodGroupApi:
-    """PodGroups over the API server, for :class:`~webhook.podgroups.PodGroupReconciler`:
+    """PodGroups over the API server, for :class:`~webhook.podgroups.reconciler.PodGroupReconciler`:
     ``PodGroupReconciler(api.create, api.resolve_owner, existing=api.existing,
     update=api.update, remove=api.remove, ...)``."""
 
@@ -105,7 +106,7 @@ class PodGroupApi:
         return obj
 
     async def existing(self, intent: PodGroupIntent, owner: OwnerRef | None) -> Existing:
-        """See :class:`~webhook.podgroups.Existing`. A pod whose gang's PodGroup is owned
+        """See :class:`~webhook.podgroups.intent.Existing`. A pod whose gang's PodGroup is owned
         by pods only joins their owners (a guarded JSON patch, retried when the PodGroup
         changed in between): it is garbage-collected once the last of them is gone."""
 
@@ -140,7 +141,7 @@ class PodGroupApi:
     async def update(
         self, intent: PodGroupIntent, owner: OwnerRef | None, body: dict[str, Any]
     ) -> Existing:
-        """See :class:`~webhook.podgroups.UpdateFn`: a scaled workload's PodGroup takes
+        """See :data:`~webhook.podgroups.reconciler.UpdateFn`: a scaled workload's PodGroup takes
         the new minMember and minResources (a JSON patch guarded by the resourceVersion
         read, retried when it changed in between). Only a PodGroup this owner owns."""
         want = body.get("spec") or {}
