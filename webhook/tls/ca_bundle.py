@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from cryptography import x509
@@ -16,6 +16,24 @@ from cryptography.x509.oid import NameOID
 from .certificates import CA_NAME, RENEW_BEFORE
 
 __all__ = ["ca_bundle_patch", "trusted_cas", "webhook_ca_bundles"]
+
+
+def _calling(
+    webhook_config: Mapping[str, Any], service: str, namespace: str
+) -> Iterator[tuple[int, Mapping[str, Any], Mapping[str, Any]]]:
+    """(index, webhook, clientConfig) of each webhook of a MutatingWebhookConfiguration
+    that calls ``service`` in ``namespace``; malformed entries are passed over."""
+    webhooks = webhook_config.get("webhooks")
+    if not isinstance(webhooks, list):
+        return
+    for i, wh in enumerate(webhooks):
+        cc = wh.get("clientConfig") if isinstance(wh, Mapping) else None
+        svc = cc.get("service") if isinstance(cc, Mapping) else None
+        if not isinstance(svc, Mapping):
+            continue
+        if svc.get("name") == service and svc.get("namespace") == namespace:
+            assert isinstance(wh, Mapping) and isinstance(cc, Mapping)
+            yield i, wh, cc
 
 
 def ca_bundle_patch(
@@ -28,19 +46,7 @@ def ca_bundle_patch(
     every bundle is already right."""
     want = base64.b64encode(ca_pem).decode()
     ops: list[dict[str, Any]] = []
-    webhooks = webhook_config.get("webhooks")
-    if not isinstance(webhooks, list):
-        return ops
-    for i, wh in enumerate(webhooks):
-        if not isinstance(wh, Mapping):
-            continue
-        cc = wh.get("clientConfig")
-        svc = cc.get("service") if isinstance(cc, Mapping) else None
-        if not isinstance(svc, Mapping):
-            continue
-        if svc.get("name") != service or svc.get("namespace") != namespace:
-            continue
-        assert isinstance(cc, Mapping)
+    for i, wh, cc in _calling(webhook_config, service, namespace):
         if cc.get("caBundle") == want:
             continue
         ops.append({"op": "test", "path": f"/webhooks/{i}/name", "value": wh.get("name")})
@@ -59,18 +65,8 @@ def webhook_ca_bundles(
 ) -> list[bytes] | None:
     """The caBundles (PEM; empty when unset or unreadable) of the webhooks that call
     ``service`` in ``namespace``; None when no webhook calls it."""
-    webhooks = webhook_config.get("webhooks")
-    if not isinstance(webhooks, list):
-        return None
     out: list[bytes] | None = None
-    for wh in webhooks:
-        cc = wh.get("clientConfig") if isinstance(wh, Mapping) else None
-        svc = cc.get("service") if isinstance(cc, Mapping) else None
-        if not isinstance(svc, Mapping):
-            continue
-        if svc.get("name") != service or svc.get("namespace") != namespace:
-            continue
-        assert isinstance(cc, Mapping)
+    for _, _, cc in _calling(webhook_config, service, namespace):
         out = out if out is not None else []
         try:
             out.append(base64.b64decode(cc.get("caBundle") or "", validate=True))
