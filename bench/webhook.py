@@ -78,7 +78,7 @@ sys.path.insert(0, str(REPO))
 from webhook.admit import admit  # noqa: E402
 from webhook.config import WebhookConfig  # noqa: E402
 from webhook.demo import find_fixtures  # noqa: E402
-from webhook.tls import new_bundle  # noqa: E402
+from webhook.tls.certificates import new_bundle  # noqa: E402
 
 CONCURRENCY = (1, 16)
 TARGETS = {"admit_p99_us": 200.0, "throughput_16": 1.0, "p50_1": 1.2, "p99_1": 1.5}

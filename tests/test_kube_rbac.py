@@ -302,10 +302,12 @@ async def exercise_webhook(api: ApiServer, kube: KubeClient, backend: str) -> No
     self-signed certificate (Secret, caBundle, a renewal)."""
     from gangplace.kube.resources import COSCHED_PODGROUPS, VOLCANO_PODGROUPS
 
-    from webhook.kube import PodGroupApi, SecretCertStore
     from webhook.live import InformerSource
-    from webhook.podgroups import Existing, OwnerRef, PodGroupIntent
-    from webhook.tls import SelfSignedManager, server_context
+    from webhook.podgroups.api import PodGroupApi
+    from webhook.podgroups.intent import Existing, OwnerRef, PodGroupIntent
+    from webhook.tls.contexts import server_context
+    from webhook.tls.rotation import SelfSignedManager
+    from webhook.tls.store import SecretCertStore
 
     mwc = {
         "apiVersion": "admissionregistration.k8s.io/v1",
@@ -358,8 +360,8 @@ async def test_the_webhook_rules_allow_what_it_does_on_the_wire(
 ) -> None:
     """The webhook's calls (:func:`exercise_webhook`), against the rules of an install
     with that backend."""
-    from webhook.kube import PodGroupApi
-    from webhook.podgroups import OwnerRef
+    from webhook.podgroups.api import PodGroupApi
+    from webhook.podgroups.intent import OwnerRef
 
     api.store.load([o.namespace(NS)])
     await exercise_webhook(api, kube, backend)

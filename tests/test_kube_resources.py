@@ -163,9 +163,11 @@ async def webhook_calls(api: ApiServer, kube: KubeClient) -> None:
     made, joined by a bare pod), owner lookups of every kind, the self-signed Secret and
     caBundle."""
     from tests.kubeapi import ResourceType
-    from webhook.kube import PodGroupApi, SecretCertStore
-    from webhook.podgroups import Existing, OwnerRef, PodGroupIntent
-    from webhook.tls import SelfSignedManager, server_context
+    from webhook.podgroups.api import PodGroupApi
+    from webhook.podgroups.intent import Existing, OwnerRef, PodGroupIntent
+    from webhook.tls.contexts import server_context
+    from webhook.tls.rotation import SelfSignedManager
+    from webhook.tls.store import SecretCertStore
 
     for r in WORKLOADS:
         if (r.group, r.version, r.plural) not in api.store.types:

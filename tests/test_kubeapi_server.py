@@ -20,7 +20,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.kubeapi import ApiServer, ApiStore
 from tests.kubeapi import objects as o
-from tests.kubeapi.store import CUSTOM_TYPES
+from tests.kubeapi.resources import CUSTOM_TYPES
 
 # Other projects' CRDs: $CORRAL_DATA's or ../shared's; tests marked `crds` run only then.
 CRDS = crds_dir(Path(__file__).resolve().parent)

@@ -23,7 +23,8 @@ from cryptography import x509
 from webhook.admit import decode_patch
 from webhook.cli import main
 from webhook.demo import find_fixtures
-from webhook.tls import client_context, new_bundle
+from webhook.tls.certificates import new_bundle
+from webhook.tls.contexts import client_context
 
 CLI = [sys.executable, "-m", "webhook.cli"]
 

@@ -23,7 +23,8 @@ from webhook.admit import ReviewError, admit, decode_patch
 from webhook.config import WebhookConfig, parse_config
 from webhook.metrics import Metrics
 from webhook.server import init_app, start
-from webhook.tls import client_context, load_pair, new_bundle, server_context
+from webhook.tls.certificates import new_bundle
+from webhook.tls.contexts import client_context, load_pair, server_context
 
 _scalar = st.one_of(
     st.none(),

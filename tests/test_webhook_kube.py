@@ -29,9 +29,13 @@ from tests.kubeapi import ApiServer, ResourceType
 from tests.kubeapi import objects as o
 from webhook.admit import AdmitResult, admit
 from webhook.config import WebhookConfig, parse_config
-from webhook.kube import CertPublishError, PodGroupApi, SecretCertStore, owner_resource
-from webhook.podgroups import OwnerHint, OwnerRef, PodGroupReconciler, RetryPolicy
-from webhook.tls import SelfSignedManager, TlsBundle, server_context
+from webhook.podgroups.api import PodGroupApi, owner_resource
+from webhook.podgroups.intent import OwnerHint, OwnerRef
+from webhook.podgroups.reconciler import PodGroupReconciler, RetryPolicy
+from webhook.tls.certificates import TlsBundle
+from webhook.tls.contexts import server_context
+from webhook.tls.rotation import SelfSignedManager
+from webhook.tls.store import CertPublishError, SecretCertStore
 
 FAST = RetryPolicy(attempts=5, base_delay=0.01, max_delay=0.05, owner_wait=2.0, hint_wait=0.05)
 NS = "ml"

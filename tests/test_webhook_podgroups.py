@@ -9,14 +9,8 @@ from typing import Any
 import pytest
 from admission_support import checked, fixture
 
-from webhook.podgroups import (
-    Existing,
-    OwnerHint,
-    OwnerRef,
-    PodGroupIntent,
-    PodGroupReconciler,
-    RetryPolicy,
-)
+from webhook.podgroups.intent import Existing, OwnerHint, OwnerRef, PodGroupIntent
+from webhook.podgroups.reconciler import PodGroupReconciler, RetryPolicy
 
 FAST = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.004, owner_wait=0.3, hint_wait=0)
 API = "scheduling.volcano.sh/v1beta1"

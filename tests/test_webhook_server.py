@@ -25,17 +25,12 @@ from webhook.admit import AdmitResult, admit, decode_patch
 from webhook.cluster import ClusterState
 from webhook.config import WebhookConfig
 from webhook.metrics import Metrics
-from webhook.podgroups import PodGroupIntent, PodGroupReconciler, RetryPolicy
+from webhook.podgroups.intent import PodGroupIntent
+from webhook.podgroups.reconciler import PodGroupReconciler, RetryPolicy
 from webhook.server import MAX_BODY, AdmitFn, graceful_stop, init_app, start
-from webhook.tls import (
-    CertReloader,
-    TlsBundle,
-    client_context,
-    issue,
-    load_pair,
-    new_bundle,
-    server_context,
-)
+from webhook.tls.certificates import TlsBundle, issue, new_bundle
+from webhook.tls.contexts import client_context, load_pair, server_context
+from webhook.tls.rotation import CertReloader
 
 NOW = dt.datetime.now(dt.UTC)
 BUNDLE = new_bundle("corral-webhook", "corral-system", NOW, ips=["127.0.0.1"])

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from admission_support import checked, pod_template, review
 
-from webhook.podgroups import OwnerRef, PodGroupIntent, PodGroupReconciler, RetryPolicy
+from webhook.podgroups.intent import OwnerRef, PodGroupIntent
+from webhook.podgroups.reconciler import PodGroupReconciler, RetryPolicy
 from webhook.suspension import change, is_suspended
 
 GPU = {"nvidia.com/gpu": "1"}
@@ -288,14 +289,14 @@ class Workloads:
 
 
 def pod_hint() -> Any:
-    from webhook.podgroups import OwnerHint
+    from webhook.podgroups.intent import OwnerHint
 
     return OwnerHint(API, "ml", "job-train", OWNER)
 
 
 async def test_a_pod_without_a_known_podgroup_brings_it_once() -> None:
     from webhook.config import WebhookConfig
-    from webhook.ensure import OwnerPodGroups
+    from webhook.podgroups.from_workload import OwnerPodGroups
 
     store = Store()
     stored = admitted(job(suspend=False, workers=3), "batch")
@@ -320,7 +321,7 @@ async def test_a_pod_without_a_known_podgroup_brings_it_once() -> None:
 
 async def test_a_pod_of_a_suspended_workload_brings_no_podgroup() -> None:
     from webhook.config import WebhookConfig
-    from webhook.ensure import OwnerPodGroups
+    from webhook.podgroups.from_workload import OwnerPodGroups
 
     store = Store()
     live = Workloads(admitted(job(suspend=True), "batch"))
@@ -343,8 +344,8 @@ async def test_a_pod_of_a_suspended_workload_brings_no_podgroup() -> None:
 
 async def test_a_gang_corral_did_not_name_is_left_to_its_owner() -> None:
     from webhook.config import WebhookConfig
-    from webhook.ensure import OwnerPodGroups
-    from webhook.podgroups import OwnerHint
+    from webhook.podgroups.from_workload import OwnerPodGroups
+    from webhook.podgroups.intent import OwnerHint
 
     obj = job(suspend=False)
     tmpl = obj["spec"]["template"]

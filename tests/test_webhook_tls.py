@@ -13,21 +13,18 @@ import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from webhook.tls import (
-    CertReloader,
-    MemoryCertStore,
-    SelfSignedManager,
+from webhook.tls.ca_bundle import ca_bundle_patch
+from webhook.tls.certificates import (
     TlsBundle,
-    bundle_from_secret,
-    ca_bundle_patch,
     issue,
     new_bundle,
     renew,
     renewal_reason,
-    secret_manifest,
-    server_context,
     service_names,
 )
+from webhook.tls.contexts import server_context
+from webhook.tls.rotation import CertReloader, SelfSignedManager
+from webhook.tls.store import MemoryCertStore, bundle_from_secret, secret_manifest
 
 NOW = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
 NAMES = service_names("corral-webhook", "corral-system")
@@ -244,7 +241,8 @@ def test_tls_12_is_the_floor() -> None:
 
 
 def test_trusted_cas_keep_a_renewed_corral_ca_until_it_expires() -> None:
-    from webhook.tls import new_ca, trusted_cas
+    from webhook.tls.ca_bundle import trusted_cas
+    from webhook.tls.certificates import new_ca
 
     current, _ = new_ca(NOW)
     # a CA that a regular renewal replaced: within 30 days of its end

@@ -27,10 +27,11 @@ from tests.kubeapi import ApiServer, ResourceType
 from tests.kubeapi import objects as o
 from webhook.admit import decode_patch
 from webhook.config import WebhookConfig
-from webhook.kube import PodGroupApi
-from webhook.podgroups import PodGroupReconciler, RetryPolicy
+from webhook.podgroups.api import PodGroupApi
+from webhook.podgroups.reconciler import PodGroupReconciler, RetryPolicy
 from webhook.server import graceful_stop, init_app, start
-from webhook.tls import client_context, load_pair, new_bundle, server_context
+from webhook.tls.certificates import new_bundle
+from webhook.tls.contexts import client_context, load_pair, server_context
 
 # Stories over the API server and the webhook served over TLS: not in `make test-fast`.
 pytestmark = pytest.mark.scenario

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from webhook.tls import issue, new_ca
+from webhook.tls.certificates import issue, new_ca
 
 Json = dict[str, Any]
 Answer = Callable[[Json], Json | Awaitable[Json]]

@@ -30,7 +30,7 @@ from .cluster import ClusterState, check_gang
 from .config import Backend, NodePool, WebhookConfig
 from .disruption import disruption_rule
 from .patch import Editor, PatchError, Pointer
-from .podgroups import OwnerHint, OwnerRef, PodGroupIntent
+from .podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
 from .quantities import resource_list
 from .spark import pod_view, spark_pod
 from .suspension import change, is_suspended, suspended_by_descheduler

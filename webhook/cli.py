@@ -18,15 +18,11 @@ from .backends import dialect_for
 from .cluster import ClusterState, NoCluster, SnapshotSource, StaticSource
 from .config import ConfigError, WebhookConfig, load_config
 from .metrics import Metrics
-from .podgroups import PodGroupReconciler
+from .podgroups.reconciler import PodGroupReconciler
 from .server import init_app, run_until_signal, start
-from .tls import (
-    CertReloader,
-    CertStore,
-    MemoryCertStore,
-    SelfSignedManager,
-    server_context,
-)
+from .tls.contexts import server_context
+from .tls.rotation import CertReloader, SelfSignedManager
+from .tls.store import CertStore, MemoryCertStore
 
 if TYPE_CHECKING:
     from gangplace.kube import KubeClient
@@ -93,8 +89,8 @@ def _reconciler(
     """PodGroups are made when there is an API server and the backend has them."""
     if kube is None or dialect_for(config).podgroup is None:
         return None
-    from .ensure import OwnerPodGroups
-    from .kube import PodGroupApi
+    from .podgroups.api import PodGroupApi
+    from .podgroups.from_workload import OwnerPodGroups
 
     api = PodGroupApi(kube)
     return PodGroupReconciler(
@@ -135,7 +131,7 @@ async def _serve_with(
     if args.self_signed:
         store: CertStore
         if kube is not None:
-            from .kube import SecretCertStore
+            from .tls.store import SecretCertStore
 
             store = SecretCertStore(
                 kube,

@@ -22,7 +22,8 @@ from .admit import AdmitResult, admit, decode_patch
 from .cluster import ClusterState, SnapshotSource, StaticSource
 from .config import WebhookConfig
 from .server import init_app, start
-from .tls import client_context, load_pair, new_bundle, server_context
+from .tls.certificates import new_bundle
+from .tls.contexts import client_context, load_pair, server_context
 
 __all__ = ["find_fixtures", "run_demo"]
 

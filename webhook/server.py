@@ -27,7 +27,7 @@ from .admit import AdmitResult, ReviewError, admit
 from .cluster import ClusterState, NoCluster, SnapshotSource
 from .config import WebhookConfig
 from .metrics import Metrics
-from .podgroups import PodGroupReconciler
+from .podgroups.reconciler import PodGroupReconciler
 
 __all__ = [
     "CONFIG",

@@ -29,12 +29,23 @@ for owners without one (Jobs, bare pods), fails safe with disruptionsAllowed 0
 (SyncFailed); requests without a token are an admin's unless the server is given static
 tokens, and the bootstrap RBAC policy is reduced to what every authenticated user may do;
 the two Event APIs (core/v1 and events.k8s.io/v1) are stored separately.
+
+Where things are: :mod:`.server` runs it and :mod:`.app` speaks the REST protocol;
+:mod:`.auth` authenticates and authorises; :mod:`.admitted` and :mod:`.webhooks` are the
+admission chain. The state is :class:`~.store.ApiStore` (:mod:`.store`: objects,
+resourceVersions, create/update/patch), with one module per other part: :mod:`.listing`,
+:mod:`.watches`, :mod:`.deletion`, :mod:`.disruption` (budgets, eviction),
+:mod:`.subresources` (binding, tokens); the pieces they share are :mod:`.resources` (the
+kinds served), :mod:`.status`, :mod:`.patches`, :mod:`.strategic`, :mod:`.validation`,
+:mod:`.defaults` and :mod:`.quantity`. :mod:`.recording` replays real recordings.
 """
 
 from .app import Settings, make_app
 from .faults import Faults, RequestRecord
+from .resources import ResourceType
 from .server import CLIENT_HEADER, ApiServer
-from .store import ApiStatusError, ApiStore, ResourceType
+from .status import ApiStatusError
+from .store import ApiStore
 
 __all__ = [
     "CLIENT_HEADER",

@@ -23,7 +23,10 @@ from typing import Any
 import jsonpatch
 import jsonpointer
 
-from .store import ApiStatusError, ApiStore, ResourceType, merge_patch
+from .patches import merge_patch
+from .resources import ResourceType
+from .status import ApiStatusError
+from .store import ApiStore
 from .webhooks import (
     ADMIN,
     AdmissionChain,

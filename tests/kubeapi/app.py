@@ -18,7 +18,9 @@ from aiohttp import web
 from .admitted import AdmittedWrites
 from .auth import ADMIN, Attributes, Identity, authorize, forbidden_message, identity_of
 from .faults import Faults, RequestRecord
-from .store import ApiStatusError, ApiStore, ResourceType, status_body
+from .resources import ResourceType
+from .status import ApiStatusError, status_body
+from .store import ApiStore
 
 __all__ = [
     "DENIED",

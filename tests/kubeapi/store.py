@@ -1,5 +1,9 @@
-"""The state of the in-memory API server: typed objects, resourceVersions, a bounded
-change history, watchers, a disruption-budget controller and the eviction rules.
+"""The state of the in-memory API server: typed objects and their resourceVersions,
+creating, updating and patching them, and the controllers the server runs itself after
+each write. Its other parts, one job each, are mixed in: lists (:mod:`.listing`), watches
+and their history (:mod:`.watches`), deletion and finalizers (:mod:`.deletion`),
+disruption budgets and eviction (:mod:`.disruption`), binding and tokens
+(:mod:`.subresources`).
 
 Everything here is synchronous and runs on the event loop, so each write is atomic with
 respect to watches: a change is committed, recorded and fanned out to every watcher
@@ -9,76 +13,28 @@ new dict), so the history can hold references to old versions.
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import copy
 import itertools
-import math
-import re
 import uuid
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
-
-import jsonpatch
-import jsonpointer
-import orjson
-from gangplace.kube.selectors import FieldSelector, LabelSelector, SelectorError, field_value
 
 from .auth import TokenIssuer
 from .defaults import default_job, default_pod
-from .quantity import canonical_resources
-from .strategic import StrategicPatchError, strategic_merge
+from .deletion import Deletion
+from .disruption import DisruptionBudgets
+from .listing import Continuation, Listing
+from .patches import apply_patch
+from .resources import BUILTIN_TYPES, CUSTOM_TYPES, ResourceType, copy_json, now_iso
+from .status import ApiStatusError
+from .subresources import Subresources
+from .validation import canonical_quantities, check_job_update, validate
+from .watches import Change, Watch, Watching
 
 Json = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
 
-__all__ = [
-    "ApiStatusError",
-    "ApiStore",
-    "Change",
-    "ResourceType",
-    "Watch",
-    "status_body",
-]
-
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_TERMINAL = ("Succeeded", "Failed")
-_POD_FIELDS = frozenset(
-    {
-        "spec.nodeName",
-        "spec.schedulerName",
-        "spec.restartPolicy",
-        "spec.serviceAccountName",
-        "spec.hostNetwork",
-        "status.phase",
-        "status.podIP",
-        "status.nominatedNodeName",
-    }
-)
-_EVENT_FIELDS = frozenset(
-    {
-        "involvedObject.kind",
-        "involvedObject.namespace",
-        "involvedObject.name",
-        "involvedObject.uid",
-        "involvedObject.apiVersion",
-        "involvedObject.resourceVersion",
-        "involvedObject.fieldPath",
-        "reason",
-        "reportingComponent",
-        "source",
-        "type",
-    }
-)
-
-
-def now_iso(offset: float = 0.0) -> str:
-    t = datetime.now(UTC).timestamp() + offset
-    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
+__all__ = ["ApiStore"]
 
 # Kinds the API server keeps no metadata.generation for (their strategies never set it).
 _NO_GENERATION = frozenset(
@@ -102,286 +58,7 @@ _NO_GENERATION = frozenset(
 _CONDITIONAL_UPDATE = frozenset({("coordination.k8s.io", "leases")})
 
 
-def status_body(
-    code: int, reason: str, message: str, details: Json | None = None, success: bool = False
-) -> Json:
-    body: Json = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Success" if success else "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
-    if details:
-        body["details"] = {k: v for k, v in details.items() if v != ""}
-    if success:
-        del body["reason"]
-        if not message:
-            del body["message"]
-    return body
-
-
-class ApiStatusError(Exception):
-    """An error the server answers with a Status body."""
-
-    def __init__(
-        self,
-        code: int,
-        reason: str,
-        message: str,
-        details: Json | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        super().__init__(f"{code} {reason}: {message}")
-        self.code = code
-        self.reason = reason
-        self.message = message
-        self.details = details
-        self.headers = dict(headers or {})
-
-    def body(self) -> Json:
-        return status_body(self.code, self.reason, self.message, self.details)
-
-
-@dataclass(frozen=True, slots=True)
-class ResourceType:
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool
-    status_subresource: bool = True
-    builtin: bool = True  # list items of built-in types carry no kind/apiVersion
-    field_labels: frozenset[str] = frozenset()
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    @property
-    def gvr(self) -> tuple[str, str, str]:
-        return (self.group, self.version, self.plural)
-
-    @property
-    def qualified(self) -> str:
-        """``pods`` or ``leases.coordination.k8s.io``, as messages name a resource."""
-        return f"{self.plural}.{self.group}" if self.group else self.plural
-
-
-BUILTIN_TYPES: tuple[ResourceType, ...] = (
-    ResourceType("", "v1", "pods", "Pod", True, field_labels=_POD_FIELDS),
-    ResourceType("", "v1", "nodes", "Node", False, field_labels=frozenset({"spec.unschedulable"})),
-    ResourceType(
-        "", "v1", "namespaces", "Namespace", False, field_labels=frozenset({"status.phase"})
-    ),
-    ResourceType("", "v1", "events", "Event", True, False, field_labels=_EVENT_FIELDS),
-    ResourceType("", "v1", "configmaps", "ConfigMap", True, False),
-    ResourceType("", "v1", "secrets", "Secret", True, False),
-    ResourceType("batch", "v1", "jobs", "Job", True),
-    ResourceType(
-        "admissionregistration.k8s.io",
-        "v1",
-        "mutatingwebhookconfigurations",
-        "MutatingWebhookConfiguration",
-        False,
-        False,
-    ),
-    ResourceType("events.k8s.io", "v1", "events", "Event", True, False),
-    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, False),
-    ResourceType("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, False),
-    ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
-    ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, False),
-    ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True, False),
-    ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True, False),
-    ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False, False),
-    ResourceType(
-        "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False, False
-    ),
-    # Virtual: created and answered, never stored.
-    ResourceType(
-        "authorization.k8s.io",
-        "v1",
-        "selfsubjectaccessreviews",
-        "SelfSubjectAccessReview",
-        False,
-        False,
-    ),
-)
-
-# The custom resources corral uses, as their CustomResourceDefinitions declare them (a
-# test checks this table against the published CRDs).
-CUSTOM_TYPES: tuple[ResourceType, ...] = (
-    ResourceType(
-        "scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", True, False, builtin=False
-    ),
-    ResourceType("scheduling.volcano.sh", "v1beta1", "queues", "Queue", False, True, builtin=False),
-    ResourceType(
-        "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", True, True, builtin=False
-    ),
-)
-
-
-@dataclass(slots=True)
-class Change:
-    rv: int
-    rt: ResourceType
-    type: str  # ADDED, MODIFIED, DELETED
-    obj: Json
-    old: Json | None
-
-
-@dataclass(eq=False, slots=True)
-class Watch:
-    rt: ResourceType
-    namespace: str | None
-    labels: LabelSelector
-    fields: FieldSelector
-    queue: asyncio.Queue[tuple[str, Json] | None] = field(default_factory=asyncio.Queue)
-
-    def matches(self, obj: Json) -> bool:
-        meta = obj.get("metadata") or {}
-        if self.namespace and meta.get("namespace") != self.namespace:
-            return False
-        return self.labels.matches(meta.get("labels")) and self.fields.matches(
-            lambda f: field_value(obj, f)
-        )
-
-    def event_for(self, ch: Change) -> tuple[str, Json] | None:
-        """The event this watcher sees for a change: a change that moves an object into or
-        out of the selection is an ADDED or DELETED, as the API server sends it."""
-        new_match = self.matches(ch.obj)
-        if ch.type == "ADDED":
-            return ("ADDED", ch.obj) if new_match else None
-        if ch.type == "DELETED":
-            return ("DELETED", ch.obj) if new_match else None
-        old_match = ch.old is not None and self.matches(ch.old)
-        if new_match:
-            return ("MODIFIED" if old_match else "ADDED", ch.obj)
-        return ("DELETED", ch.obj) if old_match else None
-
-
-@dataclass(slots=True)
-class _Continuation:
-    rv: int
-    items: list[Json]
-
-
-def _copy(obj: Any) -> Any:
-    """A deep copy of plain JSON."""
-    return orjson.loads(orjson.dumps(obj))
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = merge_patch(out.get(k), v)
-    return out
-
-
-def _scaled(value: int | str, total: int) -> int:
-    """An IntOrString against a total, percentages rounded up (the disruption controller's
-    rounding for both minAvailable and maxUnavailable)."""
-    if isinstance(value, int):
-        return value
-    if value.endswith("%"):
-        return math.ceil(int(value[:-1]) * total / 100)
-    return int(value)
-
-
-def _pod_healthy(pod: Json) -> bool:
-    if (pod.get("metadata") or {}).get("deletionTimestamp"):
-        return False
-    status = pod.get("status") or {}
-    if status.get("phase") != "Running":
-        return False
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in status.get("conditions") or ()
-    )
-
-
-def _pod_spec_quantities(spec: Any) -> None:
-    if not isinstance(spec, dict):
-        return
-    for kind in ("initContainers", "containers", "ephemeralContainers"):
-        for c in spec.get(kind) or ():
-            if isinstance(c, dict):
-                canonical_resources(c.get("resources"))
-    canonical_resources(spec.get("overhead"))
-
-
-def _canonical_quantities(rt: ResourceType, obj: Json) -> None:
-    """Quantities of built-in kinds are stored in canonical form ("1000" cpu is "1k")."""
-    key = (rt.group, rt.plural)
-    if key == ("", "pods"):
-        _pod_spec_quantities(obj.get("spec"))
-    elif key == ("batch", "jobs"):
-        _pod_spec_quantities(((obj.get("spec") or {}).get("template") or {}).get("spec"))
-    elif key == ("", "nodes"):
-        status = obj.get("status")
-        if isinstance(status, dict):
-            canonical_resources(status.get("capacity"))
-            canonical_resources(status.get("allocatable"))
-
-
-def _go_value(value: Any) -> str:
-    """A value as the API server's validation messages print it."""
-    if isinstance(value, str):
-        return f'"{value}"'
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(value)
-    return orjson.dumps(value).decode()
-
-
-def _check_job_update(old: Json, new: Json) -> None:
-    """The Job fields an update may not change (422, worded as the API server words it):
-    completions (but for an Indexed Job scaled with completions == parallelism),
-    completionMode, selector, podFailurePolicy, and the pod template unless the Job is
-    suspended."""
-    before, after = old.get("spec") or {}, new.get("spec") or {}
-    fields = ["completionMode", "selector", "podFailurePolicy"]
-    elastic = after.get("completionMode") == "Indexed" and after.get("completions") == after.get(
-        "parallelism"
-    )
-    if not elastic:
-        fields.insert(0, "completions")
-    if not (before.get("suspend") and after.get("suspend")):
-        fields.append("template")
-    causes = [
-        {
-            "reason": "FieldValueInvalid",
-            "message": f"Invalid value: {_go_value(after.get(f))}: field is immutable",
-            "field": f"spec.{f}",
-        }
-        for f in fields
-        if before.get(f) != after.get(f)
-    ]
-    if not causes:
-        return
-    listed = [f"{c['field']}: {c['message']}" for c in causes]
-    text = listed[0] if len(listed) == 1 else f"[{', '.join(listed)}]"
-    name = new["metadata"]["name"]
-    raise ApiStatusError(
-        422,
-        "Invalid",
-        f'Job.batch "{name}" is invalid: {text}',
-        {"name": name, "group": "batch", "kind": "Job", "causes": causes},
-    )
-
-
-class ApiStore:
+class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
     """Objects by type; see the module docstring. ``history`` bounds how many changes are
     kept for watches to resume from; a resourceVersion older than that is 410 Gone."""
 
@@ -398,7 +75,7 @@ class ApiStore:
         # and not yet replaced, by budget.
         self._evicted: set[str] = set()
         self._unreplaced: dict[Key, dict[str, str]] = {}
-        self._continues: OrderedDict[str, _Continuation] = OrderedDict()
+        self._continues: OrderedDict[str, Continuation] = OrderedDict()
         self._continue_ids = itertools.count(1)
         for rt in (*BUILTIN_TYPES, *CUSTOM_TYPES):
             self.register(rt)
@@ -469,214 +146,6 @@ class ApiStore:
             if not namespace or ns == namespace:
                 yield obj
 
-    def _selectors(
-        self, rt: ResourceType, label_selector: str | None, field_selector: str | None
-    ) -> tuple[LabelSelector, FieldSelector]:
-        try:
-            labels = LabelSelector.parse(label_selector)
-            fields = FieldSelector.parse(field_selector)
-        except SelectorError as e:
-            raise ApiStatusError(400, "BadRequest", str(e)) from None
-        allowed = rt.field_labels | {"metadata.name", "metadata.namespace"}
-        for f in fields.fields:
-            if f not in allowed:
-                raise ApiStatusError(
-                    400,
-                    "BadRequest",
-                    f"field label not supported: {f} (supported for {rt.qualified}: "
-                    f"{', '.join(sorted(allowed))})",
-                )
-        return labels, fields
-
-    def _select(
-        self,
-        rt: ResourceType,
-        namespace: str | None,
-        labels: LabelSelector,
-        fields: FieldSelector,
-    ) -> list[Json]:
-        w = Watch(rt, namespace, labels, fields)
-        objs = self.objects[rt.gvr]
-        return [objs[k] for k in sorted(objs) if w.matches(objs[k])]
-
-    def list(
-        self,
-        rt: ResourceType,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        limit: int = 0,
-        continue_token: str | None = None,
-        resource_version: str | None = None,
-        resource_version_match: str | None = None,
-    ) -> Json:
-        """A List object, one page of it when ``limit`` is set (pages of one list are a
-        consistent snapshot, as the API server guarantees)."""
-        if continue_token:
-            cont_id, pos = self._decode_continue(continue_token)
-            cont = self._continues.get(cont_id)
-            if cont is None:
-                raise ApiStatusError(
-                    410,
-                    "Expired",
-                    "The provided continue parameter is too old to display a consistent list "
-                    "result. You can start a new list without the continue parameter.",
-                )
-            self._continues.move_to_end(cont_id)
-            return self._page(rt, cont.items, pos, limit, cont.rv, cont_id)
-        labels, fields = self._selectors(rt, label_selector, field_selector)
-        rv = self.rv
-        if resource_version not in (None, "", "0"):
-            try:
-                wanted = int(str(resource_version))
-            except ValueError:
-                raise ApiStatusError(
-                    400, "BadRequest", f"invalid resourceVersion {resource_version!r}"
-                ) from None
-            if wanted > self.rv:
-                raise ApiStatusError(
-                    504,
-                    "Timeout",
-                    f"Too large resource version: {wanted}, current: {self.rv}",
-                    headers={"Retry-After": "1"},
-                )
-            if resource_version_match == "Exact":
-                if wanted < self.compacted_rv:
-                    raise ApiStatusError(
-                        410, "Expired", "The resourceVersion for the provided list is too old."
-                    )
-                items = self._as_of(rt, wanted, namespace, labels, fields)
-                return self._page(rt, items, 0, limit, wanted, None)
-        items = self._select(rt, namespace, labels, fields)
-        return self._page(rt, items, 0, limit, rv, None)
-
-    def _as_of(
-        self,
-        rt: ResourceType,
-        rv: int,
-        namespace: str | None,
-        labels: LabelSelector,
-        fields: FieldSelector,
-    ) -> list[Json]:
-        """The objects as they were at resourceVersion ``rv``: undo later changes."""
-        state = dict(self.objects[rt.gvr])
-        for ch in reversed(self.history):
-            if ch.rv <= rv:
-                break
-            if ch.rt.gvr != rt.gvr:
-                continue
-            meta = ch.obj.get("metadata") or {}
-            key = (meta.get("namespace", "") if rt.namespaced else "", meta["name"])
-            if ch.type == "ADDED":
-                state.pop(key, None)
-            elif ch.old is not None:
-                state[key] = ch.old
-        w = Watch(rt, namespace, labels, fields)
-        return [state[k] for k in sorted(state) if w.matches(state[k])]
-
-    def _page(
-        self,
-        rt: ResourceType,
-        items: list[Json],
-        pos: int,
-        limit: int,
-        rv: int,
-        cont_id: str | None,
-    ) -> Json:
-        meta: Json = {"resourceVersion": str(rv)}
-        end = len(items) if not limit else min(len(items), pos + limit)
-        if end < len(items):
-            if cont_id is None:
-                cont_id = str(next(self._continue_ids))
-                self._continues[cont_id] = _Continuation(rv, items)
-                while len(self._continues) > 64:
-                    self._continues.popitem(last=False)
-            meta["continue"] = base64.urlsafe_b64encode(
-                orjson.dumps({"id": cont_id, "pos": end, "rv": rv})
-            ).decode()
-            meta["remainingItemCount"] = len(items) - end
-        elif cont_id is not None:
-            self._continues.pop(cont_id, None)
-        page = items[pos:end]
-        if rt.builtin:
-            page = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in page]
-        return {
-            "kind": f"{rt.kind}List",
-            "apiVersion": rt.api_version,
-            "metadata": meta,
-            "items": page,
-        }
-
-    def _decode_continue(self, token: str) -> tuple[str, int]:
-        try:
-            raw = orjson.loads(base64.urlsafe_b64decode(token.encode()))
-            return str(raw["id"]), int(raw["pos"])
-        except (ValueError, KeyError, TypeError):
-            raise ApiStatusError(
-                400, "BadRequest", f"continue key is not valid: {token!r}"
-            ) from None
-
-    def expire_continues(self) -> None:
-        """Forget every open paged list (the next page of each is 410 Expired)."""
-        self._continues.clear()
-
-    # --- watching ---------------------------------------------------------------------
-
-    def watch(
-        self,
-        rt: ResourceType,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        resource_version: str | None = None,
-    ) -> Watch:
-        """Register a watcher, with its first events already queued: every matching object
-        as ADDED when ``resource_version`` is unset or "0", else the changes after it.
-        410 Expired when those changes are no longer in the history."""
-        labels, fields = self._selectors(rt, label_selector, field_selector)
-        w = Watch(rt, namespace, labels, fields)
-        if resource_version in (None, "", "0"):
-            for obj in self._select(rt, namespace, labels, fields):
-                w.queue.put_nowait(("ADDED", obj))
-        else:
-            try:
-                since = int(str(resource_version))
-            except ValueError:
-                raise ApiStatusError(
-                    400, "BadRequest", f"invalid resourceVersion {resource_version!r}"
-                ) from None
-            if since < self.compacted_rv:
-                raise ApiStatusError(
-                    410, "Expired", f"too old resource version: {since} ({self.compacted_rv})"
-                )
-            for ch in self.history:
-                if ch.rv > since and ch.rt.gvr == rt.gvr:
-                    ev = w.event_for(ch)
-                    if ev:
-                        w.queue.put_nowait(ev)
-        self.watches.add(w)
-        return w
-
-    def unwatch(self, w: Watch) -> None:
-        self.watches.discard(w)
-
-    def close_watches(self) -> int:
-        """End every open watch stream (cleanly); how many there were."""
-        n = len(self.watches)
-        for w in list(self.watches):
-            w.queue.put_nowait(None)
-        self.watches.clear()
-        return n
-
-    def compact(self) -> None:
-        """Drop the whole history: every resourceVersion before now becomes too old."""
-        self.history.clear()
-        self.compacted_rv = self.rv
-
-    # --- writing ----------------------------------------------------------------------
-
     def _commit(self, rt: ResourceType, kind: str, obj: Json, old: Json | None) -> Json:
         if rt.plural == "pods" and rt.group == "":
             # Typed serialisation: a pod condition always has both times, null when unset.
@@ -724,48 +193,10 @@ class ApiStore:
                     {"name": namespace, "kind": "namespaces"},
                 )
 
-    def _validate(self, rt: ResourceType, obj: Json) -> None:
-        name = obj["metadata"].get("name", "")
-        if len(name) > 253 or not _NAME.match(name):
-            raise ApiStatusError(
-                422,
-                "Invalid",
-                f'{rt.kind} "{name}" is invalid: metadata.name: Invalid value: "{name}": '
-                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                "characters, '-' or '.', and must start and end with an alphanumeric character",
-            )
-        if rt.plural == "poddisruptionbudgets":
-            spec = obj.get("spec") or {}
-            try:
-                LabelSelector.from_json(spec.get("selector"), "spec.selector")
-            except SelectorError as e:
-                raise ApiStatusError(
-                    422, "Invalid", f'PodDisruptionBudget "{name}" is invalid: {e}'
-                ) from None
-            for k in ("minAvailable", "maxUnavailable"):
-                v = spec.get(k)
-                if v is not None and not (
-                    (isinstance(v, int) and not isinstance(v, bool) and v >= 0)
-                    or (isinstance(v, str) and re.fullmatch(r"\d+%?", v))
-                ):
-                    raise ApiStatusError(
-                        422,
-                        "Invalid",
-                        f'PodDisruptionBudget "{name}" is invalid: spec.{k}: Invalid value: '
-                        f"{v!r}: must be a non-negative integer or a percentage",
-                    )
-            if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
-                raise ApiStatusError(
-                    422,
-                    "Invalid",
-                    f'PodDisruptionBudget "{name}" is invalid: spec: Invalid value: '
-                    "minAvailable and maxUnavailable cannot be both set",
-                )
-
     def _prepare_new(self, rt: ResourceType, namespace: str, body: Any) -> Json:
         if not isinstance(body, dict):
             raise ApiStatusError(400, "BadRequest", "the body must be a JSON object")
-        obj = _copy(body)
+        obj = copy_json(body)
         if (
             obj.get("kind", rt.kind) != rt.kind
             or obj.get("apiVersion", rt.api_version) != rt.api_version
@@ -794,7 +225,7 @@ class ApiStore:
         for k in ("labels", "annotations", "finalizers", "ownerReferences"):
             if k in meta and not meta[k]:
                 del meta[k]  # empty is omitted, as typed serialisation does
-        _canonical_quantities(rt, obj)
+        canonical_quantities(rt, obj)
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = f"{meta['generateName']}{uuid.uuid4().hex[:5]}"
         if not meta.get("name"):
@@ -808,7 +239,7 @@ class ApiStore:
     def create(self, rt: ResourceType, namespace: str, body: Any, *, dry_run: bool = False) -> Json:
         obj = self._prepare_new(rt, namespace if rt.namespaced else "", body)
         meta = obj["metadata"]
-        self._validate(rt, obj)
+        validate(rt, obj)
         self._check_namespace(rt, namespace)
         if self.find(rt, namespace, meta["name"]) is not None:
             raise ApiStatusError(
@@ -831,7 +262,7 @@ class ApiStore:
         self._commit(rt, "ADDED", obj, None)
         # The answer is the object as created, before the server's own controllers (the
         # disruption controller fills a new budget's status) write it again.
-        answer = _copy(obj)
+        answer = copy_json(obj)
         self._after_write(rt, obj, created=True)
         return answer
 
@@ -913,7 +344,7 @@ class ApiStore:
             meta.pop("generation", None)
         meta["resourceVersion"] = meta_old["resourceVersion"]
         if subresource == "status":
-            new = _copy(old)
+            new = copy_json(old)
             new["status"] = obj.get("status")
             if new["status"] is None:
                 del new["status"]
@@ -924,10 +355,10 @@ class ApiStore:
             else:
                 obj.pop("status", None)
         if (rt.group, rt.plural) == ("batch", "jobs"):
-            _check_job_update(old, obj)
+            check_job_update(old, obj)
         if "generation" in meta_old and self._generation_changed(rt, old, obj):
             meta["generation"] = meta_old["generation"] + 1
-        self._validate(rt, obj)
+        validate(rt, obj)
         return obj
 
     @staticmethod
@@ -956,16 +387,6 @@ class ApiStore:
         self._after_write(rt, new)
         return self.find(rt, meta.get("namespace", ""), meta["name"]) or new
 
-    @staticmethod
-    def _finished(obj: Json) -> bool:
-        """Being deleted, no finalizer left and no grace period still running."""
-        meta = obj["metadata"]
-        return (
-            bool(meta.get("deletionTimestamp"))
-            and not meta.get("finalizers")
-            and not meta.get("deletionGracePeriodSeconds")
-        )
-
     def replace(
         self,
         rt: ResourceType,
@@ -992,493 +413,13 @@ class ApiStore:
     ) -> Json:
         """merge-patch, strategic-merge-patch (built-in kinds only) or json-patch."""
         old = self.get(rt, namespace, name)
-        base = _copy(old)
-        if content_type == "application/strategic-merge-patch+json":
-            if not rt.builtin:
-                raise ApiStatusError(
-                    415,
-                    "UnsupportedMediaType",
-                    "the body of the request was in an unknown format - accepted media types "
-                    "include: application/json-patch+json, application/merge-patch+json, "
-                    "application/apply-patch+yaml",
-                )
-            try:
-                body = strategic_merge(base, patch)
-            except StrategicPatchError as e:
-                raise ApiStatusError(400, "BadRequest", str(e)) from None
-        elif content_type == "application/merge-patch+json":
-            if not isinstance(patch, dict):
-                raise ApiStatusError(400, "BadRequest", "a merge patch must be a JSON object")
-            body = merge_patch(base, patch)
-        elif content_type == "application/json-patch+json":
-            if not isinstance(patch, list):
-                raise ApiStatusError(400, "BadRequest", "a JSON patch must be a JSON array")
-            try:
-                body = jsonpatch.JsonPatch(patch).apply(base)
-            except jsonpatch.JsonPatchTestFailed as e:
-                raise ApiStatusError(422, "Invalid", f"the JSON patch test failed: {e}") from None
-            except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as e:
-                raise ApiStatusError(
-                    422, "Invalid", f"the JSON patch cannot be applied: {e}"
-                ) from None
-        else:
-            raise ApiStatusError(
-                415,
-                "UnsupportedMediaType",
-                f"the body of the request was in an unknown format - accepted media types "
-                f"include: application/json-patch+json, application/merge-patch+json, "
-                f"application/strategic-merge-patch+json (got {content_type!r})",
-            )
+        base = copy_json(old)
+        body = apply_patch(rt, base, content_type, patch)
         # The patch may name a resourceVersion (a precondition); otherwise it is the current,
         # and a patch is never refused as an unconditional update.
         if isinstance(body, dict) and isinstance(body.get("metadata"), dict):
             body["metadata"].setdefault("resourceVersion", old["metadata"]["resourceVersion"])
         return self._write_update(rt, old, self._updated(rt, old, body, subresource), dry_run)
-
-    def delete(
-        self,
-        rt: ResourceType,
-        namespace: str,
-        name: str,
-        *,
-        uid: str | None = None,
-        resource_version: str | None = None,
-        dry_run: bool = False,
-        grace_period_seconds: int | None = None,
-        propagation_policy: str | None = None,
-    ) -> Json:
-        """DELETE, as the API server does it: a bound, running pod is deleted gracefully
-        (deletionTimestamp and deletionGracePeriodSeconds set; gone when deleted again with
-        grace 0, e.g. by its kubelet); an object with finalizers stays, with its
-        deletionTimestamp, until they are removed; ``Foreground`` and ``Orphan`` add their
-        finalizer for the garbage collector. Anything else goes at once."""
-        old = self.get(rt, namespace, name)
-        meta = old["metadata"]
-        if uid and uid != meta.get("uid"):
-            raise ApiStatusError(
-                409,
-                "Conflict",
-                f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
-                f"{meta.get('uid')}",
-            )
-        if resource_version and resource_version != meta.get("resourceVersion"):
-            raise ApiStatusError(
-                409,
-                "Conflict",
-                f"Precondition failed: ResourceVersion in precondition: {resource_version}, "
-                f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
-            )
-        if grace_period_seconds is not None and grace_period_seconds < 0:
-            grace_period_seconds = 0
-        if propagation_policy not in (None, "Background", "Foreground", "Orphan"):
-            raise ApiStatusError(
-                400,
-                "BadRequest",
-                f"propagationPolicy: Unsupported value: {propagation_policy!r}: supported "
-                'values: "Foreground", "Background", "Orphan"',
-            )
-        grace = self._grace(rt, old, grace_period_seconds)
-        finalizers = list(meta.get("finalizers") or ())
-        gc = {"Foreground": "foregroundDeletion", "Orphan": "orphan"}.get(propagation_policy or "")
-        if gc and gc not in finalizers and not meta.get("deletionTimestamp"):
-            finalizers.append(gc)
-        if not grace and not finalizers and not meta.get("deletionTimestamp"):
-            if dry_run:
-                return old
-            return self._remove(rt, old)
-        # Graceful: mark it (or shorten a running grace period) and keep it.
-        new = _copy(old)
-        nmeta = new["metadata"]
-        current = nmeta.get("deletionGracePeriodSeconds")
-        if not nmeta.get("deletionTimestamp") or (current is not None and grace < current):
-            if not nmeta.get("deletionTimestamp") and "generation" in nmeta:
-                nmeta["generation"] += 1  # the deletion is a change the object's owner sees
-            nmeta["deletionTimestamp"] = now_iso(grace)
-            nmeta["deletionGracePeriodSeconds"] = grace
-        if finalizers:
-            nmeta["finalizers"] = finalizers
-        if dry_run:
-            return new
-        if new != old:
-            self._commit(rt, "MODIFIED", new, old)
-        if self._finished(new):
-            return self._remove(rt, new)
-        self._after_write(rt, new)
-        return self.find(rt, namespace, name) or new
-
-    def delete_answer(self, rt: ResourceType, deleted: Json, *, dry_run: bool = False) -> Json:
-        """What a DELETE answers: the object while it is still there (being deleted), and
-        once it is gone a Status naming it -- except for pods, whose registry answers with
-        the deleted object."""
-        meta = deleted["metadata"]
-        if dry_run:
-            gone = not meta.get("deletionTimestamp")
-        else:
-            gone = self.find(rt, meta.get("namespace", ""), meta["name"]) is None
-        if not gone or (rt.group, rt.plural) == ("", "pods"):
-            return deleted
-        body = status_body(
-            200,
-            "",
-            "",
-            {"name": meta["name"], "group": rt.group, "kind": rt.plural, "uid": meta.get("uid")},
-            success=True,
-        )
-        del body["code"]  # as recorded: a removal's Status carries no code
-        return body
-
-    def _grace(self, rt: ResourceType, obj: Json, asked: int | None) -> int:
-        """The grace period of a deletion: only a pod on a node, not finished, has one."""
-        if (rt.group, rt.plural) != ("", "pods"):
-            return 0
-        spec = obj.get("spec") or {}
-        if not spec.get("nodeName") or (obj.get("status") or {}).get("phase") in _TERMINAL:
-            return 0
-        if asked is not None:
-            return asked
-        value = spec.get("terminationGracePeriodSeconds")
-        return int(value) if isinstance(value, int) else 30
-
-    def _remove(self, rt: ResourceType, old: Json) -> Json:
-        if rt.group == "" and rt.plural == "namespaces":
-            name = old["metadata"]["name"]
-            for other in self.types.values():
-                if other.namespaced:
-                    for obj in list(self.items(other, name)):
-                        if self.find(other, name, obj["metadata"]["name"]) is not None:
-                            self._remove(other, obj)
-        gone = _copy(old)
-        self._commit(rt, "DELETED", gone, old)
-        self._after_write(rt, gone)
-        return gone
-
-    # --- disruption budgets and eviction ------------------------------------------------
-
-    def _pdb_status(self, pdb: Json, pods: list[Json] | None) -> Json:
-        """The disruption controller's figures. Every matching pod not finished is
-        expected; one being deleted is not healthy. An evicted pod stays in
-        ``status.disruptedPods`` until it is seen terminating. A pod with a controlling
-        owner that was evicted and is gone still counts as expected until a new pod under
-        the budget replaces it (the fake has no workload scale to read, so it remembers)."""
-        meta = pdb["metadata"]
-        ns = meta.get("namespace", "")
-        spec = pdb.get("spec") or {}
-        selector = LabelSelector.from_json(spec.get("selector"))
-        if pods is None:
-            pods = list(self.items(self.types[("", "v1", "pods")], ns))
-        matching = [
-            p
-            for p in pods
-            if (p.get("status") or {}).get("phase") not in _TERMINAL
-            and selector.matches((p.get("metadata") or {}).get("labels"))
-        ]
-        old = pdb.get("status") or {}
-        by_name = {p["metadata"]["name"]: p for p in matching}
-        disrupted: dict[str, str] = {
-            n: t
-            for n, t in (old.get("disruptedPods") or {}).items()
-            if n in by_name and not by_name[n]["metadata"].get("deletionTimestamp")
-        }
-        unreplaced = self._unreplaced.get((ns, meta["name"]), {})
-        expected = len(matching) + len(unreplaced)
-        healthy = sum(
-            1 for p in matching if _pod_healthy(p) and p["metadata"]["name"] not in disrupted
-        )
-        if spec.get("maxUnavailable") is not None:
-            desired = max(0, expected - _scaled(spec["maxUnavailable"], expected))
-        elif spec.get("minAvailable") is not None:
-            desired = _scaled(spec["minAvailable"], expected)
-        else:
-            desired = 0
-        allowed = max(0, healthy - desired)
-        cond_status = "True" if allowed > 0 else "False"
-        old_cond = next(
-            (c for c in old.get("conditions") or () if c.get("type") == "DisruptionAllowed"), {}
-        )
-        status: Json = {
-            "observedGeneration": meta.get("generation", 1),
-            "disruptionsAllowed": allowed,
-            "currentHealthy": healthy,
-            "desiredHealthy": desired,
-            "expectedPods": expected,
-            "conditions": [
-                {
-                    "type": "DisruptionAllowed",
-                    "status": cond_status,
-                    "reason": "SufficientPods" if allowed > 0 else "InsufficientPods",
-                    "message": "",
-                    "observedGeneration": meta.get("generation", 1),
-                    "lastTransitionTime": old_cond.get("lastTransitionTime")
-                    if old_cond.get("status") == cond_status
-                    else now_iso(),
-                }
-            ],
-        }
-        if disrupted:
-            status["disruptedPods"] = disrupted
-        return status
-
-    def _sync_pdbs(
-        self,
-        namespace: str,
-        only: str | None = None,
-        new_pod: Json | None = None,
-        gone_pod: Json | None = None,
-    ) -> None:
-        pdb_type = self.types[("policy", "v1", "poddisruptionbudgets")]
-        pdbs = [p for p in self.items(pdb_type, namespace) if only in (None, p["metadata"]["name"])]
-        if not pdbs:
-            return
-        pods = list(self.items(self.types[("", "v1", "pods")], namespace))
-        for pdb in pdbs:
-            key = (namespace, pdb["metadata"]["name"])
-            selector = LabelSelector.from_json((pdb.get("spec") or {}).get("selector"))
-            unreplaced = self._unreplaced.setdefault(key, {})
-            if (
-                new_pod is not None
-                and unreplaced
-                and selector.matches(new_pod["metadata"].get("labels"))
-            ):
-                # A new pod under the budget replaces the oldest evicted one.
-                oldest = min(unreplaced, key=lambda n: (unreplaced[n], n))
-                del unreplaced[oldest]
-            if gone_pod is not None:
-                gmeta = gone_pod["metadata"]
-                owned = any(r.get("controller") for r in gmeta.get("ownerReferences") or ())
-                if (
-                    owned
-                    and f"{namespace}/{gmeta['name']}" in self._evicted
-                    and selector.matches(gmeta.get("labels"))
-                ):
-                    unreplaced[gmeta["name"]] = now_iso()
-            if not unreplaced:
-                self._unreplaced.pop(key, None)
-            status = self._pdb_status(pdb, pods)
-            if status != pdb.get("status"):
-                new = dict(pdb)
-                new["metadata"] = dict(pdb["metadata"])
-                new["status"] = status
-                self._commit(pdb_type, "MODIFIED", new, pdb)
-
-    def _mark_disrupted(self, pdb: Json, pod_name: str) -> None:
-        """Record an evicted pod in the budget's status, as the eviction handler does."""
-        pdb_type = self.types[("policy", "v1", "poddisruptionbudgets")]
-        status = dict(pdb.get("status") or {})
-        status["disruptedPods"] = {**(status.get("disruptedPods") or {}), pod_name: now_iso()}
-        status["disruptionsAllowed"] = max(0, status.get("disruptionsAllowed", 0) - 1)
-        new = {**pdb, "metadata": dict(pdb["metadata"]), "status": status}
-        self._commit(pdb_type, "MODIFIED", new, pdb)
-
-    def evict(self, namespace: str, name: str, body: Any, *, dry_run: bool = False) -> Json:
-        """POST pods/{name}/eviction, with the API server's disruption-budget rules."""
-        pods = self.types[("", "v1", "pods")]
-        if not isinstance(body, dict) or body.get("kind") != "Eviction":
-            raise ApiStatusError(400, "BadRequest", "the body must be an Eviction object")
-        self._check_namespace(pods, namespace)
-        if (body.get("metadata") or {}).get("name") != name:
-            raise ApiStatusError(
-                400, "BadRequest", "name in URL does not match name in Eviction object"
-            )
-        pod = self.get(pods, namespace, name)
-        options = body.get("deleteOptions") or {}
-        if options.get("dryRun"):
-            if options["dryRun"] != ["All"]:
-                raise ApiStatusError(
-                    400, "BadRequest", f"Invalid dryRun value {options['dryRun']!r}: only All"
-                )
-            dry_run = True
-        grace = options.get("gracePeriodSeconds")
-        if pod["metadata"].get("deletionTimestamp"):
-            # Already terminating: the eviction is done as far as the server is concerned.
-            return status_body(201, "", "", success=True)
-        pre = (options.get("preconditions")) or {}
-        uid, rv = pre.get("uid"), pre.get("resourceVersion")
-        if uid and uid != pod["metadata"].get("uid"):
-            raise ApiStatusError(
-                409,
-                "Conflict",
-                f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
-                f"{pod['metadata'].get('uid')}",
-            )
-        if rv and rv != pod["metadata"].get("resourceVersion"):
-            raise ApiStatusError(
-                409,
-                "Conflict",
-                f"Precondition failed: ResourceVersion in precondition: {rv}, "
-                f"ResourceVersion in object meta: {pod['metadata'].get('resourceVersion')}",
-            )
-        phase = (pod.get("status") or {}).get("phase")
-        exempt = bool(pod["metadata"].get("deletionTimestamp")) or phase in (
-            "Pending",
-            *_TERMINAL,
-        )
-        if not exempt:
-            pdb_type = self.types[("policy", "v1", "poddisruptionbudgets")]
-            labels = pod["metadata"].get("labels")
-            matching = [
-                p
-                for p in self.items(pdb_type, namespace)
-                if LabelSelector.from_json((p.get("spec") or {}).get("selector")).matches(labels)
-            ]
-            if len(matching) > 1:
-                raise ApiStatusError(
-                    500,
-                    "InternalError",
-                    "This pod has more than one PodDisruptionBudget, which the eviction "
-                    "subresource does not support.",
-                )
-            if matching:
-                self._check_budget(matching[0], pod)
-                if not dry_run:
-                    self._mark_disrupted(matching[0], name)
-                    self._evicted.add(f"{namespace}/{name}")
-        if not dry_run:
-            self._disruption_target(pods, pod)
-            self.delete(
-                pods,
-                namespace,
-                name,
-                uid=uid,
-                grace_period_seconds=grace if isinstance(grace, int) else None,
-            )
-        return status_body(201, "", "", success=True)
-
-    def _disruption_target(self, pods: ResourceType, pod: Json) -> None:
-        """The condition the eviction handler sets before it deletes the pod."""
-        new = _copy(pod)
-        conditions = [
-            c
-            for c in (new.setdefault("status", {}).get("conditions") or ())
-            if c.get("type") != "DisruptionTarget"
-        ]
-        conditions.append(
-            {
-                "type": "DisruptionTarget",
-                "status": "True",
-                "lastProbeTime": None,
-                "lastTransitionTime": now_iso(),
-                "reason": "EvictionByEvictionAPI",
-                "message": "Eviction API: evicting",
-            }
-        )
-        new["status"]["conditions"] = conditions
-        self._commit(pods, "MODIFIED", new, pod)
-        self._after_write(pods, new)
-
-    def token_request(self, namespace: str, name: str, body: Any) -> Json:
-        """POST serviceaccounts/{name}/token: a signed token for the ServiceAccount."""
-        sa = self.get(self.types[("", "v1", "serviceaccounts")], namespace, name)
-        if not isinstance(body, dict) or body.get("kind", "TokenRequest") != "TokenRequest":
-            raise ApiStatusError(400, "BadRequest", "the body must be a TokenRequest object")
-        spec = dict(body.get("spec") or {})
-        audiences = spec.get("audiences") or ["https://kubernetes.default.svc"]
-        seconds = spec.get("expirationSeconds") or 3600
-        if not isinstance(seconds, int) or seconds < 600:
-            raise ApiStatusError(
-                422,
-                "Invalid",
-                f'TokenRequest.authentication.k8s.io "{name}" is invalid: '
-                "spec.expirationSeconds: Invalid value: "
-                f"{seconds}: may not specify a duration less than 10 minutes",
-            )
-        token, expiry = self.tokens.mint(
-            namespace, name, sa["metadata"]["uid"], audiences=list(audiences), seconds=seconds
-        )
-        return {
-            "kind": "TokenRequest",
-            "apiVersion": "authentication.k8s.io/v1",
-            "metadata": {"name": name, "namespace": namespace, "creationTimestamp": now_iso()},
-            "spec": {
-                "audiences": list(audiences),
-                "expirationSeconds": seconds,
-                "boundObjectRef": spec.get("boundObjectRef"),
-            },
-            "status": {
-                "token": token,
-                "expirationTimestamp": datetime.fromtimestamp(expiry, UTC).strftime(
-                    "%Y-%m-%dT%H:%M:%SZ"
-                ),
-            },
-        }
-
-    def bind(self, namespace: str, name: str, body: Any) -> Json:
-        """POST pods/{name}/binding: the scheduler's (or anyone's) assignment of a node. The
-        server sets spec.nodeName and the PodScheduled condition itself."""
-        pods = self.types[("", "v1", "pods")]
-        if not isinstance(body, dict) or body.get("kind", "Binding") != "Binding":
-            raise ApiStatusError(400, "BadRequest", "the body must be a Binding object")
-        if (body.get("metadata") or {}).get("name") != name:
-            raise ApiStatusError(
-                400, "BadRequest", "name in URL does not match name in Binding object"
-            )
-        target = body.get("target") or {}
-        node = target.get("name")
-        if not node or target.get("kind", "Node") != "Node":
-            raise ApiStatusError(
-                422,
-                "Invalid",
-                f'Binding.core "{name}" is invalid: target.name: Required value',
-            )
-        pod = self.get(pods, namespace, name)
-
-        def conflict(why: str) -> ApiStatusError:
-            return ApiStatusError(
-                409,
-                "Conflict",
-                f'Operation cannot be fulfilled on pods/binding "{name}": {why}',
-                {"name": name, "kind": "pods/binding"},
-            )
-
-        if pod["metadata"].get("deletionTimestamp"):
-            raise conflict(f"pod {name} is being deleted, cannot be assigned to a host")
-        current = (pod.get("spec") or {}).get("nodeName")
-        if current:
-            raise conflict(f'pod {name} is already assigned to node "{current}"')
-        new = _copy(pod)
-        new["spec"]["nodeName"] = node
-        status = new.setdefault("status", {})
-        conditions = [c for c in status.get("conditions") or () if c.get("type") != "PodScheduled"]
-        conditions.append(
-            {
-                "type": "PodScheduled",
-                "status": "True",
-                "lastProbeTime": None,
-                "lastTransitionTime": now_iso(),
-            }
-        )
-        status["conditions"] = conditions
-        self._commit(pods, "MODIFIED", new, pod)
-        self._after_write(pods, new)
-        return status_body(201, "", "", success=True)
-
-    def _check_budget(self, pdb: Json, pod: Json) -> None:
-        status = pdb.get("status") or {}
-        name = pdb["metadata"]["name"]
-
-        def refuse(cause: str) -> ApiStatusError:
-            return ApiStatusError(
-                429,
-                "TooManyRequests",
-                "Cannot evict pod as it would violate the pod's disruption budget.",
-                {"causes": [{"reason": "DisruptionBudget", "message": cause}]},
-            )
-
-        if status.get("observedGeneration", 0) < pdb["metadata"].get("generation", 1):
-            raise refuse(f"The disruption budget {name} is still being processed by the server.")
-        current, desired = status.get("currentHealthy", 0), status.get("desiredHealthy", 0)
-        if not _pod_healthy(pod):
-            policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy") or "IfHealthyBudget"
-            if policy == "AlwaysAllow" or current >= desired:
-                return
-            raise refuse(
-                f"The disruption budget {name} does not have enough healthy pods to allow "
-                f"evicting an unhealthy pod ({current} healthy, {desired} needed)"
-            )
-        if status.get("disruptionsAllowed", 0) <= 0:
-            raise refuse(
-                f"The disruption budget {name} needs {desired} healthy pods and has {current} "
-                "currently"
-            )
 
     # --- bulk loading -----------------------------------------------------------------
 

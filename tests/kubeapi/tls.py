@@ -9,7 +9,7 @@ import datetime
 import ssl
 from pathlib import Path
 
-from webhook.tls import issue, new_ca
+from webhook.tls.certificates import issue, new_ca
 
 __all__ = ["server_tls"]
 

@@ -45,7 +45,9 @@ import jsonpointer
 import orjson
 from gangplace.kube.selectors import LabelSelector, SelectorError
 
-from .store import ApiStatusError, ApiStore, ResourceType
+from .resources import ResourceType
+from .status import ApiStatusError
+from .store import ApiStore
 
 Json = dict[str, Any]
 

@@ -18,11 +18,12 @@ from aiohttp import web
 
 from tests.kubeapi import ApiServer
 from webhook.config import WebhookConfig
-from webhook.ensure import OwnerPodGroups
-from webhook.kube import PodGroupApi
-from webhook.podgroups import PodGroupReconciler
+from webhook.podgroups.api import PodGroupApi
+from webhook.podgroups.from_workload import OwnerPodGroups
+from webhook.podgroups.reconciler import PodGroupReconciler
 from webhook.server import init_app, start
-from webhook.tls import load_pair, new_bundle, server_context
+from webhook.tls.certificates import new_bundle
+from webhook.tls.contexts import load_pair, server_context
 
 Json = dict[str, Any]
 

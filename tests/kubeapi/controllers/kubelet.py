@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..store import ApiStatusError, ApiStore, now_iso
+from ..resources import now_iso
+from ..status import ApiStatusError
+from ..store import ApiStore
 
 Json = dict[str, Any]
 

@@ -1,6 +1,7 @@
 """Making sure each gang's PodGroup exists, off the request path.
 
-Admission only *describes* the PodGroup it wants (a :class:`PodGroupIntent`); the
+Admission only *describes* the PodGroup it wants (a
+:class:`~webhook.podgroups.intent.PodGroupIntent`); the
 :class:`PodGroupReconciler` creates it in the background through an injected async
 ``create`` function, so an admission answer never waits on the API server.
 
@@ -47,23 +48,19 @@ import logging
 import random
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
+
+from .intent import Existing, OwnerHint, OwnerRef, PodGroupIntent, Removed
 
 __all__ = [
     "CreateFn",
     "EnsureFn",
-    "Existing",
     "ExistingFn",
     "Outcome",
-    "OwnerHint",
-    "OwnerRef",
-    "PodGroupIntent",
     "PodGroupReconciler",
     "RemoveFn",
-    "Removed",
     "ResolveOwnerFn",
     "RetryPolicy",
     "UpdateFn",
@@ -71,104 +68,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("webhook.podgroups")
-
-
-class OwnerRef(NamedTuple):
-    """A reference to the object whose deletion should delete the PodGroup."""
-
-    api_version: str
-    kind: str
-    name: str
-    uid: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        # Neither controller nor blockOwnerDeletion: the workload's own controller may
-        # want to adopt things, and blocking deletion needs rights on the owner.
-        return {
-            "apiVersion": self.api_version,
-            "kind": self.kind,
-            "name": self.name,
-            "uid": self.uid,
-        }
-
-
-class PodGroupIntent:
-    """A PodGroup admission wants to exist. ``body`` is the whole object except
-    ``metadata.ownerReferences``; ``owner`` is None for a gang nobody owns.
-
-    ``body`` may be given as a function: it is then called on first use and its result
-    kept, so the work of describing a gang (the engine's minResources) happens once,
-    in the reconciler, rather than on every review of the gang's pods."""
-
-    __slots__ = (
-        "_body",
-        "_build",
-        "api_version",
-        "name",
-        "namespace",
-        "owner",
-        "plural",
-        "remove",
-        "update",
-    )
-
-    def __init__(
-        self,
-        api_version: str,
-        plural: str,
-        namespace: str,
-        name: str,
-        body: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
-        owner: OwnerRef | None,
-        *,
-        update: bool = False,
-        remove: bool = False,
-    ) -> None:
-        self.api_version, self.plural = api_version, plural
-        self.namespace, self.name, self.owner = namespace, name, owner
-        self.update = update
-        self.remove = remove
-        self._body: Mapping[str, Any] | None = None
-        self._build: Callable[[], Mapping[str, Any]] | None = None
-        if callable(body):
-            self._build = body
-        else:
-            self._body = body
-
-    def __repr__(self) -> str:
-        what = ", update" if self.update else ", remove" if self.remove else ""
-        return (
-            f"PodGroupIntent({self.api_version} {self.namespace}/{self.name}, "
-            f"owner={self.owner}{what})"
-        )
-
-    @property
-    def body(self) -> Mapping[str, Any]:
-        if self._body is None:
-            assert self._build is not None
-            self._body, self._build = self._build(), None
-        return self._body
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.api_version, self.namespace, self.name)
-
-    @property
-    def group(self) -> str:
-        return self.api_version.partition("/")[0]
-
-    @property
-    def version(self) -> str:
-        return self.api_version.partition("/")[2]
-
-    def render(self, owner: OwnerRef | None) -> dict[str, Any]:
-        """The object to POST, with the owner (whose uid is known by now) attached."""
-        body = dict(self.body)
-        meta = dict(body.get("metadata") or {})
-        if owner is not None and owner.uid:
-            meta["ownerReferences"] = [owner.to_json()]
-        body["metadata"] = meta
-        return body
 
 
 # A queued unit of work: the PodGroup's key and, for a gang owned by its pods, the pod.
@@ -179,30 +78,6 @@ def _slot(intent: PodGroupIntent) -> _Slot:
     owner = intent.owner
     pod = owner.name if owner is not None and _is_pod(owner) else ""
     return (*intent.key, pod)
-
-
-class OwnerHint(NamedTuple):
-    """A pod admitted into gang ``name`` whose controller (with uid) is ``owner``."""
-
-    api_version: str  # of the PodGroup
-    namespace: str
-    name: str
-    owner: OwnerRef
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.api_version, self.namespace, self.name)
-
-
-class Existing(StrEnum):
-    """What a PodGroup that made ``create`` answer 409 is to the intent."""
-
-    OURS = "ours"  # owned by this owner (or the gang has no owner): nothing to do
-    JOINED = "joined"  # a bare-pod gang's: this pod was added as one more owner
-    OTHER = "other"  # someone else's, or nobody's: left alone
-    STALE = "stale"  # an earlier owner's of the same kind and name, being deleted
-    GONE = "gone"  # deleted since the 409: create it again
-    UPDATED = "updated"  # ours, and brought to the scaled workload's minMember
 
 
 # create(intent, body): POST the PodGroup. Raise on failure; an exception carrying an
@@ -218,9 +93,6 @@ ExistingFn = Callable[[PodGroupIntent, OwnerRef | None], Awaitable[Existing]]
 # there to ``body``'s minMember and minResources if it is this owner's (may raise like
 # create): OURS (nothing to change), UPDATED, OTHER or GONE.
 UpdateFn = Callable[[PodGroupIntent, OwnerRef | None, dict[str, Any]], Awaitable[Existing]]
-# What ``remove`` did: deleted the PodGroup; found none; found one that is not this
-# owner's or that corral did not make (left alone).
-Removed = Literal["removed", "absent", "foreign"]
 # remove(intent, owner): delete the PodGroup if corral made it and ``owner`` (with its
 # uid) owns it (may raise like create).
 RemoveFn = Callable[[PodGroupIntent, OwnerRef], Awaitable[Removed]]

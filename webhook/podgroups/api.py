@@ -1,13 +1,10 @@
-"""The webhook's writes to the API server, through the kube layer's :class:`KubeClient`
-(every call declared in :data:`gangplace.kube.API_CALLS`).
+"""The PodGroup reconciler's calls to the API server, through the kube layer's
+:class:`KubeClient` (every call declared in :data:`gangplace.kube.API_CALLS`).
 
-* :class:`PodGroupApi` gives the :class:`~webhook.podgroups.PodGroupReconciler` its
-  ``create``, ``resolve_owner`` and ``existing`` functions for Volcano
-  (``scheduling.volcano.sh/v1beta1``) and scheduler-plugins
-  (``scheduling.x-k8s.io/v1alpha1``) PodGroups.
-* :class:`SecretCertStore` keeps ``--self-signed``'s CA and serving certificate in a
-  Secret of the webhook's namespace and puts the CA into the ``caBundle`` of the
-  webhook's own MutatingWebhookConfiguration.
+:class:`PodGroupApi` gives the :class:`~webhook.podgroups.reconciler.PodGroupReconciler`
+its ``create``, ``resolve_owner``, ``existing``, ``update`` and ``remove`` functions for
+Volcano (``scheduling.volcano.sh/v1beta1``) and scheduler-plugins
+(``scheduling.x-k8s.io/v1alpha1``) PodGroups.
 
 Owner uids. The uid of a gang's owner is learnt, first, from the admission of one of
 its pods or child workloads (their ``ownerReferences`` name it with its uid: no API
@@ -21,7 +18,6 @@ for the first of its pods.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -29,27 +25,18 @@ from typing import Any
 from gangplace.kube import ApiError, KubeClient
 from gangplace.kube.resources import (
     COSCHED_PODGROUPS,
-    MUTATING_WEBHOOKS,
     PODS,
-    SECRETS,
     VOLCANO_PODGROUPS,
     WORKLOADS,
     Resource,
 )
 
-from .keys import MANAGED_BY
-from .podgroups import Existing, OwnerRef, PodGroupIntent, Removed
-from .tls import (
-    TlsBundle,
-    bundle_from_secret,
-    ca_bundle_patch,
-    secret_manifest,
-    trusted_cas,
-    webhook_ca_bundles,
-)
+from ..keys import MANAGED_BY
+from .intent import Existing, OwnerRef, PodGroupIntent, Removed
 
-__all__ = ["CertPublishError", "PodGroupApi", "SecretCertStore", "owner_resource"]
+__all__ = ["PodGroupApi", "owner_resource"]
 
+# The name the webhook has always logged its PodGroup calls under.
 log = logging.getLogger("webhook.kube")
 
 _PODGROUPS = {r.group: r for r in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS)}
@@ -86,7 +73,7 @@ def _describe(refs: Sequence[Mapping[str, Any]]) -> str:
 
 
 class PodGroupApi:
-    """PodGroups over the API server, for :class:`~webhook.podgroups.PodGroupReconciler`:
+    """PodGroups over the API server, for :class:`~webhook.podgroups.reconciler.PodGroupReconciler`:
     ``PodGroupReconciler(api.create, api.resolve_owner, existing=api.existing,
     update=api.update, remove=api.remove, ...)``."""
 
@@ -119,7 +106,7 @@ class PodGroupApi:
         return obj
 
     async def existing(self, intent: PodGroupIntent, owner: OwnerRef | None) -> Existing:
-        """See :class:`~webhook.podgroups.Existing`. A pod whose gang's PodGroup is owned
+        """See :class:`~webhook.podgroups.intent.Existing`. A pod whose gang's PodGroup is owned
         by pods only joins their owners (a guarded JSON patch, retried when the PodGroup
         changed in between): it is garbage-collected once the last of them is gone."""
 
@@ -154,7 +141,7 @@ class PodGroupApi:
     async def update(
         self, intent: PodGroupIntent, owner: OwnerRef | None, body: dict[str, Any]
     ) -> Existing:
-        """See :class:`~webhook.podgroups.UpdateFn`: a scaled workload's PodGroup takes
+        """See :data:`~webhook.podgroups.reconciler.UpdateFn`: a scaled workload's PodGroup takes
         the new minMember and minResources (a JSON patch guarded by the resourceVersion
         read, retried when it changed in between). Only a PodGroup this owner owns."""
         want = body.get("spec") or {}
@@ -276,128 +263,3 @@ def _scale_ops(have: Any, want: Mapping[str, Any]) -> list[dict[str, Any]]:
         elif key not in want and key in have:
             ops.append({"op": "remove", "path": f"/spec/{key}"})
     return ops
-
-
-# --- the self-signed certificate's Secret and caBundle ------------------------------------
-
-
-class CertPublishError(RuntimeError):
-    """The CA could not be put into the webhook configuration; the message says why."""
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
-class SecretCertStore:
-    """A :class:`~webhook.tls.CertStore` on the API server.
-
-    The bundle lives in Secret ``secret`` of ``namespace`` (type ``kubernetes.io/tls``
-    plus the CA pair). The first replica creates it; a replica that loses that race
-    (409) reads and uses what the winner stored. Renewals are conditional updates on
-    the resourceVersion last read, so two replicas renewing at once end up on one
-    bundle. The CA goes into the ``caBundle`` of every webhook of MutatingWebhookConfig-
-    uration ``webhook_config`` that calls ``service`` in ``namespace``, by a JSON patch
-    guarded by each webhook's name; earlier corral CAs already there stay until they
-    expire when they were near their end (a CA renewal: replicas still serving a
-    certificate of the old CA keep working until they switch).
-    """
-
-    def __init__(
-        self,
-        kube: KubeClient,
-        namespace: str,
-        *,
-        secret: str,
-        webhook_config: str,
-        service: str,
-        clock: Callable[[], dt.datetime] = _now,
-    ) -> None:
-        self.kube = kube
-        self.namespace, self.secret = namespace, secret
-        self.webhook_config, self.service = webhook_config, service
-        self.clock = clock
-        self._rv: str | None = None  # the Secret's resourceVersion as last seen
-
-    async def load(self) -> TlsBundle | None:
-        try:
-            obj = await self.kube.get(SECRETS, self.secret, self.namespace)
-        except ApiError as e:
-            if e.status == 404:
-                self._rv = None
-                return None
-            raise
-        self._rv = str((obj.get("metadata") or {}).get("resourceVersion") or "") or None
-        bundle = bundle_from_secret(obj)
-        if bundle is None:
-            log.warning(
-                "Secret does not hold a readable bundle; it will be replaced",
-                extra={"fields": {"secret": f"{self.namespace}/{self.secret}"}},
-            )
-        return bundle
-
-    async def save(self, bundle: TlsBundle) -> TlsBundle:
-        body = secret_manifest(bundle, self.secret, self.namespace)
-        for _ in range(3):
-            try:
-                if self._rv is None:
-                    stored = await self.kube.create(SECRETS, body, namespace=self.namespace)
-                else:
-                    body["metadata"]["resourceVersion"] = self._rv
-                    stored = await self.kube.replace(
-                        SECRETS, self.secret, body, namespace=self.namespace
-                    )
-            except ApiError as e:
-                if e.status == 409:
-                    # Another replica stored its bundle first: use that one.
-                    theirs = await self.load()
-                    if theirs is not None:
-                        log.info(
-                            "another replica stored the certificate first; using it",
-                            extra={"fields": {"secret": f"{self.namespace}/{self.secret}"}},
-                        )
-                        return theirs
-                    continue
-                if e.status == 404 and self._rv is not None:
-                    self._rv = None  # deleted meanwhile: create it
-                    continue
-                raise
-            self._rv = str((stored.get("metadata") or {}).get("resourceVersion") or "") or None
-            return bundle
-        raise CertPublishError(f"Secret {self.namespace}/{self.secret} kept changing")
-
-    async def publish_ca(self, ca_bundle: bytes) -> None:
-        for _ in range(3):
-            try:
-                mwc = await self.kube.get(MUTATING_WEBHOOKS, self.webhook_config)
-            except ApiError as e:
-                if e.status == 404:
-                    raise CertPublishError(
-                        f"MutatingWebhookConfiguration {self.webhook_config} does not exist "
-                        "(yet): the API server cannot call this webhook until it does "
-                        "(--webhook-config-name names it)"
-                    ) from None
-                raise
-            have = webhook_ca_bundles(mwc, self.service, self.namespace)
-            if have is None:
-                raise CertPublishError(
-                    f"MutatingWebhookConfiguration {self.webhook_config} has no webhook "
-                    f"that calls Service {self.namespace}/{self.service} (--service-name, "
-                    "--namespace)"
-                )
-            want = trusted_cas(ca_bundle, have, self.clock())
-            ops = ca_bundle_patch(mwc, want, self.service, self.namespace)
-            if not ops:
-                return
-            try:
-                await self.kube.patch(MUTATING_WEBHOOKS, self.webhook_config, ops)
-            except ApiError as e:
-                if e.status == 422:
-                    continue  # its webhooks moved since we read it: look again
-                raise
-            log.info(
-                "CA published to the webhook configuration",
-                extra={"fields": {"webhook_config": self.webhook_config}},
-            )
-            return
-        raise CertPublishError(f"MutatingWebhookConfiguration {self.webhook_config} kept changing")

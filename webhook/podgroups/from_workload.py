@@ -18,12 +18,12 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
-from . import keys as K
-from .admit import admit
-from .cluster import ClusterState
-from .config import WebhookConfig
-from .podgroups import OwnerHint, OwnerRef, PodGroupIntent
-from .validate import derived_name
+from .. import keys as K
+from ..admit import admit
+from ..cluster import ClusterState
+from ..config import WebhookConfig
+from ..validate import derived_name
+from .intent import OwnerHint, OwnerRef, PodGroupIntent
 
 __all__ = ["OwnerPodGroups", "ReadFn"]
 
@@ -36,7 +36,7 @@ _DEPTH = 3
 
 
 class OwnerPodGroups:
-    """``ensure`` for :class:`~webhook.podgroups.PodGroupReconciler`."""
+    """``ensure`` for :class:`~webhook.podgroups.reconciler.PodGroupReconciler`."""
 
     def __init__(self, read: ReadFn, config: WebhookConfig) -> None:
         self._read = read

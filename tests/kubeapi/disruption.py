@@ -1,0 +1,292 @@
+"""PodDisruptionBudgets in the in-memory API server: the disruption controller's status
+figures, and the eviction subresource with its budget rules (DisruptionTarget, dry run).
+
+:class:`DisruptionBudgets` is a part of :class:`~tests.kubeapi.store.ApiStore`: the
+store calls ``_sync_pdbs`` after every write of a pod or a budget.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gangplace.kube.selectors import LabelSelector
+
+from .resources import TERMINAL_PHASES, ResourceType, copy_json, now_iso
+from .status import ApiStatusError, status_body
+
+Json = dict[str, Any]
+Key = tuple[str, str]
+
+__all__ = ["DisruptionBudgets"]
+
+
+def _scaled(value: int | str, total: int) -> int:
+    """An IntOrString against a total, percentages rounded up (the disruption controller's
+    rounding for both minAvailable and maxUnavailable)."""
+    if isinstance(value, int):
+        return value
+    if value.endswith("%"):
+        return math.ceil(int(value[:-1]) * total / 100)
+    return int(value)
+
+
+def _pod_healthy(pod: Json) -> bool:
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    status = pod.get("status") or {}
+    if status.get("phase") != "Running":
+        return False
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in status.get("conditions") or ()
+    )
+
+
+class DisruptionBudgets:
+    """Budgets and eviction (a part of :class:`~tests.kubeapi.store.ApiStore`). It
+    remembers the pods evicted under a budget, and those gone and not yet replaced."""
+
+    types: dict[tuple[str, str, str], ResourceType]
+    _evicted: set[str]
+    _unreplaced: dict[Key, dict[str, str]]
+
+    def _pdb_status(self, pdb: Json, pods: list[Json] | None) -> Json:
+        """The disruption controller's figures. Every matching pod not finished is
+        expected; one being deleted is not healthy. An evicted pod stays in
+        ``status.disruptedPods`` until it is seen terminating. A pod with a controlling
+        owner that was evicted and is gone still counts as expected until a new pod under
+        the budget replaces it (the fake has no workload scale to read, so it remembers)."""
+        meta = pdb["metadata"]
+        ns = meta.get("namespace", "")
+        spec = pdb.get("spec") or {}
+        selector = LabelSelector.from_json(spec.get("selector"))
+        if pods is None:
+            pods = list(self.items(self.types[("", "v1", "pods")], ns))
+        matching = [
+            p
+            for p in pods
+            if (p.get("status") or {}).get("phase") not in TERMINAL_PHASES
+            and selector.matches((p.get("metadata") or {}).get("labels"))
+        ]
+        old = pdb.get("status") or {}
+        by_name = {p["metadata"]["name"]: p for p in matching}
+        disrupted: dict[str, str] = {
+            n: t
+            for n, t in (old.get("disruptedPods") or {}).items()
+            if n in by_name and not by_name[n]["metadata"].get("deletionTimestamp")
+        }
+        unreplaced = self._unreplaced.get((ns, meta["name"]), {})
+        expected = len(matching) + len(unreplaced)
+        healthy = sum(
+            1 for p in matching if _pod_healthy(p) and p["metadata"]["name"] not in disrupted
+        )
+        if spec.get("maxUnavailable") is not None:
+            desired = max(0, expected - _scaled(spec["maxUnavailable"], expected))
+        elif spec.get("minAvailable") is not None:
+            desired = _scaled(spec["minAvailable"], expected)
+        else:
+            desired = 0
+        allowed = max(0, healthy - desired)
+        cond_status = "True" if allowed > 0 else "False"
+        old_cond = next(
+            (c for c in old.get("conditions") or () if c.get("type") == "DisruptionAllowed"), {}
+        )
+        status: Json = {
+            "observedGeneration": meta.get("generation", 1),
+            "disruptionsAllowed": allowed,
+            "currentHealthy": healthy,
+            "desiredHealthy": desired,
+            "expectedPods": expected,
+            "conditions": [
+                {
+                    "type": "DisruptionAllowed",
+                    "status": cond_status,
+                    "reason": "SufficientPods" if allowed > 0 else "InsufficientPods",
+                    "message": "",
+                    "observedGeneration": meta.get("generation", 1),
+                    "lastTransitionTime": old_cond.get("lastTransitionTime")
+                    if old_cond.get("status") == cond_status
+                    else now_iso(),
+                }
+            ],
+        }
+        if disrupted:
+            status["disruptedPods"] = disrupted
+        return status
+
+    def _sync_pdbs(
+        self,
+        namespace: str,
+        only: str | None = None,
+        new_pod: Json | None = None,
+        gone_pod: Json | None = None,
+    ) -> None:
+        pdb_type = self.types[("policy", "v1", "poddisruptionbudgets")]
+        pdbs = [p for p in self.items(pdb_type, namespace) if only in (None, p["metadata"]["name"])]
+        if not pdbs:
+            return
+        pods = list(self.items(self.types[("", "v1", "pods")], namespace))
+        for pdb in pdbs:
+            key = (namespace, pdb["metadata"]["name"])
+            selector = LabelSelector.from_json((pdb.get("spec") or {}).get("selector"))
+            unreplaced = self._unreplaced.setdefault(key, {})
+            if (
+                new_pod is not None
+                and unreplaced
+                and selector.matches(new_pod["metadata"].get("labels"))
+            ):
+                # A new pod under the budget replaces the oldest evicted one.
+                oldest = min(unreplaced, key=lambda n: (unreplaced[n], n))
+                del unreplaced[oldest]
+            if gone_pod is not None:
+                gmeta = gone_pod["metadata"]
+                owned = any(r.get("controller") for r in gmeta.get("ownerReferences") or ())
+                if (
+                    owned
+                    and f"{namespace}/{gmeta['name']}" in self._evicted
+                    and selector.matches(gmeta.get("labels"))
+                ):
+                    unreplaced[gmeta["name"]] = now_iso()
+            if not unreplaced:
+                self._unreplaced.pop(key, None)
+            status = self._pdb_status(pdb, pods)
+            if status != pdb.get("status"):
+                new = dict(pdb)
+                new["metadata"] = dict(pdb["metadata"])
+                new["status"] = status
+                self._commit(pdb_type, "MODIFIED", new, pdb)
+
+    def _mark_disrupted(self, pdb: Json, pod_name: str) -> None:
+        """Record an evicted pod in the budget's status, as the eviction handler does."""
+        pdb_type = self.types[("policy", "v1", "poddisruptionbudgets")]
+        status = dict(pdb.get("status") or {})
+        status["disruptedPods"] = {**(status.get("disruptedPods") or {}), pod_name: now_iso()}
+        status["disruptionsAllowed"] = max(0, status.get("disruptionsAllowed", 0) - 1)
+        new = {**pdb, "metadata": dict(pdb["metadata"]), "status": status}
+        self._commit(pdb_type, "MODIFIED", new, pdb)
+
+    def evict(self, namespace: str, name: str, body: Any, *, dry_run: bool = False) -> Json:
+        """POST pods/{name}/eviction, with the API server's disruption-budget rules."""
+        pods = self.types[("", "v1", "pods")]
+        if not isinstance(body, dict) or body.get("kind") != "Eviction":
+            raise ApiStatusError(400, "BadRequest", "the body must be an Eviction object")
+        self._check_namespace(pods, namespace)
+        if (body.get("metadata") or {}).get("name") != name:
+            raise ApiStatusError(
+                400, "BadRequest", "name in URL does not match name in Eviction object"
+            )
+        pod = self.get(pods, namespace, name)
+        options = body.get("deleteOptions") or {}
+        if options.get("dryRun"):
+            if options["dryRun"] != ["All"]:
+                raise ApiStatusError(
+                    400, "BadRequest", f"Invalid dryRun value {options['dryRun']!r}: only All"
+                )
+            dry_run = True
+        grace = options.get("gracePeriodSeconds")
+        if pod["metadata"].get("deletionTimestamp"):
+            # Already terminating: the eviction is done as far as the server is concerned.
+            return status_body(201, "", "", success=True)
+        pre = (options.get("preconditions")) or {}
+        uid, rv = pre.get("uid"), pre.get("resourceVersion")
+        if uid and uid != pod["metadata"].get("uid"):
+            raise ApiStatusError(
+                409,
+                "Conflict",
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
+                f"{pod['metadata'].get('uid')}",
+            )
+        if rv and rv != pod["metadata"].get("resourceVersion"):
+            raise ApiStatusError(
+                409,
+                "Conflict",
+                f"Precondition failed: ResourceVersion in precondition: {rv}, "
+                f"ResourceVersion in object meta: {pod['metadata'].get('resourceVersion')}",
+            )
+        phase = (pod.get("status") or {}).get("phase")
+        exempt = bool(pod["metadata"].get("deletionTimestamp")) or phase in (
+            "Pending",
+            *TERMINAL_PHASES,
+        )
+        if not exempt:
+            pdb_type = self.types[("policy", "v1", "poddisruptionbudgets")]
+            labels = pod["metadata"].get("labels")
+            matching = [
+                p
+                for p in self.items(pdb_type, namespace)
+                if LabelSelector.from_json((p.get("spec") or {}).get("selector")).matches(labels)
+            ]
+            if len(matching) > 1:
+                raise ApiStatusError(
+                    500,
+                    "InternalError",
+                    "This pod has more than one PodDisruptionBudget, which the eviction "
+                    "subresource does not support.",
+                )
+            if matching:
+                self._check_budget(matching[0], pod)
+                if not dry_run:
+                    self._mark_disrupted(matching[0], name)
+                    self._evicted.add(f"{namespace}/{name}")
+        if not dry_run:
+            self._disruption_target(pods, pod)
+            self.delete(
+                pods,
+                namespace,
+                name,
+                uid=uid,
+                grace_period_seconds=grace if isinstance(grace, int) else None,
+            )
+        return status_body(201, "", "", success=True)
+
+    def _disruption_target(self, pods: ResourceType, pod: Json) -> None:
+        """The condition the eviction handler sets before it deletes the pod."""
+        new = copy_json(pod)
+        conditions = [
+            c
+            for c in (new.setdefault("status", {}).get("conditions") or ())
+            if c.get("type") != "DisruptionTarget"
+        ]
+        conditions.append(
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "lastProbeTime": None,
+                "lastTransitionTime": now_iso(),
+                "reason": "EvictionByEvictionAPI",
+                "message": "Eviction API: evicting",
+            }
+        )
+        new["status"]["conditions"] = conditions
+        self._commit(pods, "MODIFIED", new, pod)
+        self._after_write(pods, new)
+
+    def _check_budget(self, pdb: Json, pod: Json) -> None:
+        status = pdb.get("status") or {}
+        name = pdb["metadata"]["name"]
+
+        def refuse(cause: str) -> ApiStatusError:
+            return ApiStatusError(
+                429,
+                "TooManyRequests",
+                "Cannot evict pod as it would violate the pod's disruption budget.",
+                {"causes": [{"reason": "DisruptionBudget", "message": cause}]},
+            )
+
+        if status.get("observedGeneration", 0) < pdb["metadata"].get("generation", 1):
+            raise refuse(f"The disruption budget {name} is still being processed by the server.")
+        current, desired = status.get("currentHealthy", 0), status.get("desiredHealthy", 0)
+        if not _pod_healthy(pod):
+            policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy") or "IfHealthyBudget"
+            if policy == "AlwaysAllow" or current >= desired:
+                return
+            raise refuse(
+                f"The disruption budget {name} does not have enough healthy pods to allow "
+                f"evicting an unhealthy pod ({current} healthy, {desired} needed)"
+            )
+        if status.get("disruptionsAllowed", 0) <= 0:
+            raise refuse(
+                f"The disruption budget {name} needs {desired} healthy pods and has {current} "
+                "currently"
+            )

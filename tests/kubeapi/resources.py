@@ -1,0 +1,136 @@
+"""The kinds the in-memory API server serves, and how it stamps and copies the objects
+it stores."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+__all__ = [
+    "BUILTIN_TYPES",
+    "CUSTOM_TYPES",
+    "TERMINAL_PHASES",
+    "ResourceType",
+    "copy_json",
+    "now_iso",
+]
+
+TERMINAL_PHASES = ("Succeeded", "Failed")  # a pod in one of these is finished
+_POD_FIELDS = frozenset(
+    {
+        "spec.nodeName",
+        "spec.schedulerName",
+        "spec.restartPolicy",
+        "spec.serviceAccountName",
+        "spec.hostNetwork",
+        "status.phase",
+        "status.podIP",
+        "status.nominatedNodeName",
+    }
+)
+_EVENT_FIELDS = frozenset(
+    {
+        "involvedObject.kind",
+        "involvedObject.namespace",
+        "involvedObject.name",
+        "involvedObject.uid",
+        "involvedObject.apiVersion",
+        "involvedObject.resourceVersion",
+        "involvedObject.fieldPath",
+        "reason",
+        "reportingComponent",
+        "source",
+        "type",
+    }
+)
+
+
+def now_iso(offset: float = 0.0) -> str:
+    t = datetime.now(UTC).timestamp() + offset
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def copy_json(obj: Any) -> Any:
+    """A deep copy of plain JSON."""
+    return orjson.loads(orjson.dumps(obj))
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceType:
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    status_subresource: bool = True
+    builtin: bool = True  # list items of built-in types carry no kind/apiVersion
+    field_labels: frozenset[str] = frozenset()
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def gvr(self) -> tuple[str, str, str]:
+        return (self.group, self.version, self.plural)
+
+    @property
+    def qualified(self) -> str:
+        """``pods`` or ``leases.coordination.k8s.io``, as messages name a resource."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+BUILTIN_TYPES: tuple[ResourceType, ...] = (
+    ResourceType("", "v1", "pods", "Pod", True, field_labels=_POD_FIELDS),
+    ResourceType("", "v1", "nodes", "Node", False, field_labels=frozenset({"spec.unschedulable"})),
+    ResourceType(
+        "", "v1", "namespaces", "Namespace", False, field_labels=frozenset({"status.phase"})
+    ),
+    ResourceType("", "v1", "events", "Event", True, False, field_labels=_EVENT_FIELDS),
+    ResourceType("", "v1", "configmaps", "ConfigMap", True, False),
+    ResourceType("", "v1", "secrets", "Secret", True, False),
+    ResourceType("batch", "v1", "jobs", "Job", True),
+    ResourceType(
+        "admissionregistration.k8s.io",
+        "v1",
+        "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration",
+        False,
+        False,
+    ),
+    ResourceType("events.k8s.io", "v1", "events", "Event", True, False),
+    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, False),
+    ResourceType("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, False),
+    ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
+    ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True, False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True, False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False, False),
+    ResourceType(
+        "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False, False
+    ),
+    # Virtual: created and answered, never stored.
+    ResourceType(
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+        False,
+        False,
+    ),
+)
+
+# The custom resources corral uses, as their CustomResourceDefinitions declare them (a
+# test checks this table against the published CRDs).
+CUSTOM_TYPES: tuple[ResourceType, ...] = (
+    ResourceType(
+        "scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", True, False, builtin=False
+    ),
+    ResourceType("scheduling.volcano.sh", "v1beta1", "queues", "Queue", False, True, builtin=False),
+    ResourceType(
+        "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", True, True, builtin=False
+    ),
+)

@@ -1,0 +1,133 @@
+"""What the in-memory API server refuses in an object it is given (names, budgets, the
+Job fields an update may not change), and the canonical form it stores quantities in."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+from gangplace.kube.selectors import LabelSelector, SelectorError
+
+from .quantity import canonical_resources
+from .resources import ResourceType
+from .status import ApiStatusError
+
+Json = dict[str, Any]
+
+__all__ = ["canonical_quantities", "check_job_update", "validate"]
+
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _pod_spec_quantities(spec: Any) -> None:
+    if not isinstance(spec, dict):
+        return
+    for kind in ("initContainers", "containers", "ephemeralContainers"):
+        for c in spec.get(kind) or ():
+            if isinstance(c, dict):
+                canonical_resources(c.get("resources"))
+    canonical_resources(spec.get("overhead"))
+
+
+def canonical_quantities(rt: ResourceType, obj: Json) -> None:
+    """Quantities of built-in kinds are stored in canonical form ("1000" cpu is "1k")."""
+    key = (rt.group, rt.plural)
+    if key == ("", "pods"):
+        _pod_spec_quantities(obj.get("spec"))
+    elif key == ("batch", "jobs"):
+        _pod_spec_quantities(((obj.get("spec") or {}).get("template") or {}).get("spec"))
+    elif key == ("", "nodes"):
+        status = obj.get("status")
+        if isinstance(status, dict):
+            canonical_resources(status.get("capacity"))
+            canonical_resources(status.get("allocatable"))
+
+
+def _go_value(value: Any) -> str:
+    """A value as the API server's validation messages print it."""
+    if isinstance(value, str):
+        return f'"{value}"'
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return orjson.dumps(value).decode()
+
+
+def check_job_update(old: Json, new: Json) -> None:
+    """The Job fields an update may not change (422, worded as the API server words it):
+    completions (but for an Indexed Job scaled with completions == parallelism),
+    completionMode, selector, podFailurePolicy, and the pod template unless the Job is
+    suspended."""
+    before, after = old.get("spec") or {}, new.get("spec") or {}
+    fields = ["completionMode", "selector", "podFailurePolicy"]
+    elastic = after.get("completionMode") == "Indexed" and after.get("completions") == after.get(
+        "parallelism"
+    )
+    if not elastic:
+        fields.insert(0, "completions")
+    if not (before.get("suspend") and after.get("suspend")):
+        fields.append("template")
+    causes = [
+        {
+            "reason": "FieldValueInvalid",
+            "message": f"Invalid value: {_go_value(after.get(f))}: field is immutable",
+            "field": f"spec.{f}",
+        }
+        for f in fields
+        if before.get(f) != after.get(f)
+    ]
+    if not causes:
+        return
+    listed = [f"{c['field']}: {c['message']}" for c in causes]
+    text = listed[0] if len(listed) == 1 else f"[{', '.join(listed)}]"
+    name = new["metadata"]["name"]
+    raise ApiStatusError(
+        422,
+        "Invalid",
+        f'Job.batch "{name}" is invalid: {text}',
+        {"name": name, "group": "batch", "kind": "Job", "causes": causes},
+    )
+
+
+def validate(rt: ResourceType, obj: Json) -> None:
+    """A created or updated object's name, and a budget's selector and figures (422)."""
+    name = obj["metadata"].get("name", "")
+    if len(name) > 253 or not _NAME.match(name):
+        raise ApiStatusError(
+            422,
+            "Invalid",
+            f'{rt.kind} "{name}" is invalid: metadata.name: Invalid value: "{name}": '
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+            "characters, '-' or '.', and must start and end with an alphanumeric character",
+        )
+    if rt.plural == "poddisruptionbudgets":
+        spec = obj.get("spec") or {}
+        try:
+            LabelSelector.from_json(spec.get("selector"), "spec.selector")
+        except SelectorError as e:
+            raise ApiStatusError(
+                422, "Invalid", f'PodDisruptionBudget "{name}" is invalid: {e}'
+            ) from None
+        for k in ("minAvailable", "maxUnavailable"):
+            v = spec.get(k)
+            if v is not None and not (
+                (isinstance(v, int) and not isinstance(v, bool) and v >= 0)
+                or (isinstance(v, str) and re.fullmatch(r"\d+%?", v))
+            ):
+                raise ApiStatusError(
+                    422,
+                    "Invalid",
+                    f'PodDisruptionBudget "{name}" is invalid: spec.{k}: Invalid value: '
+                    f"{v!r}: must be a non-negative integer or a percentage",
+                )
+        if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
+            raise ApiStatusError(
+                422,
+                "Invalid",
+                f'PodDisruptionBudget "{name}" is invalid: spec: Invalid value: '
+                "minAvailable and maxUnavailable cannot be both set",
+            )

@@ -1,0 +1,11 @@
+"""The gangs' PodGroups, made off the request path. One job per module:
+
+* :mod:`~webhook.podgroups.intent` -- what admission asks for, as plain data: the
+  PodGroup it wants, its owner, and what a PodGroup already there is to it.
+* :mod:`~webhook.podgroups.reconciler` -- makes, updates and removes them in the
+  background, with retries, owner hints and parking.
+* :mod:`~webhook.podgroups.api` -- the reconciler's calls to the API server (Volcano and
+  scheduler-plugins PodGroups, owners read when no hint names them).
+* :mod:`~webhook.podgroups.from_workload` -- the PodGroup of a gang whose pods come
+  without one, read from the live workload.
+"""
