@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))  # tests/builders.py: the object builders the tests use
 
-from tests import builders as b  # noqa: E402
+from tests.builders import objects as b  # noqa: E402
 
 # The trace is not in the repository: $CORRAL_DATA's or ../shared's (gangplace.thirdparty).
 TRACE = trace_dir(ROOT) or ROOT.parent / "shared" / thirdparty.TRACE

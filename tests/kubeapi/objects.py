@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from tests import builders as b
+from tests.builders import objects as b
 
 Json = dict[str, Any]
 
