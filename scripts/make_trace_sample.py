@@ -46,7 +46,7 @@ from gangplace.trace import GPU_NODE_FILE, load_nodes, load_pods, pod_list_path
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))  # tests/builders.py: the object builders the tests use
+    sys.path.append(str(ROOT))  # tests/builders/objects.py: the object builders the tests use
 
 from tests.builders import objects as b  # noqa: E402
 
