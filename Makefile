@@ -54,14 +54,14 @@ manifests: $(STAMP)
 	$(BIN)/python scripts/gen_manifests.py
 
 bench: $(STAMP)
-	$(BIN)/python bench/engine.py
-	$(BIN)/python bench/descheduler.py
+	$(BIN)/python -m bench.engine
+	$(BIN)/python -m bench.descheduler
 
 bench-trace: $(STAMP)
-	$(BIN)/python bench/trace.py
+	$(BIN)/python -m bench.trace
 
 bench-defrag: $(STAMP)
-	nice $(BIN)/python bench/defrag_replay.py
+	nice $(BIN)/python -m bench.defrag_replay
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,8 +1,8 @@
 """The in-memory API server (tests/kubeapi) with one mutating webhook registered, for
-``bench/webhook.py``: pod creations go through its admission chain, which calls the
+``bench.webhook``: pod creations go through its admission chain, which calls the
 webhook over verified TLS with ``?timeout=10s`` and keep-alive, as kube-apiserver does.
 
-    python bench/_chain.py PORT WEBHOOK_URL CA_PEM_FILE
+    python -m bench._chain PORT WEBHOOK_URL CA_PEM_FILE
 
 Serves plain HTTP on 127.0.0.1:PORT until SIGTERM; namespace ``ml`` exists.
 """
@@ -16,11 +16,8 @@ import signal
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from tests.kubeapi import ApiServer  # noqa: E402
-from tests.kubeapi import objects as o  # noqa: E402
+from tests.kubeapi import ApiServer
+from tests.kubeapi import objects as o
 
 
 def configuration(url: str, ca_pem: bytes) -> dict[str, object]:

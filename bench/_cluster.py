@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))  # tests/builders.py: the object builders the tests use
-
-from tests import builders as b  # noqa: E402
+from tests.builders import objects as b
 
 GPU_MODELS = ["A100-SXM4-80GB", "H100-SXM5-80GB", "Tesla-T4"]
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import random
-import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,11 +17,9 @@ from typing import Any
 from gangplace import thirdparty
 from gangplace.thirdparty import trace_dir
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))  # tests/builders.py: the object builders the tests use
+from tests.builders import objects as b
 
-from tests import builders as b  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 # The trace is not in the repository: $CORRAL_DATA's or ../shared's (gangplace.thirdparty).
 TRACE = trace_dir(ROOT) or ROOT.parent / "shared" / thirdparty.TRACE

@@ -1,4 +1,3 @@
-# ruff: noqa: E402  (imports follow the sys.path fix below)
 """Defragmentation by moving pods, on the FGD paper's trace replay: policy x {no moves,
 with moves}.
 
@@ -16,8 +15,8 @@ memory ignored: an optimistic figure for migration, not a bound) and the idle GP
 GPUs that hold one 810-milli pod alone (only a pod of 190 milli or less can use it).
 Runs spread over ``--workers`` processes.
 
-    .venv/bin/python bench/defrag_planner.py                     # fgd and corral, 10 seeds
-    .venv/bin/python bench/defrag_planner.py --seeds 42 --policies corral --json
+    .venv/bin/python -m bench.defrag_planner                     # fgd and corral, 10 seeds
+    .venv/bin/python -m bench.defrag_planner --seeds 42 --policies corral --json
 """
 
 from __future__ import annotations
@@ -31,19 +30,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import die, parse_seeds, run_all, trace_folder
-
-# bench/descheduler.py shares its name with the package used here: the package must not
-# be looked for beside this file (imported beside it: only _common, above).
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-
 import numpy as np
 from gangplace.engine.policies import POLICIES
 from gangplace.sim.relayout import lone_share_idle_pct, relayout_idle_pct
 from gangplace.sim.trace_csv import GPU_NODE_FILE, load_pods, pod_list_path
 from gangplace.sim.trace_run import prepare_trace
 
+from bench._common import die, parse_seeds, run_all, trace_folder
 from descheduler.config import DeschedulerConfig
 from descheduler.replay_with_moves import replay_with_moves
 from descheduler.simulate_command import trace_config

@@ -20,8 +20,8 @@ the pods moved as % of the arrivals; the gap from corral with moves to the oracl
 the wall time. ``--png`` writes unallocated GPU against pods moved (one panel per
 trace), ``--json`` prints one object instead.
 
-    .venv/bin/python bench/defrag_replay.py                      # 3 traces x seeds 42-44
-    .venv/bin/python bench/defrag_replay.py --traces default --seeds 42 --json
+    .venv/bin/python -m bench.defrag_replay                      # 3 traces x seeds 42-44
+    .venv/bin/python -m bench.defrag_replay --traces default --seeds 42 --json
 """
 
 from __future__ import annotations
@@ -35,13 +35,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import die, parse_seeds, run_all, trace_folder
 from gangplace.engine.policies import POLICIES
 from gangplace.sim.limit import MovesHook
 from gangplace.sim.relayout import relayout_idle_pct
 from gangplace.sim.run import run_limit
 from gangplace.sim.trace_csv import GPU_NODE_FILE, load_pods, pod_list_path
 from gangplace.sim.trace_run import prepare_trace
+
+from bench._common import die, parse_seeds, run_all, trace_folder
 
 _PODS: dict[str, Any] = {}
 
@@ -269,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--traces", default="default,cpu250,gpushare60", help="pod lists")
     ap.add_argument("--policies", default="fgd,corral", help="base policies, comma-separated")
     ap.add_argument("--seeds", default="42-44", help="e.g. 42-44 or 42,43")
-    ap.add_argument("--budgets", default="0.5,1,2,5", help="pods moved, % of arrivals")
+    ap.add_argument("--budgets", default="0.5,1,2,5", help="pods moved, %% of arrivals")
     ap.add_argument("--inflate", type=float, default=1.3)
     ap.add_argument("--time-limit", type=float, default=20.0, help="seconds per oracle proof")
     ap.add_argument(

@@ -1,4 +1,3 @@
-# ruff: noqa: E402  (imports follow the sys.path fix below)
 """Descheduler benchmark: plan time at scale, and what a plan buys, beside a baseline.
 
 Clusters of 1,000, 5,000 and 10,000 GPU nodes are drawn from the Alibaba GPU trace
@@ -25,48 +24,27 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.util
 import json
 import statistics
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
-from pathlib import Path
-from types import ModuleType
 from typing import Any
-
-# This file shares its name with the package it measures: the package must not be
-# looked for beside it, so its sibling module is loaded by path.
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 from gangplace.engine import PodRecord, place_gang, place_pod
 from gangplace.engine.feasibility import fits
 from gangplace.engine.fragmentation import fragmentation
 from gangplace.engine.timeparse import parse_time
 
+from bench._trace_cluster import make_cluster, node_rows, pod_rows
 from descheduler import DeschedulerConfig, Plan, plan, state_from_list
 from descheduler.cli import SAMPLES, SNAPSHOT_TIME
 from descheduler.gang_demand import Demand
 from descheduler.plan_context import PlanContext
 from descheduler.protect import pod_protection
 from descheduler.state import ClusterState
-
-
-def _sibling(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, _HERE / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-_trace = _sibling("_trace_cluster")
-make_cluster, node_rows, pod_rows = _trace.make_cluster, _trace.node_rows, _trace.pod_rows
 
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)
 SAMPLE_NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)

@@ -12,17 +12,14 @@ import argparse
 import gc
 import json
 import statistics
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _cluster import make_nodes, make_pods
 from gangplace.engine import Gang, GangOptions, PodShape, Snapshot, place_gang
 from gangplace.engine.feasibility import static_mask
 from gangplace.engine.scoring import DEFAULT_WEIGHTS
+
+from bench._cluster import make_nodes, make_pods
 
 SHAPE = PodShape.of({"cpu": 8000, "memory": 64 * 2**30}, gpus=1)
 

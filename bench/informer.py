@@ -13,8 +13,8 @@ Each side reports the time to sync, its memory after sync and at the peak (RSS),
 the time to build the engine's ``Snapshot`` (from the records, or from the JSON with
 ``Snapshot.from_objects``). The server runs apart so that its memory is not counted.
 
-    python bench/informer.py                  # 10,000 nodes, 100,000 pods
-    python bench/informer.py --nodes 1000 --pods 10000 --json
+    python -m bench.informer                  # 10,000 nodes, 100,000 pods
+    python -m bench.informer --nodes 1000 --pods 10000 --json
 """
 
 from __future__ import annotations
@@ -29,14 +29,9 @@ import statistics
 import sys
 import time
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
-from _common import in_process
-
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from bench._common import in_process
 
 MiB = 1024 * 1024
 

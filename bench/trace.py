@@ -6,8 +6,8 @@ unallocated GPU % at the end, the paper's published medians beside them where it
 them, and the seconds per run of each policy. ``--json`` prints one JSON object with
 the same figures (and every run). Runs spread over ``--workers`` processes.
 
-    .venv/bin/python bench/trace.py                       # the whole grid
-    .venv/bin/python bench/trace.py --policies fgd,corral --traces default,cpu200
+    .venv/bin/python -m bench.trace                       # the whole grid
+    .venv/bin/python -m bench.trace --policies fgd,corral --traces default,cpu200
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import die, parse_seeds, run_all, trace_folder
 from gangplace.engine.policies import PAPER_POLICIES, POLICIES
 from gangplace.sim.trace_csv import GPU_NODE_FILE, load_pods, pod_list_path, trace_names
 from gangplace.sim.trace_run import run_trace
+
+from bench._common import die, parse_seeds, run_all, trace_folder
 
 # The paper's medians (unallocated GPU %, 10 seeds, 130% arrived).
 PAPER = {

@@ -18,8 +18,8 @@ that POSTs the review. Without it, a built-in aiohttp client takes its place; th
 client is slower than the servers, so its figures are client-bound and the ratios
 understate the gap -- the output says which generator ran.
 
-    python bench/webhook.py            # a table
-    python bench/webhook.py --json     # one JSON object with the same figures
+    python -m bench.webhook            # a table
+    python -m bench.webhook --json     # one JSON object with the same figures
 
    Then the same through the in-memory API server's admission chain (tests/kubeapi):
    pod creations sent to it, the webhook called by its chain over verified TLS with
@@ -28,7 +28,7 @@ understate the gap -- the output says which generator ran.
 
 3. ``--cluster``: the webhook with informers on a large cluster (default 10,000 nodes
    and 100,000 pods of full size, served by the in-memory API server in a process of
-   its own, as ``bench/informer.py`` does):
+   its own, as ``bench.informer`` does):
 
    * the resident memory of ``corral-webhook serve`` once ready, beside the same server
      with ``--no-cluster``;
@@ -41,8 +41,8 @@ understate the gap -- the output says which generator ran.
    * what keeping the view current costs: a pod event applied, and a rebuild after a
      node change (in a worker thread), with the event loop's lag meanwhile.
 
-    python bench/webhook.py --cluster              # a table
-    python bench/webhook.py --cluster --nodes 1000 --pods 10000 --json
+    python -m bench.webhook --cluster              # a table
+    python -m bench.webhook --cluster --nodes 1000 --pods 10000 --json
 """
 
 from __future__ import annotations
@@ -70,15 +70,14 @@ from pathlib import Path
 from typing import Any
 
 import jsonpatch
-from _common import in_process
+
+from bench._common import in_process
+from webhook.admit import admit
+from webhook.config import WebhookConfig
+from webhook.demo import find_fixtures
+from webhook.tls.certificates import new_bundle
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from webhook.admit import admit  # noqa: E402
-from webhook.config import WebhookConfig  # noqa: E402
-from webhook.demo import find_fixtures  # noqa: E402
-from webhook.tls.certificates import new_bundle  # noqa: E402
 
 CONCURRENCY = (1, 16)
 TARGETS = {"admit_p99_us": 200.0, "throughput_16": 1.0, "p50_1": 1.2, "p99_1": 1.5}
@@ -724,10 +723,7 @@ def _served_rss(url: str, timeout: float) -> dict[str, dict[str, float]]:
 def bench_cluster(nodes: int, pods: int, iterations: int, seed: int) -> dict[str, Any]:
     import multiprocessing as mp
 
-    bench_dir = str(REPO / "bench")
-    if bench_dir not in sys.path:
-        sys.path.append(bench_dir)
-    import informer  # the in-memory API server loaded as bench/informer.py loads it
+    from bench import informer  # the in-memory API server as bench.informer serves it
 
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
@@ -847,7 +843,8 @@ def bench_chain(
             api_port = _free_port()
             api_argv = [
                 sys.executable,
-                str(REPO / "bench" / "_chain.py"),
+                "-m",
+                "bench._chain",
                 str(api_port),
                 f"https://127.0.0.1:{port}/mutate",
                 str(ca_file),
@@ -953,7 +950,7 @@ def render(result: dict[str, Any]) -> str:
             )
         rss = ", ".join(f"{k} {m:.0f} MiB" for k, m in srv["rss_mb_after_load"].items())
         lines.append(
-            f"  resident memory after the load: {rss} (with informers: python bench/webhook.py "
+            f"  resident memory after the load: {rss} (with informers: python -m bench.webhook "
             "--cluster)"
         )
     chain = result.get("chain")

@@ -20,7 +20,7 @@ from gangplace.kube import KubeClient
 __all__ = ["LocalUnavailable", "local_cluster"]
 
 CHECKOUT = Path(__file__).resolve().parents[1]
-HARNESS = "tests.demo_cluster"
+HARNESS = "tests.builders.demo_cluster"
 
 
 class LocalUnavailable(RuntimeError):
@@ -28,7 +28,7 @@ class LocalUnavailable(RuntimeError):
 
 
 def _harness() -> object:
-    if not (CHECKOUT / "tests" / "demo_cluster.py").is_file():
+    if not (CHECKOUT / "tests" / "builders" / "demo_cluster.py").is_file():
         raise LocalUnavailable(
             "the in-memory cluster (API server and controller models) is part of corral's "
             "tests, which are not installed with the plugin: run it from a checkout of corral "

@@ -15,9 +15,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))  # tests/builders.py: the object builders the tests use
+    sys.path.append(str(ROOT))  # tests/builders/objects.py: the object builders the tests use
 
-from tests import builders as b  # noqa: E402
+from tests.builders import objects as b  # noqa: E402
 
 OUT = ROOT / "shared/gangplace/data/sample-cluster.json"
 

@@ -46,9 +46,9 @@ from gangplace.thirdparty import GET_DATA_HINT, trace_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))  # tests/builders.py: the object builders the tests use
+    sys.path.append(str(ROOT))  # tests/builders/objects.py: the object builders the tests use
 
-from tests import builders as b  # noqa: E402
+from tests.builders import objects as b  # noqa: E402
 
 OUT = ROOT / "descheduler/data/sample-trace.json"
 TAKEN = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

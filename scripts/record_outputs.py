@@ -6,7 +6,7 @@
 It records `make run`'s three parts, `gangplace simulate --json` for a few seeds and
 policies (the run time, "seconds", is blanked, and so is the demo's port), and
 `corral-descheduler plan --output json` on both bundled samples. The webhook's patches
-on the fixtures are pinned by tests/test_admit_golden.py.
+on the fixtures are pinned by tests/webhook/test_admit_golden.py.
 """
 
 from __future__ import annotations

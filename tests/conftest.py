@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 
 import pytest
+from gangplace.kube import KubeClient
 
-ROOT = Path(__file__).resolve().parent.parent
-# The repo root makes ``tests.kubeapi`` importable; this folder makes ``helpers`` so.
-for path in (ROOT, ROOT / "tests"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
-
-from gangplace.kube import KubeClient  # noqa: E402
-from needs_data import (  # noqa: E402, F401  (hooks: tests that need absent data are left out)
+from tests.kubeapi import ApiServer
+from tests.kubeapi.controllers import Kubelet, run_loop
+from tests.needs_data import (  # noqa: F401  (hooks: tests that need absent data are left out)
     pytest_collection_modifyitems,
     pytest_terminal_summary,
 )
-
-from tests.kubeapi import ApiServer  # noqa: E402
-from tests.kubeapi.controllers import Kubelet, run_loop  # noqa: E402
 
 
 @pytest.fixture

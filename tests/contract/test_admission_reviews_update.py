@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from webhook_capture import CaptureWebhook
 
+from tests.builders.capture_webhook import CaptureWebhook
 from tests.contract.conftest import ReplayFactory
 from tests.controllers import (
     ControllerSet,

@@ -1,6 +1,6 @@
 """Builders for Kubernetes objects in the shape the API server returns them.
 
-The small builders make test objects, on the shared builders of ``tests/builders.py``;
+The small builders make test objects, on the shared builders of ``tests.builders.objects``;
 :func:`full_pod` and :func:`full_node` make objects as large as a real cluster's
 (managed fields, status, env, volumes), for the informer benchmark.
 """
@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from tests import builders as b
+from tests.builders import objects as b
 
 Json = dict[str, Any]
 

@@ -139,7 +139,7 @@ DESCHED_NS = "corral-system"
 async def run_descheduler(
     api: ApiServer, config: DeschedulerConfig | None = None
 ) -> dict[str, Any]:
-    """``corral-descheduler run --once`` against the fake, as tests/test_desched_live."""
+    """``corral-descheduler run --once`` against the fake, as test_desched_live does."""
     out = io.StringIO()
     opts = RunOptions(
         once=True, output="json", lease_namespace=DESCHED_NS, backoff_initial=0.01, sync_timeout=5.0

@@ -1,0 +1,2 @@
+"""gangplace.kube, the Kubernetes edge: client config, informers, evictor, leader election,
+resources, selectors, RBAC."""

@@ -1,0 +1,1 @@
+"""The kubectl plugin (kubectl_corral)."""
