@@ -105,7 +105,7 @@ def test_bare_pod_gang_and_single_pods_are_checked() -> None:
 
 def test_multi_role_gangs_use_the_placement() -> None:
     state = four_gpu_cluster()
-    from webhook.admit import _shape  # the same shape reading admit uses
+    from webhook.admit.workloads import _shape  # the same shape reading admit uses
 
     cfg = WebhookConfig()
     big = _shape(pod_template(GPU4), cfg)

@@ -24,17 +24,17 @@ import orjson
 from gangplace.engine import Gang, PodShape, ShapeError, TaskRole, gangs, shape_from_pod
 from gangplace.engine.model import GPU_SHARE_COUNT, GPU_SHARE_MILLI, GPU_SHARE_MODEL
 
-from . import keys as K
-from .backends import Dialect, GangInfo, Keys, TaskGroup, dialect_for
-from .cluster import ClusterState, check_gang
-from .config import Backend, NodePool, WebhookConfig
-from .disruption import disruption_rule
-from .patch import Editor, PatchError, Pointer
-from .podgroups import OwnerHint, OwnerRef, PodGroupIntent
-from .quantities import resource_list
-from .spark import pod_view, spark_pod
-from .suspension import change, is_suspended, suspended_by_descheduler
-from .validate import (
+from .. import keys as K
+from ..backends import Dialect, GangInfo, Keys, TaskGroup, dialect_for
+from ..cluster import ClusterState, check_gang
+from ..config import Backend, NodePool, WebhookConfig
+from ..disruption import disruption_rule
+from ..patch import Editor, PatchError, Pointer
+from ..podgroups import OwnerHint, OwnerRef, PodGroupIntent
+from ..quantities import resource_list
+from ..spark import pod_view, spark_pod
+from ..suspension import change, is_suspended, suspended_by_descheduler
+from ..validate import (
     InvalidValue,
     MinAvailable,
     check_gang_name,
@@ -43,7 +43,7 @@ from .validate import (
     parse_duration,
     parse_min_available,
 )
-from .workloads import (
+from ..workloads import (
     ResolvedRole,
     WorkloadError,
     WorkloadKind,
