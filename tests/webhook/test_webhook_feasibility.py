@@ -105,11 +105,11 @@ def test_bare_pod_gang_and_single_pods_are_checked() -> None:
 
 def test_multi_role_gangs_use_the_placement() -> None:
     state = four_gpu_cluster()
-    from webhook.admit import _shape  # the same shape reading admit uses
+    from webhook.admit.gangs import shape  # the same shape reading admit uses
 
     cfg = WebhookConfig()
-    big = _shape(pod_template(GPU4), cfg)
-    small = _shape(pod_template({"cpu": "60"}), cfg)
+    big = shape(pod_template(GPU4), cfg)
+    small = shape(pod_template({"cpu": "60"}), cfg)
     assert big is not None and small is not None
     # 4 GPU workers fill every GPU node's GPUs; a launcher of 60 CPUs fits only on c0 next to them
     assert check_gang(state, "a", [("launcher", small, 1), ("worker", big, 4)], 5).never == ""

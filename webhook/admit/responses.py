@@ -1,0 +1,94 @@
+"""The answers admission gives: allowed unchanged, denied with a status, or allowed
+with the JSON patch of its edits and its warnings."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from ..patch import Editor
+from ..podgroups.intent import OwnerHint, PodGroupIntent
+from .review import API_VERSION, AdmitResult, Request
+
+__all__ = ["JobRule", "allow", "cap", "deny", "finish", "review_of"]
+
+# Warnings longer than this may be cut by the API server.
+_WARNING_MAX = 250
+
+
+# A Job's podFailurePolicy with the disruption rule first (None: unchanged), warnings.
+JobRule = tuple[dict[str, Any] | None, list[str]]
+
+
+def review_of(response: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": response}
+
+
+def allow(req: Request, kind: str, outcome: str, reason: str = "") -> AdmitResult:
+    return AdmitResult(
+        review_of({"uid": req.uid, "allowed": True}),
+        req.uid,
+        req.operation,
+        kind,
+        outcome,
+        dry_run=req.dry_run,
+        reason=reason,
+    )
+
+
+def deny(req: Request, kind: str, code: int, reason: str, message: str) -> AdmitResult:
+    response = {
+        "uid": req.uid,
+        "allowed": False,
+        "status": {"code": code, "reason": reason, "message": message},
+    }
+    return AdmitResult(
+        review_of(response),
+        req.uid,
+        req.operation,
+        kind,
+        "denied",
+        dry_run=req.dry_run,
+        reason=message,
+    )
+
+
+def cap(text: str) -> str:
+    return text if len(text) <= _WARNING_MAX else text[: _WARNING_MAX - 3] + "..."
+
+
+def finish(
+    req: Request,
+    kind: str,
+    ed: Editor,
+    warnings: Sequence[str],
+    intents: Sequence[PodGroupIntent] = (),
+    hints: Sequence[OwnerHint] = (),
+    job_rule: JobRule | None = None,
+) -> AdmitResult:
+    ops = ed.ops()
+    if job_rule is not None and job_rule[0] is not None:
+        # Its own operation: the Editor's diff is not needed for a field set whole
+        # ("add" replaces a podFailurePolicy that is there).
+        ops.append({"op": "add", "path": "/spec/podFailurePolicy", "value": job_rule[0]})
+    response: dict[str, Any] = {"uid": req.uid, "allowed": True}
+    if ops:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(orjson.dumps(ops)).decode()
+    if warnings:
+        response["warnings"] = list(warnings)
+    return AdmitResult(
+        review_of(response),
+        req.uid,
+        req.operation,
+        kind,
+        "patched" if ops else "unchanged",
+        ops,
+        tuple(warnings),
+        () if req.dry_run else tuple(intents),
+        () if req.dry_run else tuple(hints),
+        req.dry_run,
+    )
