@@ -117,7 +117,8 @@ def _start(args: list[str]) -> tuple[subprocess.Popen[str], int, list[dict[str, 
     )
     assert proc.stderr is not None
     logs: list[dict[str, Any]] = []
-    deadline = time.monotonic() + 20
+    # Generous: on a loaded 2-core machine the start alone has taken over 20 s.
+    deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         line = proc.stderr.readline()
         if not line:
@@ -126,8 +127,9 @@ def _start(args: list[str]) -> tuple[subprocess.Popen[str], int, list[dict[str, 
         logs.append(entry)
         if entry["msg"] == "serving":
             return proc, int(entry["address"].rsplit(":", 1)[1]), logs
+    code = proc.poll()
     proc.kill()
-    raise AssertionError(f"server did not start: {logs}")
+    raise AssertionError(f"server did not start (exit code {code}): {logs}")
 
 
 def _stop(proc: subprocess.Popen[str], logs: list[dict[str, Any]]) -> None:
