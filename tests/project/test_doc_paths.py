@@ -138,21 +138,23 @@ def unimportable(names: list[str]) -> list[str]:
 
 def misplaced_bare_files(text: str) -> list[str]:
     """In each paragraph or list item, a file named bare (`gang.py`, `policies/`) must be
-    in a folder the same paragraph names by its path (`shared/gangplace/engine/`)."""
+    in a folder the same paragraph names before it, by its path (`shared/gangplace/engine/`)
+    or bare in turn (`policies/`, then `fgd.py`)."""
     bad = []
     for chunk in re.split(r"\n\s*\n|\n(?=- |\d+\. )", text):
-        folders = []
+        folders: list[Path] = []
         for span in code_spans(chunk):
             for path in repo_paths(span):
                 p = ROOT / path
                 folders.append(p if path.endswith("/") or p.is_dir() else p.parent)
             for w in words(span):
-                if (
-                    re.fullmatch(r"\w+\.py|\w+/", w)
-                    and w[:-1] not in TOPS
-                    and not any((f / w).exists() for f in folders)
-                ):
+                if not re.fullmatch(r"\w+\.py|\w+/", w) or w[:-1] in TOPS:
+                    continue
+                found = [f / w for f in folders if (f / w).exists()]
+                if not found:
                     bad.append(w)
+                elif w.endswith("/"):
+                    folders += found
     return bad
 
 
@@ -215,5 +217,6 @@ def test_the_checks_name_what_is_gone() -> None:
     assert unimportable(names) == ["gangplace.trace", "gangplace.sim.moves.no_such_function"]
     assert misplaced_bare_files(
         "- The edge (`shared/gangplace/kube/`): `client.py`, `evictor.py`, `gang.py`.\n"
-        "- The engine (`shared/gangplace/engine/`): `gang.py`, `policies/`.\n"
-    ) == ["gang.py"]
+        "- The engine (`shared/gangplace/engine/`): `gang.py`, `policies/`: `fgd.py`.\n"
+        "- The harness: `replay.py`.\n"
+    ) == ["gang.py", "replay.py"]
