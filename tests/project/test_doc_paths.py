@@ -1,8 +1,8 @@
 """The docs send a newcomer to files and modules that exist: every repository path that
-README.md and docs/ name in backticks (inline or in a code block), every module a
-``python -m`` runs, every dotted module of ours they name, and, in docs/architecture.md,
-every file named bare (``gang.py``) in the folder its paragraph names. (Links are
-checked by test_docs.py::test_relative_links_resolve.)"""
+README.md, docs/ and the folders' READMEs name in backticks (inline or in a code block),
+every module a ``python -m`` runs, every dotted module of ours they name, and, in
+docs/architecture.md, every file named bare (``gang.py``) in the folder its paragraph
+names. (Links are checked by test_docs.py::test_relative_links_resolve.)"""
 
 from __future__ import annotations
 
@@ -38,7 +38,13 @@ PLACEHOLDER = re.compile(r"<[^>]+>|\b[A-Z][A-Z_]{2,}\b")
 
 
 def doc_files() -> list[Path]:
-    return [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+    """README.md, docs/, and the READMEs of folders (webhook/fixtures/...)."""
+    inner = [p for top in sorted(TOPS) if (ROOT / top).is_dir() for p in (ROOT / top).rglob("*.md")]
+    return [
+        ROOT / "README.md",
+        *sorted(DOCS.glob("*.md")),
+        *sorted(set(inner) - set(DOCS.glob("*.md"))),
+    ]
 
 
 def code_spans(text: str) -> list[str]:
