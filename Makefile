@@ -37,7 +37,7 @@ test-fast: $(STAMP)
 
 # The third-party data from its public sources, into $CORRAL_DATA (else ../shared).
 data:
-	$(PYTHON) scripts/get_data.py
+	$(PYTHON) -m scripts.get_data
 
 # Strict typing everywhere; the engine alone as well, as CI has always checked it; the
 # layers (import contracts in pyproject.toml: docs/architecture.md).
@@ -46,12 +46,12 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/mypy --strict shared/gangplace/engine
 	MYPYPATH=shared $(BIN)/mypy --strict -p gangplace -p descheduler -p webhook -p kubectl_corral
-	$(BIN)/python scripts/gen_manifests.py --check
+	$(BIN)/python -m scripts.gen_manifests --check
 
 # The generated RBAC (from gangplace.kube.rbac), the installed descheduler config,
 # the kubectl-corral viewer role and the command-line reference in docs/.
 manifests: $(STAMP)
-	$(BIN)/python scripts/gen_manifests.py
+	$(BIN)/python -m scripts.gen_manifests
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.engine

@@ -3,7 +3,7 @@
 workload operators corral speaks to.
 
 None of it is in the repository. It goes where the tests look for it: the folder
-$CORRAL_DATA names, else ../shared beside the checkout (see gangplace/thirdparty.py),
+$CORRAL_DATA names, else ../shared beside the checkout (see shared/gangplace/thirdparty.py),
 laid out as data/alibaba-gpu-v2023/*.csv and crds/*.yaml. Files already there are kept.
 Each file is checked against the SHA-256 of the copy corral was tested with; a file that
 differs is kept and named (upstream may have changed it).

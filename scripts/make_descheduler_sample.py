@@ -1,6 +1,7 @@
 """Writes descheduler/data/sample-fragmented.json: a small fragmented GPU cluster with
 waiting gangs, as `kubectl get nodes,pods,pdb,podgroups,queues,priorityclasses -A -o json`
-would list it. Deterministic: run it again and the file does not change.
+would list it. Deterministic: run it again and the file does not change
+(``.venv/bin/python -m scripts.make_descheduler_sample``).
 
 - Three 8-GPU A100 nodes at 7/6/7 GPUs used cannot admit a waiting 4-GPU job (Volcano
   issue 3948); moving the two 1-GPU notebooks off the middle node fixes it.
@@ -15,15 +16,12 @@ would list it. Deterministic: run it again and the file does not change.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))  # tests/builders/objects.py: the object builders the tests use
+from tests.builders import objects as b
 
-from tests.builders import objects as b  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "descheduler/data/sample-fragmented.json"
 TAKEN = "2026-12-01T12:00:00Z"

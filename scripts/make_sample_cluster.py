@@ -4,20 +4,19 @@ Twelve nodes as `kubectl get nodes,pods -A -o json` would list them: eight 8-GPU
 A100 nodes in two racks, two tainted 4-GPU T4 nodes, two CPU nodes, and running pods
 that leave the A100s fragmented (idle GPUs scattered, no node with 8 free).
 Deterministic: run it again and the file does not change.
+
+    .venv/bin/python -m scripts.make_sample_cluster
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))  # tests/builders/objects.py: the object builders the tests use
+from tests.builders import objects as b
 
-from tests.builders import objects as b  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "shared/gangplace/data/sample-cluster.json"
 

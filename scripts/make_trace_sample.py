@@ -21,7 +21,7 @@ does not change.
   that allows no disruption. (Stale partial gangs are shown by the small hand-built
   sample, ``--snapshot sample:small``.)
 
-    .venv/bin/python scripts/make_trace_sample.py [--trace-dir DIR]
+    .venv/bin/python -m scripts.make_trace_sample [--trace-dir DIR]
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -44,11 +43,9 @@ from gangplace.sim.replay import replay
 from gangplace.sim.trace_csv import GPU_NODE_FILE, load_nodes, load_pods, pod_list_path
 from gangplace.thirdparty import GET_DATA_HINT, trace_dir
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))  # tests/builders/objects.py: the object builders the tests use
+from tests.builders import objects as b
 
-from tests.builders import objects as b  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "descheduler/data/sample-trace.json"
 TAKEN = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

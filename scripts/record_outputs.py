@@ -1,6 +1,6 @@
 """Record what users see from corral's commands, to show a refactor changed none of it.
 
-    python scripts/record_outputs.py DIR      # run from a checkout with `make` done
+    python -m scripts.record_outputs DIR      # run from a checkout with `make` done
     diff -r BEFORE AFTER                       # byte-identical, or the diff says where
 
 It records `make run`'s three parts, `gangplace simulate --json` for a few seeds and

@@ -7,7 +7,7 @@ is (``data/alibaba-gpu-v2023/``, ``crds/``, ``fixtures/admission/``): the folder
 ``$CORRAL_DATA`` names, else a ``shared/`` folder found upward from where we start (a
 checkout sits beside ``../shared``). When ``$CORRAL_DATA`` is set it is the only place
 looked in, so pointing it at an empty folder shows what runs without the data.
-``make data`` (``scripts/get_data.py``) fetches it from its public sources.
+``make data`` (``python -m scripts.get_data``) fetches it from its public sources.
 """
 
 from __future__ import annotations

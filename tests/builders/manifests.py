@@ -10,7 +10,6 @@ write goes untested.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import itertools
 import json
 import os
@@ -30,17 +29,6 @@ MANIFESTS = ROOT / "manifests"
 OVERLAYS = sorted(p.parent for p in (MANIFESTS / "overlays").glob("*/kustomization.yaml"))
 
 Obj = dict[str, Any]
-
-
-def gen_manifests() -> Any:
-    """scripts/gen_manifests.py as a module."""
-    spec = importlib.util.spec_from_file_location(
-        "gen_manifests", ROOT / "scripts/gen_manifests.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 class KustomizeMissing(RuntimeError):

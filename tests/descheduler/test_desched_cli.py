@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -111,12 +110,8 @@ def test_plan_by_default_on_the_trace_built_sample(capsys: pytest.CaptureFixture
 @pytest.mark.trace
 def test_the_trace_sample_is_what_its_script_writes(tmp_path: Path) -> None:
     """Deterministic: the script writes the bundled file again, byte for byte (after an
-    engine change that moves pods, run `python scripts/make_trace_sample.py`)."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import make_trace_sample
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
+    engine change that moves pods, run `python -m scripts.make_trace_sample`)."""
+    from scripts import make_trace_sample
     assert TRACE is not None
     out = tmp_path / "sample.json"
     make_trace_sample.write(make_trace_sample.build(TRACE), out)

@@ -1,4 +1,4 @@
-"""`make data` (scripts/get_data.py): what it fetches from where, what it keeps, and the
+"""`make data` (``python -m scripts.get_data``): what it fetches from where, what it keeps, and the
 error it gives where there is no internet -- without the network: a fake opener stands
 in for it."""
 
@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import sys
 import urllib.error
 from pathlib import Path
 from typing import Any
@@ -14,12 +13,9 @@ from typing import Any
 import pytest
 from gangplace.thirdparty import crds_dir, trace_dir
 
+from scripts import get_data
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-try:
-    import get_data
-finally:
-    sys.path.remove(str(ROOT / "scripts"))
 
 
 def never(url: str, timeout: float) -> Any:

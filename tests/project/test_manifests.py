@@ -16,6 +16,7 @@ from gangplace.kube import rbac
 
 from descheduler.config import DeschedulerConfig
 from descheduler.config import parse_config as parse_descheduler_config
+from scripts import gen_manifests
 from tests.builders.manifests import (
     MANIFESTS,
     OVERLAYS,
@@ -24,7 +25,6 @@ from tests.builders.manifests import (
     choices_of,
     config_map,
     find,
-    gen_manifests,
     one,
     pod_templates,
     prerender,
@@ -156,7 +156,7 @@ def test_rbac_of_every_render_is_what_the_attribution_renders(objs: list[Obj]) -
 
 
 def test_generated_files_are_up_to_date() -> None:
-    files = gen_manifests().generated()
+    files = gen_manifests.generated()
     stale = [str(p.relative_to(ROOT)) for p, text in files.items() if p.read_text() != text]
     assert not stale, f"out of date, run `make manifests`: {stale}"
 

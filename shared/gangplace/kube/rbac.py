@@ -13,10 +13,10 @@ backend, how certificates are managed, how the descheduler runs), so that an ins
 that does not use something is not allowed to do it.
 
 :func:`rbac_objects` renders the Roles, ClusterRoles and bindings for one component and
-one choice; ``scripts/gen_rbac.py`` writes them under ``manifests/``, and a test fails
-when a call is attributed to nobody, when an attribution names a call that is not
-declared, or when the manifests differ from what this module renders. Nothing here is
-``*``: every verb, resource and API group is named.
+one choice; ``make manifests`` (``scripts/gen_manifests.py``) writes them under
+``manifests/``, and a test fails when a call is attributed to nobody, when an attribution
+names a call that is not declared, or when the manifests differ from what this module
+renders. Nothing here is ``*``: every verb, resource and API group is named.
 """
 
 from __future__ import annotations
