@@ -8,7 +8,7 @@ import pytest
 from gangplace.kube import KubeClient
 
 from tests.kubeapi import ApiServer
-from tests.kubeapi.controllers import Kubelet, run_loop
+from tests.kubeapi.kubelet import Kubelet, run_loop
 from tests.needs_data import (  # noqa: F401  (hooks: tests that need absent data are left out)
     pytest_collection_modifyitems,
     pytest_terminal_summary,

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from tests.controllers import ControllerSet, ManualClock, control_plane
-from tests.kubeapi.controllers import Kubelet
+from tests.kubeapi.kubelet import Kubelet
 from tests.kubeapi.recording import Replay, assert_same
 
 Json = dict[str, Any]

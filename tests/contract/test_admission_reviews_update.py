@@ -38,7 +38,7 @@ from tests.controllers import (
     Rest,
     StoreController,
 )
-from tests.kubeapi.controllers import Kubelet
+from tests.kubeapi.kubelet import Kubelet
 from tests.kubeapi.recording import Recording, Replay, differences, normalise
 
 # The whole recording replayed with the control plane's models, once per test: not in

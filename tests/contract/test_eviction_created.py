@@ -5,7 +5,7 @@ is 201, once gone 404. A watch sees every version in order."""
 from __future__ import annotations
 
 from tests.contract.conftest import ReplayFactory
-from tests.kubeapi.controllers import Kubelet
+from tests.kubeapi.kubelet import Kubelet
 from tests.kubeapi.recording import Replay, assert_same
 
 NS = "rec-evict"

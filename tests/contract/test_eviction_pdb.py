@@ -5,7 +5,7 @@ dry runs that answer like real evictions and change nothing."""
 from __future__ import annotations
 
 from tests.contract.conftest import ReplayFactory
-from tests.kubeapi.controllers import Kubelet
+from tests.kubeapi.kubelet import Kubelet
 from tests.kubeapi.recording import Replay, assert_same
 
 

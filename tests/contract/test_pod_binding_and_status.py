@@ -8,7 +8,7 @@ from __future__ import annotations
 from tests.contract.conftest import ReplayFactory
 from tests.contract.controller_models import same_events
 from tests.controllers import PodScheduler, Rest
-from tests.kubeapi.controllers import Kubelet
+from tests.kubeapi.kubelet import Kubelet
 from tests.kubeapi.recording import Replay, assert_same
 
 NS = "rec-bind"

@@ -8,7 +8,7 @@ import base64
 import json
 
 from tests.contract.conftest import ReplayFactory
-from tests.kubeapi.controllers import Kubelet
+from tests.kubeapi.kubelet import Kubelet
 from tests.kubeapi.recording import Replay
 
 

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from tests.contract.conftest import ReplayFactory
-from tests.kubeapi.controllers import Kubelet
+from tests.kubeapi.kubelet import Kubelet
 from tests.kubeapi.recording import Answer, Replay, Step, assert_same, normalise
 
 # Waits for real bookmarks and watch ends (seconds): not in `make test-fast`.

@@ -15,7 +15,7 @@ from tests.controllers import (
 )
 from tests.controllers.pod_scheduler import kube_unschedulable_message
 from tests.kubeapi import ApiServer
-from tests.kubeapi.controllers.kubelet import finish_pod
+from tests.kubeapi.kubelet.kubelet import finish_pod
 from tests.scenarios.story import (
     NS,
     Cluster,

@@ -12,7 +12,7 @@ be equal.
 The control plane's other actors (kube-scheduler, the kubelet loop, the controllers) are
 played by the test between steps: ``Replay.run(before={...})`` calls a hook before the
 named step, and :meth:`Replay.settle` runs the replay's ``controllers`` (step functions
-over the store, see :mod:`tests.kubeapi.controllers`) until none has anything left to do.
+over the store, see :mod:`tests.kubeapi.kubelet`) until none has anything left to do.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.scenario
 
 
 def _models_missing() -> str:
-    for mod in ("tests.controllers", "tests.kubeapi.controllers", "tests.scenarios.corral_webhook"):
+    for mod in ("tests.controllers", "tests.kubeapi.kubelet", "tests.scenarios.corral_webhook"):
         try:
             if importlib.util.find_spec(mod) is None:
                 return mod

@@ -15,7 +15,7 @@ from tests.needs_data import closing_line
 ROOT = Path(__file__).resolve().parents[2]
 SUBSET = [
     "tests/sim/test_arrivals.py::test_matches_the_go_simulator_draws",  # trace, 3 cases
-    "tests/kubeapi/test_kubeapi_server.py::test_custom_types_match_the_published_crds",  # crds
+    "tests/kubeapi/test_server.py::test_custom_types_match_the_published_crds",  # crds
     "tests/project/test_get_data.py::test_only_picks_a_part",  # needs nothing
 ]
 

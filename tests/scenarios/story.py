@@ -25,7 +25,7 @@ from descheduler.run_process import RunOptions, run_command
 from tests.controllers import ControllerSet, ManualClock, Rest, control_plane
 from tests.controllers.gang_scheduler import GROUP_NAME, PODGROUP_API
 from tests.kubeapi import ApiServer
-from tests.kubeapi.controllers import Kubelet
+from tests.kubeapi.kubelet import Kubelet
 from tests.kubeapi.recording import node
 
 Json = dict[str, Any]
@@ -139,7 +139,7 @@ DESCHED_NS = "corral-system"
 async def run_descheduler(
     api: ApiServer, config: DeschedulerConfig | None = None
 ) -> dict[str, Any]:
-    """``corral-descheduler run --once`` against the fake, as test_desched_live does."""
+    """``corral-descheduler run --once`` against the fake, as test_run_live.py does."""
     out = io.StringIO()
     opts = RunOptions(
         once=True, output="json", lease_namespace=DESCHED_NS, backoff_initial=0.01, sync_timeout=5.0

@@ -156,7 +156,7 @@ def _variants(review: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def _inputs() -> dict[str, dict[str, Any]]:
     """Every fixture review by name (recorded into the golden file with its answers)."""
     from tests.builders.reviews import FIXTURE_NAMES, fixture
-    from tests.webhook.test_webhook_junk import _workload_reviews
+    from tests.webhook.test_junk import _workload_reviews
 
     reviews: dict[str, dict[str, Any]] = {}
     for name in FIXTURE_NAMES:

@@ -71,7 +71,7 @@ def _paths(doc: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
 
 
 def _workload_reviews() -> list[dict[str, Any]]:
-    from tests.webhook.test_webhook_workloads import CASES
+    from tests.webhook.test_workloads import CASES
 
     out = []
     for _, obj, _, _ in CASES:

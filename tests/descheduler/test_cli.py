@@ -112,6 +112,7 @@ def test_the_trace_sample_is_what_its_script_writes(tmp_path: Path) -> None:
     """Deterministic: the script writes the bundled file again, byte for byte (after an
     engine change that moves pods, run `python -m scripts.make_trace_sample`)."""
     from scripts import make_trace_sample
+
     assert TRACE is not None
     out = tmp_path / "sample.json"
     make_trace_sample.write(make_trace_sample.build(TRACE), out)

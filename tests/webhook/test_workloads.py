@@ -171,7 +171,7 @@ CASES: list[tuple[str, dict[str, Any], int, list[tuple[str | int, ...]]]] = [
         + [("spec", "rayClusterSpec", "workerGroupSpecs", i, "template") for i in (0, 1)],
     ),
 ]
-# LeaderWorkerSet makes one gang per group: tests/webhook/test_webhook_kinds.py.
+# LeaderWorkerSet makes one gang per group: tests/webhook/test_kinds.py.
 
 
 def _review_of(obj: dict[str, Any]) -> dict[str, Any]:

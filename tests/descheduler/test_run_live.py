@@ -37,7 +37,7 @@ def real_evictions(api: ApiServer) -> list[Any]:
 
 
 def two_gang_items() -> list[Any]:
-    """Two waiting gangs, two groups of moves (as in test_desched_runner): a 4-GPU job
+    """Two waiting gangs, two groups of moves (as in test_runner): a 4-GPU job
     needs the gang "pair" moved off n5; a 2 x 8-GPU gang needs sweep-a and sweep-b moved
     off n0 and n1 into the 2-GPU holes of the other nodes."""
     holes = ["n2", "n3", "n7", "n8", "n9", "n10"]

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.builders.reviews import FIXTURE_NAMES, fixture
-from tests.webhook.test_webhook_junk import _CONFIGS, _json, broken_review
+from tests.webhook.test_junk import _CONFIGS, _json, broken_review
 from webhook.config import WebhookConfig
 from webhook.server import init_app, start
 

@@ -10,8 +10,8 @@ import pytest
 
 from tests.kubeapi import ApiServer, ApiStatusError, ApiStore
 from tests.kubeapi import objects as o
-from tests.kubeapi.controllers import Kubelet
-from tests.kubeapi.controllers.kubelet import finish_pod
+from tests.kubeapi.kubelet import Kubelet
+from tests.kubeapi.kubelet.kubelet import finish_pod
 from tests.kubeapi.recording import assert_same, load
 from tests.kubeapi.strategic import strategic_merge
 
