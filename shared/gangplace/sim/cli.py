@@ -90,15 +90,15 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument(
         "--time-limit",
         type=float,
-        default=30.0,
-        help="seconds for each exact check of an arrival that fits nowhere (default: 30); "
+        default=10.0,
+        help="seconds for each exact check of an arrival that fits nowhere (default: 10); "
         "a check that runs out is counted as timed out and the arrival left unplaced",
     )
     p.add_argument(
         "--neighbourhoods",
-        default="16,64",
-        help="sizes of the node sets the assignment model searches for a packing before "
-        "the whole cluster (default: 16,64)",
+        default="",
+        help="sizes of node sets (e.g. 16,64) searched for a packing after the guided one "
+        "and before the whole cluster (default: none)",
     )
     p.add_argument(
         "--no-search",

@@ -142,6 +142,11 @@ class ExactFit:
         self._versions: IntArray | None = None
         # Clusters up to this many nodes are decided by the assignment model (exact).
         self.assign_nodes = 64
+        # Seconds the assignment model gets on a neighbourhood, per 16 nodes.
+        self.assign_seconds = 1.5
+        # Whether the assignment model minimises the pods moved (slower) or stops at
+        # the first packing it finds.
+        self.fewest_moves = False
 
     # --- the current arrangement as configurations -----------------------------------
 
@@ -317,6 +322,54 @@ class ExactFit:
                 bins.append(tuple(sorted(on)))
         return val, upper + 1e-7, Config(tuple(counts), tuple(sorted(bins)))
 
+    def guided(self, snap: Snapshot, extra: PodShape, pad: int = 8) -> list[int]:
+        """The nodes a packing most likely needs to change: the LP over the pool's
+        columns that keeps the most nodes on the configuration they hold (a column
+        used beyond the nodes holding it costs one per node) says which configurations
+        to take apart; their nodes, plus the ``pad`` nodes of :meth:`neighbourhood`."""
+        self.seed(snap)
+        d = self.demand(snap, extra)
+        holders: dict[int, list[int]] = {}
+        for n in range(snap.n_nodes):
+            pods = snap.pods_on(n)
+            if pods:
+                c = self.pool.key[(int(self.type_of[n]), self.config_of(pods).counts)]
+                holders.setdefault(c, []).append(n)
+        A = self._matrix()
+        n_types = len(self.types.count)
+        T = self._type_rows(n_types)
+        nc = A.shape[1]
+        S = len(self.shapes)
+        have = np.zeros(nc)
+        for c, ns in holders.items():
+            have[c] = len(ns)
+        from scipy.sparse import hstack, vstack
+
+        a_ub = vstack([hstack([-A, -A]), hstack([T, T])]).tocsr()
+        b_ub = np.concatenate([-d.astype(float), self.types.count.astype(float)])
+        cost = np.concatenate([np.zeros(nc), np.ones(nc)])
+        ub = np.concatenate([have, np.full(nc, np.inf)])
+        lp = linprog(
+            cost,
+            A_ub=a_ub,
+            b_ub=b_ub,
+            bounds=np.stack([np.zeros(2 * nc), ub], axis=1),
+            method="highs",
+        )
+        out: dict[int, None] = {}
+        if lp.status == 0:
+            keep = np.asarray(lp.x[:nc])
+            for c, ns in holders.items():
+                drop = int(math.ceil(len(ns) - keep[c] - 1e-6))
+                if drop > 0:
+                    free = snap.gpu_free_total(np.array(ns))
+                    for i in np.argsort(-free, kind="stable")[:drop]:
+                        out[ns[int(i)]] = None
+        del S
+        for n in self.neighbourhood(snap, extra, pad):
+            out[n] = None
+        return list(out)
+
     # --- the assignment model ---------------------------------------------------------
 
     def assign(
@@ -375,7 +428,7 @@ class ExactFit:
                     count.setdefault(j, []).append((v, 1.0))
             for j, ent in count.items():
                 total[j].extend(ent)
-                if cur[j]:
+                if cur[j] and self.fewest_moves:
                     k = var(-1.0, float(cur[j]), False)  # pods of j that stay on n
                     add([(k, 1.0), *[(v, -1.0) for v, _ in ent]], -np.inf, 0.0)
             for r in range(self.vec.shape[1]):
@@ -410,7 +463,8 @@ class ExactFit:
             constraints=LinearConstraint(A, np.array(lo), np.array(hi)),
             integrality=np.array(integ),
             bounds=Bounds(np.zeros(len(c)), np.array(ub)),
-            options={"time_limit": left},
+            # Fewest pods moved matters less than an answer: within 5% of the best.
+            options={"time_limit": left, "mip_rel_gap": 0.05},
         )
         if res.status == 2:
             return INFEASIBLE, None
@@ -628,9 +682,21 @@ class ExactFit:
             return done(TIMEOUT, "time limit in the LP")
         if not ip:
             return done(FEASIBLE, "lp")
+        prefer = {
+            self.pool.key[(int(self.type_of[n]), self.config_of(snap.pods_on(n)).counts)]
+            for n in (range(snap.n_nodes) if nodes is None else nodes)
+            if snap.pods_on(n)
+        }
         if nodes is not None or snap.n_nodes <= self.assign_nodes:
+            cap = deadline
+            if nodes is not None:  # a search: a few seconds, the rest is for the cluster
+                cap = min(deadline, time.perf_counter() + self.assign_seconds * len(nodes) / 16)
+                # The configurations the pool holds first: a small integer model.
+                sol = self._restricted_ip(d, avail, prefer, min(cap, time.perf_counter() + 1.0))
+                if sol is not None:
+                    return done(FEASIBLE, "configurations", self._plan(sol, nodes))
             got, plan = self.assign(
-                snap, list(range(snap.n_nodes)) if nodes is None else nodes, d, deadline
+                snap, list(range(snap.n_nodes)) if nodes is None else nodes, d, cap
             )
             if got == FEASIBLE:
                 return done(FEASIBLE, "assignment", plan)
@@ -638,26 +704,24 @@ class ExactFit:
                 # Exact on these nodes: a proof when they are the whole cluster.
                 return done(INFEASIBLE, "assignment")
             return done(TIMEOUT, "time limit in the assignment model")
-        prefer = {
-            self.pool.key[(int(self.type_of[n]), self.config_of(snap.pods_on(n)).counts)]
-            for n in (range(snap.n_nodes) if nodes is None else nodes)
-            if snap.pods_on(n)
-        }
         sol = None
         frac = x - np.floor(x + 1e-9)
         if (np.minimum(frac, 1 - frac) < 1e-6).all():
             sol, how = np.round(x), "lp"
         if sol is None:
-            sol, how = self._restricted_ip(d, avail, prefer, deadline), "restricted-ip"
-        if sol is None:
             sol, how = self._dive(d, avail, deadline), "dive"
         if sol is None:
+            sol, how = self._restricted_ip(d, avail, prefer, deadline), "restricted-ip"
+        if sol is None:
             return done(TIMEOUT, "no integer arrangement among the columns in time")
+        return done(FEASIBLE, how, self._plan(sol, nodes))
+
+    def _plan(self, sol: FloatArray, nodes: list[int] | None) -> Plan:
         per: dict[int, list[Config]] = {}
         for c in np.flatnonzero(sol > 0.5):
             t, cfg = self.pool.cols[c]
             per.setdefault(t, []).extend([cfg] * int(round(sol[c])))
-        return done(FEASIBLE, how, Plan(per, None if nodes is None else list(nodes)))
+        return Plan(per, None if nodes is None else list(nodes))
 
     # --- carrying a plan out ----------------------------------------------------------
 
@@ -699,8 +763,11 @@ class ExactFit:
                     left.append(cfg)
             left.sort(key=lambda c: -sum(c.counts))
             for cfg in left:
+                pick = sorted(free)
+                if len(left) * len(pick) > 20000:
+                    pick = pick[:8]  # many to place: the overlap on a few nodes only
                 n = max(
-                    sorted(free),
+                    pick,
                     key=lambda m: sum(min(a, b) for a, b in zip(cur[m].counts, cfg.counts)),
                 )
                 free.discard(n)

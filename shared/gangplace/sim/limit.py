@@ -159,8 +159,8 @@ class OracleHook:
         snap: Snapshot,
         arrivals: Sequence[TracePod],
         *,
-        time_limit: float = 30.0,
-        neighbourhoods: Sequence[int] = (16, 64),
+        time_limit: float = 10.0,
+        neighbourhoods: Sequence[int] = (),
         max_pods: int = 8,
         depth: int = 1,
         max_nodes: int = 24,
@@ -230,7 +230,8 @@ class OracleHook:
                 st.proved_shapes.append(shape)
                 return
             if lp.status == FEASIBLE:
-                tries: list[list[int] | None] = [
+                tries: list[list[int] | None] = [self.exact.guided(snap, shape)]
+                tries += [
                     self.exact.neighbourhood(snap, shape, k)
                     for k in self.neighbourhoods
                     if k < snap.n_nodes
@@ -243,7 +244,11 @@ class OracleHook:
                     if res.status == FEASIBLE and res.plan is not None:
                         moved = self.exact.apply(snap, res.plan, shape, rec)
                         st.placed_by_model += 1
-                        where = "cluster" if nodes is None else f"{len(nodes)} nodes"
+                        where = (
+                            "cluster"
+                            if nodes is None
+                            else ("guided" if nodes is tries[0] else f"{len(nodes)} nodes")
+                        )
                         st.placed_how[f"{where}, {res.how}"] += 1
                         st.pods_moved += len(moved)
                         self._failed.rescued(ctx, rec)

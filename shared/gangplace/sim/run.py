@@ -62,8 +62,8 @@ class LimitRun:
 def run_limit(
     run: TraceRun,
     *,
-    time_limit: float = 30.0,
-    neighbourhoods: tuple[int, ...] = (16, 64),
+    time_limit: float = 10.0,
+    neighbourhoods: tuple[int, ...] = (),
     search: bool = True,
     max_pods: int = 8,
     depth: int = 1,
