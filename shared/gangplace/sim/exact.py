@@ -539,6 +539,9 @@ class ExactFit:
             )
             if lp.status != 0:
                 return TIMEOUT, None, it, best
+            if float(lp.fun) <= _EPS:
+                # Every pod covered by the pool's columns: feasible, nothing to price.
+                return FEASIBLE, np.asarray(lp.x[:nc]), it, best
             marg = np.asarray(lp.ineqlin.marginals)
             pi = np.clip(-marg[:S], 0.0, 1.0)
             pi[d == 0] = 0.0

@@ -3,15 +3,15 @@
 :class:`OracleHook` is the limit of any move-based descheduler on a replay: the same
 arrivals in the same order, no placed pod ever dropped, and an arrival that fits
 nowhere is placed if *any* rearrangement of the pods already placed plus it fits. Each
-such check first looks for a packing with the engine (:func:`fit_with_moves`, a
-generous search), then tries to prove that none exists with the aggregated model
-(:class:`FitModel`, LP then MILP). A shape proved not to fit stays proved for every
-later arrival that needs at least as much (the placed pods only grow). A check the
-model cannot refute and the search cannot build is *unresolved*, a model that hits its
-time limit is a *timeout*: both are counted, and both leave the arrival unplaced -- so
-the oracle's figure is one some sequence of moves reaches (an upper bound on the
-limit), and the demand of the unresolved arrivals says how far below it the limit could
-lie at most.
+such check ends one of three ways, all counted:
+
+* **placed**: the engine's move search (:func:`fit_with_moves`) or the configuration
+  model (:class:`~gangplace.sim.exact.ExactFit`) found a packing, and it is carried out;
+* **proved infeasible**: the configuration LP's bound, or an earlier proof for a shape
+  needing no more (the placed pods only grow, so a proof never expires);
+* **timed out**: neither within the time limit; the arrival is left unplaced, so the
+  oracle's figure is one an actual sequence of moves reaches, and the demand of the
+  timed-out arrivals says how far below it the limit could lie at most.
 
 :class:`MovesHook` is the practical version: on a failed arrival, the fewest moves
 (within a budget of pods moved over the whole replay) that let it fit.
@@ -165,6 +165,7 @@ class OracleHook:
         depth: int = 1,
         max_nodes: int = 24,
         search: bool = True,
+        guided: bool = False,
         retry_after: int = 25,
     ) -> None:
         self.exact = ExactFit(snap, [a.shape for a in arrivals])
@@ -172,6 +173,7 @@ class OracleHook:
         self.neighbourhoods = tuple(neighbourhoods)
         self.max_pods, self.depth, self.max_nodes = max_pods, depth, max_nodes
         self.search = search
+        self.guided = guided
         self.stats = CheckStats()
         self._failed = _FailedArrival()
         self._here = _FailedHere(retry_after)
@@ -230,7 +232,9 @@ class OracleHook:
                 st.proved_shapes.append(shape)
                 return
             if lp.status == FEASIBLE:
-                tries: list[list[int] | None] = [self.exact.guided(snap, shape)]
+                tries: list[list[int] | None] = (
+                    [self.exact.guided(snap, shape)] if self.guided else []
+                )
                 tries += [
                     self.exact.neighbourhood(snap, shape, k)
                     for k in self.neighbourhoods
@@ -247,7 +251,7 @@ class OracleHook:
                         where = (
                             "cluster"
                             if nodes is None
-                            else ("guided" if nodes is tries[0] else f"{len(nodes)} nodes")
+                            else ("guided" if self.guided and nodes is tries[0] else f"{len(nodes)} nodes")
                         )
                         st.placed_how[f"{where}, {res.how}"] += 1
                         st.pods_moved += len(moved)
