@@ -198,7 +198,8 @@ def render(doc: dict[str, Any]) -> str:
                 g = o["relaxed_greedy_unallocated_gpu_pct"]
                 lines.append(
                     f"  {'greedy, LP fit test':<24}{g['median']:>7.2f} "
-                    f"[{g['min']:.2f}-{g['max']:.2f}]   (a reference: the LP admits more than packs)"
+                    f"[{g['min']:.2f}-{g['max']:.2f}]   (a reference: the LP admits more than "
+                    "packs)"
                 )
             off = o["offline_lp_unallocated_gpu_pct"]
             lines.append(

@@ -180,7 +180,7 @@ def test_oracle_is_exact_against_brute_force(
     is dropped."""
     if not any(g for _, g in nodes):
         nodes = [*nodes, (8000, 1)]
-    snap, hook, ends, placed, _ = run_oracle(nodes, pods, time_limit=20.0, search=search)
+    _, hook, ends, placed, _ = run_oracle(nodes, pods, time_limit=20.0, search=search)
     st_ = hook.stats
     assert st_.timeouts == 0
     assert st_.checks == st_.placed + st_.proved + st_.timeouts
@@ -197,7 +197,7 @@ def test_oracle_rearranges_across_nodes_where_the_search_cannot() -> None:
     nodes = [(16000, 2), (16000, 2)]
     pods = [(1000, 1, 400), (1000, 1, 400), (1000, 1, 400), (1000, 1, 400)]
     pods += [(1000, 1, 600), (1000, 1, 600), (1000, 1, 1000)]
-    snap, hook, ends, placed, _ = run_oracle(nodes, pods, search=False)
+    _, hook, ends, placed, _ = run_oracle(nodes, pods, search=False)
     assert ends[-1] == "placed" and placed == list(range(len(pods)))
     assert hook.stats.placed_by_model == 1 and hook.stats.pods_moved >= 1
 

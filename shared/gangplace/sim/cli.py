@@ -26,7 +26,9 @@ def cmd_limit(args: argparse.Namespace) -> int:
     try:
         hoods = tuple(int(k) for k in args.neighbourhoods.split(",") if k.strip())
     except ValueError:
-        raise CliError(f"--neighbourhoods {args.neighbourhoods!r}: expected sizes like 16,64")
+        raise CliError(
+            f"--neighbourhoods {args.neighbourhoods!r}: expected sizes like 16,64"
+        ) from None
     if any(k < 1 for k in hoods):
         raise CliError(f"--neighbourhoods {args.neighbourhoods!r}: sizes must be >= 1")
     if args.max_moves < 1 or args.depth < 0 or args.retry_after < 1:

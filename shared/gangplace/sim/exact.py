@@ -31,7 +31,6 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -215,9 +214,7 @@ class ExactFit:
         ``most`` pods of each shape): (its worth, a proven upper bound, it)."""
         nt = self.types
         js = [
-            j
-            for j in range(len(self.shapes))
-            if nt.allowed[t, j] and pi[j] > 1e-9 and most[j] > 0
+            j for j in range(len(self.shapes)) if nt.allowed[t, j] and pi[j] > 1e-9 and most[j] > 0
         ]
         if not js:
             return 0.0, 0.0, None
@@ -360,7 +357,7 @@ class ExactFit:
         if lp.status == 0:
             keep = np.asarray(lp.x[:nc])
             for c, ns in holders.items():
-                drop = int(math.ceil(len(ns) - keep[c] - 1e-6))
+                drop = math.ceil(len(ns) - keep[c] - 1e-6)
                 if drop > 0:
                     free = snap.gpu_free_total(np.array(ns))
                     for i in np.argsort(-free, kind="stable")[:drop]:
@@ -490,9 +487,7 @@ class ExactFit:
 
     def _matrix(self) -> csr_matrix:
         p = self.pool
-        return coo_matrix(
-            (p.vals, (p.rows, p.idx)), shape=(len(self.shapes), len(p.cols))
-        ).tocsr()
+        return coo_matrix((p.vals, (p.rows, p.idx)), shape=(len(self.shapes), len(p.cols))).tocsr()
 
     def _type_rows(self, n_types: int) -> csr_matrix:
         p = self.pool
@@ -585,7 +580,7 @@ class ExactFit:
         T_all = self._type_rows(n_types)
         use = np.array(
             [
-                avail[t] > 0 and all(a <= b for a, b in zip(cfg.counts, d))
+                avail[t] > 0 and all(a <= b for a, b in zip(cfg.counts, d, strict=True))
                 for t, cfg in self.pool.cols
             ],
             dtype=bool,
@@ -723,7 +718,7 @@ class ExactFit:
         per: dict[int, list[Config]] = {}
         for c in np.flatnonzero(sol > 0.5):
             t, cfg = self.pool.cols[c]
-            per.setdefault(t, []).extend([cfg] * int(round(sol[c])))
+            per.setdefault(t, []).extend([cfg] * round(float(sol[c])))
         return Plan(per, None if nodes is None else list(nodes))
 
     # --- carrying a plan out ----------------------------------------------------------
@@ -771,7 +766,9 @@ class ExactFit:
                     pick = pick[:8]  # many to place: the overlap on a few nodes only
                 n = max(
                     pick,
-                    key=lambda m: sum(min(a, b) for a, b in zip(cur[m].counts, cfg.counts)),
+                    key=lambda m: sum(
+                        min(a, b) for a, b in zip(cur[m].counts, cfg.counts, strict=True)
+                    ),
                 )
                 free.discard(n)
                 target[n] = list(cfg.counts)
@@ -785,7 +782,7 @@ class ExactFit:
         for v in target.values():
             have += np.array(v, dtype=np.int64)
         cur_counts = {n: Counter(self.index[p.shape] for p in by_node[n]) for n in target}
-        for j in np.flatnonzero(have > need):
+        for j in [int(x) for x in np.flatnonzero(have > need)]:
             surplus = int(have[j] - need[j])
             order = sorted(target, key=lambda n: target[n][j] <= cur_counts[n][j])
             for n in order:
@@ -837,12 +834,7 @@ class ExactFit:
         if any(v for v in moving.values()):
             raise RuntimeError("plan left pods without a node (a bug in the exact check)")
         self._verify(snap, changed)
-        return [
-            p
-            for n in changed
-            for p in by_node[n]
-            if (p.node, p.gpus) != before[id(p)]
-        ]
+        return [p for n in changed for p in by_node[n] if (p.node, p.gpus) != before[id(p)]]
 
     def _lay_out(
         self,
@@ -878,9 +870,9 @@ class ExactFit:
         share_pool = {j: list(ps) for j, ps in pods.items() if self.shapes[j].is_shared_gpu}
         placed_on: list[tuple[int, list[int]]] = []
         votes = []
-        for bi, b in enumerate(bins):
+        for bi, members in enumerate(bins):
             tally: Counter[int] = Counter()
-            for j in b:
+            for j in members:
                 for p in share_pool.get(j, []):
                     if p is not None and id(p) in before and before[id(p)][0] == n:
                         tally[before[id(p)][1][0]] += 1
@@ -898,8 +890,8 @@ class ExactFit:
                 gpu_of[bi] = g
                 free_gpus.discard(g)
             placed_on.append((gpu_of[bi], bins[bi]))
-        for g, b in placed_on:
-            for j in b:
+        for g, on_gpu in placed_on:
+            for j in on_gpu:
                 ps = share_pool[j]
                 # Prefer a pod that was on this very GPU.
                 pick = next(
@@ -942,4 +934,3 @@ class ExactFit:
             for p in snap.pods_on(n):
                 if not self.types.allowed[t, self.index[p.shape]]:
                     raise RuntimeError(f"pod {p.key} placed on a node its shape may not use")
-

@@ -32,8 +32,8 @@ from ..engine.feasibility import static_mask
 from ..engine.model import PodShape
 from ..engine.replay import ReplayContext, ReplayResult, summarise
 from ..engine.snapshot import PodRecord, Snapshot
-from .moves import fit_with_moves
 from .exact import ExactFit
+from .moves import fit_with_moves
 from .relax import FEASIBLE, INFEASIBLE, FitModel
 
 __all__ = [
@@ -251,7 +251,11 @@ class OracleHook:
                         where = (
                             "cluster"
                             if nodes is None
-                            else ("guided" if self.guided and nodes is tries[0] else f"{len(nodes)} nodes")
+                            else (
+                                "guided"
+                                if self.guided and nodes is tries[0]
+                                else f"{len(nodes)} nodes"
+                            )
                         )
                         st.placed_how[f"{where}, {res.how}"] += 1
                         st.pods_moved += len(moved)
