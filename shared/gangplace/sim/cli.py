@@ -99,8 +99,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument(
         "--neighbourhoods",
         default="",
-        help="sizes of node sets (e.g. 16,64) searched for a packing after the guided one "
-        "and before the whole cluster (default: none)",
+        help="sizes of node sets (e.g. 16,64) the assignment model searches for a packing "
+        "before the whole cluster (default: none)",
     )
     p.add_argument(
         "--no-search",
