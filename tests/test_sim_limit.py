@@ -191,6 +191,40 @@ def test_oracle_is_exact_against_brute_force(
     assert brute_fits(nodes, [pods[i] for i in placed])
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes=nodes_st, pods=pods_st)
+def test_configuration_path_is_sound_against_brute_force(
+    nodes: list[tuple[int, int]], pods: list[tuple[int, int, int]]
+) -> None:
+    """The path large clusters take (column generation, the residual dive, the restricted
+    master, a plan matched to nodes and carried out), forced on small ones: it may time
+    out, but what it places packs, what it proves infeasible is, and it never
+    overcommits or drops a pod."""
+    if not any(g for _, g in nodes):
+        nodes = [*nodes, (8000, 1)]
+    orig = OracleHook.__init__
+
+    def init(self: OracleHook, *a: Any, **kw: Any) -> None:
+        orig(self, *a, **kw)
+        self.exact.assign_nodes = 0  # never the assignment model on the whole cluster
+
+    OracleHook.__init__ = init  # type: ignore[method-assign]
+    try:
+        _, hook, ends, placed, _ = run_oracle(nodes, pods, time_limit=20.0, search=False)
+    finally:
+        OracleHook.__init__ = orig  # type: ignore[method-assign]
+    st_ = hook.stats
+    assert st_.checks == st_.placed + st_.proved + st_.timeouts
+    for i, how in enumerate(ends):
+        before = [pods[j] for j in placed if j < i]
+        truth = brute_fits(nodes, [*before, pods[i]])
+        if how in ("fits", "placed"):
+            assert truth, (i, how)
+        elif how == "proved":
+            assert not truth, (i, how)
+    assert brute_fits(nodes, [pods[i] for i in placed])
+
+
 def test_oracle_rearranges_across_nodes_where_the_search_cannot() -> None:
     """Two 2-GPU nodes, each GPU half used: a whole GPU exists only if the shares are
     consolidated, which the model finds (and the search limited to one move cannot)."""
