@@ -21,7 +21,8 @@ checks share one pool, seeded with the configurations the nodes actually hold.
 
 Every resource and GPU rule the engine's :func:`~gangplace.engine.feasibility.fits`
 checks is in the pricing problem; the node types group nodes that answer every static
-filter alike, so any node of a type stands for another.
+filter alike, so any node of a type stands for another. The pods counted are the
+snapshot's pod records (a replay keeps one for every pod it binds).
 """
 
 from __future__ import annotations
