@@ -279,12 +279,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budgets", default="0.5,1,2,5", help="pods moved, % of arrivals")
     ap.add_argument("--inflate", type=float, default=1.3)
     ap.add_argument(
-        "--time-limit", type=float, default=6.0, help="seconds per oracle check (default 6)"
+        "--time-limit", type=float, default=10.0, help="seconds per oracle check (default 10)"
     )
     ap.add_argument(
         "--neighbourhoods",
-        default="32",
-        help="node-set sizes the oracle's assignment model tries before the cluster (default 32)",
+        default="",
+        help="node-set sizes the oracle's assignment model tries before the cluster (e.g. "
+        "16,64; default none)",
     )
     ap.add_argument(
         "--relaxed", action="store_true", help="also the greedy with the LP as fit test (slow)"
