@@ -571,11 +571,12 @@ class ExactFit:
                 return TIMEOUT, None, it, best
 
     def _restricted_ip(
-        self, d: IntArray, avail: IntArray, prefer: set[int], deadline: float
+        self, d: IntArray, avail: IntArray, prefer: Mapping[int, int], deadline: float
     ) -> FloatArray | None:
         """An integer solution over the pool's columns covering ``d`` (those of types
-        with nodes available and no more of a shape than ``d``), or None; the columns
-        in ``prefer`` (what the nodes hold now) cost nothing, the others one each."""
+        with nodes available and no more of a shape than ``d``), or None, changing the
+        fewest nodes: ``prefer`` says how many nodes hold each column now, and each use
+        of a column beyond that costs one."""
         n_types = len(self.types.count)
         A_all = self._matrix()
         T_all = self._type_rows(n_types)
@@ -592,14 +593,29 @@ class ExactFit:
         A = A_all[:, keep]
         T = T_all[:, keep]
         nc = keep.size
-        from scipy.sparse import vstack
+        from scipy.sparse import csr_matrix as csr
+        from scipy.sparse import hstack, identity, vstack
 
+        # Variables: the columns' uses, then each column's uses beyond its holders.
+        eye = identity(nc, format="csr")
         cons = LinearConstraint(
-            vstack([A, T]).tocsr(),
-            np.concatenate([d.astype(float), np.zeros(n_types)]),
-            np.concatenate([np.full(len(d), np.inf), avail.astype(float)]),
+            vstack(
+                [
+                    hstack([A, csr((len(d), nc))]),
+                    hstack([T, csr((n_types, nc))]),
+                    hstack([eye, -eye]),
+                ]
+            ).tocsr(),
+            np.concatenate([d.astype(float), np.zeros(n_types), np.full(nc, -np.inf)]),
+            np.concatenate(
+                [
+                    np.full(len(d), np.inf),
+                    avail.astype(float),
+                    np.array([float(prefer.get(int(c), 0)) for c in keep]),
+                ]
+            ),
         )
-        cost = np.array([0.0 if c in prefer else 1.0 for c in keep])
+        cost = np.concatenate([np.zeros(nc), np.ones(nc)])
         ub = np.array([float(avail[self.pool.cols[c][0]]) for c in keep])
         left = deadline - time.perf_counter()
         if left <= 0.05:
@@ -607,14 +623,14 @@ class ExactFit:
         res = milp(
             cost,
             constraints=cons,
-            integrality=np.ones(nc),
-            bounds=Bounds(np.zeros(nc), ub),
+            integrality=np.concatenate([np.ones(nc), np.zeros(nc)]),
+            bounds=Bounds(np.zeros(2 * nc), np.concatenate([ub, ub])),
             options={"time_limit": left},
         )
         if res.x is None:
             return None
         out = np.zeros(len(self.pool.cols))
-        out[keep] = np.round(np.asarray(res.x))
+        out[keep] = np.round(np.asarray(res.x[:nc]))
         return out
 
     def _dive(self, d: IntArray, avail: IntArray, deadline: float) -> FloatArray | None:
@@ -681,11 +697,11 @@ class ExactFit:
             return done(TIMEOUT, "time limit in the LP")
         if not ip:
             return done(FEASIBLE, "lp")
-        prefer = {
+        prefer: Counter[int] = Counter(
             self.pool.key[(int(self.type_of[n]), self.config_of(snap.pods_on(n)).counts)]
             for n in (range(snap.n_nodes) if nodes is None else nodes)
             if snap.pods_on(n)
-        }
+        )
         if nodes is not None or snap.n_nodes <= self.assign_nodes:
             cap = deadline
             if nodes is not None:  # a search: a few seconds, the rest is for the cluster
