@@ -23,8 +23,14 @@ __all__ = ["add_commands"]
 def cmd_limit(args: argparse.Namespace) -> int:
     if args.time_limit <= 0:
         raise CliError(f"--time-limit {args.time_limit}: must be > 0 seconds")
-    if args.milp_time_limit < 0:
-        raise CliError(f"--milp-time-limit {args.milp_time_limit}: must be >= 0")
+    try:
+        hoods = tuple(int(k) for k in args.neighbourhoods.split(",") if k.strip())
+    except ValueError:
+        raise CliError(
+            f"--neighbourhoods {args.neighbourhoods!r}: expected sizes like 16,64"
+        ) from None
+    if any(k < 1 for k in hoods):
+        raise CliError(f"--neighbourhoods {args.neighbourhoods!r}: sizes must be >= 1")
     if args.max_moves < 1 or args.depth < 0 or args.retry_after < 1:
         raise CliError("--max-moves and --retry-after must be >= 1 and --depth >= 0")
     if args.offline_time_limit < 0:
@@ -35,7 +41,8 @@ def cmd_limit(args: argparse.Namespace) -> int:
     lim = run_limit(
         run,
         time_limit=args.time_limit,
-        milp_time_limit=args.milp_time_limit,
+        neighbourhoods=hoods,
+        search=not args.no_search,
         max_pods=args.max_moves,
         depth=args.depth,
         offline_time_limit=args.offline_time_limit or None,
@@ -46,11 +53,12 @@ def cmd_limit(args: argparse.Namespace) -> int:
     doc = lim.to_dict()
     c = lim.checks
     notes = [
-        f"oracle: {c.checks} arrivals did not fit as placed; {c.placed_by_moves} placed by "
-        f"moving {c.pods_moved} pods; proved not to fit: {c.proved_lp} by the LP, "
-        f"{c.proved_milp} by the MILP, {c.proved_cached} by an earlier proof; "
-        f"{c.unresolved} unresolved and {c.timeouts} timed out (left unplaced, "
-        f"{doc['unresolved_gpu_pct']:.2f}% of capacity); {lim.seconds:.0f} s",
+        f"oracle: {c.checks} arrivals did not fit as placed; {c.placed} placed by "
+        f"rearranging ({c.placed_by_search} by the move search, {c.placed_by_model} by the "
+        f"model), moving {c.pods_moved} pods; {c.proved} proved not to fit "
+        f"({c.proved_model} by the model, {c.proved_cached} by an earlier proof); "
+        f"{c.timeouts} timed out (left unplaced, {doc['timed_out_gpu_pct']:.2f}% of "
+        f"capacity); {lim.seconds:.0f} s",
         f"relayout heuristic on the final cluster: {lim.relayout_pct:.2f}% unallocated",
     ]
     if "relaxed_greedy" in doc:
@@ -84,18 +92,24 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument(
         "--time-limit",
         type=float,
-        default=20.0,
-        help="seconds for each LP that may prove an arrival fits no arrangement (default: "
-        "20); a check that runs out is counted and the arrival left unplaced",
+        default=10.0,
+        help="seconds for each exact check of an arrival that fits nowhere (default: 10); "
+        "a check that runs out is counted as timed out and the arrival left unplaced",
     )
     p.add_argument(
-        "--milp-time-limit",
-        type=float,
-        default=0.0,
-        help="seconds for the integer model after an LP that proves nothing (default: 0, "
-        "the LP alone; on the full trace one MILP takes about 15 s)",
+        "--neighbourhoods",
+        default="",
+        help="sizes of node sets (e.g. 16,64) the assignment model searches for a packing "
+        "before the whole cluster (default: none)",
     )
-    p.add_argument("--max-moves", type=int, default=8, help="pods one rescue may move (default: 8)")
+    p.add_argument(
+        "--no-search",
+        action="store_true",
+        help="skip the engine's move search before the exact model",
+    )
+    p.add_argument(
+        "--max-moves", type=int, default=8, help="pods the move search may move (default: 8)"
+    )
     p.add_argument(
         "--depth", type=int, default=1, help="how deep a moved pod may move others (default: 1)"
     )
@@ -109,8 +123,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--retry-after",
         type=int,
         default=25,
-        help="after an undecided check, count an arrival needing at least as much "
-        "unresolved without a new check until this many pods are placed (default: 25)",
+        help="after a check that timed out, count an arrival needing at least as much as "
+        "timed out again without a new check until this many pods are placed (default: 25)",
     )
     p.add_argument(
         "--relaxed",

@@ -3,15 +3,15 @@
 :class:`OracleHook` is the limit of any move-based descheduler on a replay: the same
 arrivals in the same order, no placed pod ever dropped, and an arrival that fits
 nowhere is placed if *any* rearrangement of the pods already placed plus it fits. Each
-such check first looks for a packing with the engine (:func:`fit_with_moves`, a
-generous search), then tries to prove that none exists with the aggregated model
-(:class:`FitModel`, LP then MILP). A shape proved not to fit stays proved for every
-later arrival that needs at least as much (the placed pods only grow). A check the
-model cannot refute and the search cannot build is *unresolved*, a model that hits its
-time limit is a *timeout*: both are counted, and both leave the arrival unplaced -- so
-the oracle's figure is one some sequence of moves reaches (an upper bound on the
-limit), and the demand of the unresolved arrivals says how far below it the limit could
-lie at most.
+such check ends one of three ways, all counted:
+
+* **placed**: the engine's move search (:func:`fit_with_moves`) or the configuration
+  model (:class:`~gangplace.sim.exact.ExactFit`) found a packing, and it is carried out;
+* **proved infeasible**: the configuration LP's bound, or an earlier proof for a shape
+  needing no more (the placed pods only grow, so a proof never expires);
+* **timed out**: neither within the time limit; the arrival is left unplaced, so the
+  oracle's figure is one an actual sequence of moves reaches, and the demand of the
+  timed-out arrivals says how far below it the limit could lie at most.
 
 :class:`MovesHook` is the practical version: on a failed arrival, the fewest moves
 (within a budget of pods moved over the whole replay) that let it fit.
@@ -32,6 +32,7 @@ from ..engine.model import PodShape
 from ..engine.node_pod_records import PodRecord
 from ..engine.snapshot import Snapshot
 from .arrivals import TracePod
+from .exact import ExactFit
 from .moves import fit_with_moves
 from .relax import FEASIBLE, INFEASIBLE, FitModel
 from .replay import ReplayContext, ReplayResult, summarise
@@ -68,39 +69,49 @@ def needs_at_least(snap: Snapshot, p: PodShape, q: PodShape) -> bool:
 
 @dataclass(slots=True)
 class CheckStats:
-    """How the oracle decided each arrival that did not fit as the cluster stood."""
+    """How the oracle decided each arrival that did not fit as the cluster stood: every
+    check ends placed, proved infeasible, or timed out."""
 
     checks: int = 0
-    placed_by_moves: int = 0
+    placed_by_search: int = 0  # the engine's move search found room
+    placed_by_model: int = 0  # the configuration model's packing, carried out
+    placed_how: Counter[str] = field(default_factory=Counter)
     proved_cached: int = 0  # a shape needing no more was proved before
-    proved_lp: int = 0
-    proved_milp: int = 0
-    unresolved: int = 0  # the model admits it, the search found no packing
-    unresolved_repeat: int = 0  # of which: as a shape just searched, nothing placed since
-    timeouts: int = 0
-    unresolved_gpu_milli: int = 0  # GPU demand of the unresolved and timed-out arrivals
+    proved_model: int = 0  # the configuration LP's bound
+    timeouts: int = 0  # the model decided nothing within the time limit
+    timeouts_repeat: int = 0  # of which: as a shape that just timed out, not tried again
+    timeout_gpu_milli: int = 0  # GPU demand of the timed-out arrivals
     pods_moved: int = 0
     model_seconds: float = 0.0
     search_seconds: float = 0.0
+    longest_check_seconds: float = 0.0
     proved_shapes: list[PodShape] = field(default_factory=list)
+
+    @property
+    def placed(self) -> int:
+        return self.placed_by_search + self.placed_by_model
+
+    @property
+    def proved(self) -> int:
+        return self.proved_cached + self.proved_model
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "checks": self.checks,
-            "placed_by_moves": self.placed_by_moves,
-            "proved_infeasible": {
-                "cached": self.proved_cached,
-                "lp": self.proved_lp,
-                "milp": self.proved_milp,
-            },
-            "unresolved": self.unresolved,
-            "unresolved_repeat": self.unresolved_repeat,
+            "placed": self.placed,
+            "placed_by_search": self.placed_by_search,
+            "placed_by_model": self.placed_by_model,
+            "placed_how": dict(self.placed_how),
+            "proved_infeasible": self.proved,
+            "proved_by": {"earlier_proof": self.proved_cached, "model": self.proved_model},
             "timeouts": self.timeouts,
-            "undecided_treated_as": "not placed",
-            "unresolved_gpu_milli": self.unresolved_gpu_milli,
+            "timeouts_repeat": self.timeouts_repeat,
+            "timed_out_treated_as": "not placed",
+            "timeout_gpu_milli": self.timeout_gpu_milli,
             "pods_moved": self.pods_moved,
             "model_seconds": round(self.model_seconds, 2),
             "search_seconds": round(self.search_seconds, 2),
+            "longest_check_seconds": round(self.longest_check_seconds, 2),
         }
 
 
@@ -149,17 +160,21 @@ class OracleHook:
         snap: Snapshot,
         arrivals: Sequence[TracePod],
         *,
-        time_limit: float = 20.0,
-        milp_time_limit: float = 0.0,
+        time_limit: float = 10.0,
+        neighbourhoods: Sequence[int] = (),
         max_pods: int = 8,
         depth: int = 1,
         max_nodes: int = 24,
-        retry_after: int = 1,
+        search: bool = True,
+        guided: bool = False,
+        retry_after: int = 25,
     ) -> None:
-        self.model = FitModel(snap, {a.shape for a in arrivals}, len(arrivals))
+        self.exact = ExactFit(snap, [a.shape for a in arrivals])
         self.time_limit = time_limit
-        self.milp_time_limit = milp_time_limit
+        self.neighbourhoods = tuple(neighbourhoods)
         self.max_pods, self.depth, self.max_nodes = max_pods, depth, max_nodes
+        self.search = search
+        self.guided = guided
         self.stats = CheckStats()
         self._failed = _FailedArrival()
         self._here = _FailedHere(retry_after)
@@ -176,49 +191,86 @@ class OracleHook:
             st.proved_cached += 1
             return
         if self._here.covers(ctx, shape):
-            # A search and the model just failed on a shape this one needs at least as
-            # much as (nothing placed since, or fewer than ``retry_after`` pods):
-            # counted unresolved again without a new search.
-            st.unresolved += 1
-            st.unresolved_repeat += 1
-            st.unresolved_gpu_milli += shape.gpu_demand_milli
+            # The model just ran out of time on a shape this one needs at least as much
+            # as, with fewer than ``retry_after`` pods placed since: timed out again.
+            st.timeouts += 1
+            st.timeouts_repeat += 1
+            st.timeout_gpu_milli += shape.gpu_demand_milli
             return
         rec = PodRecord("trace", f"{tp.name}-{ctx.step - 1}", shape)
+        t0 = time.perf_counter()
+        try:
+            self._decide(ctx, shape, rec)
+        finally:
+            st.longest_check_seconds = max(st.longest_check_seconds, time.perf_counter() - t0)
+
+    def _decide(self, ctx: ReplayContext, shape: PodShape, rec: PodRecord) -> None:
+        st = self.stats
+        snap = ctx.snap
+        deadline = time.perf_counter() + self.time_limit
+        if self.search:
+            t = time.perf_counter()
+            rep = fit_with_moves(
+                snap,
+                shape,
+                ctx.policy,
+                rec,
+                max_pods=self.max_pods,
+                depth=self.depth,
+                max_nodes=self.max_nodes,
+            )
+            st.search_seconds += time.perf_counter() - t
+            if rep is not None:
+                st.placed_by_search += 1
+                st.pods_moved += len(rep.moved)
+                self._failed.rescued(ctx, rec)
+                return
         t = time.perf_counter()
-        rep = fit_with_moves(
-            snap,
-            shape,
-            ctx.policy,
-            rec,
-            max_pods=self.max_pods,
-            depth=self.depth,
-            max_nodes=self.max_nodes,
-        )
-        st.search_seconds += time.perf_counter() - t
-        if rep is not None:
-            st.placed_by_moves += 1
-            st.pods_moved += len(rep.moved)
-            self._failed.rescued(ctx, rec)
-            return
-        t = time.perf_counter()
-        counts: Counter[PodShape] = Counter(p.shape for p in ctx.pods if p.node >= 0)
-        counts[shape] += 1
-        status, by = self.model.check(counts, self.time_limit, self.milp_time_limit)
-        st.model_seconds += time.perf_counter() - t
-        if status == INFEASIBLE:
-            if by == "lp":
-                st.proved_lp += 1
-            else:
-                st.proved_milp += 1
-            st.proved_shapes.append(shape)
-        elif status == FEASIBLE:
-            st.unresolved += 1
-            st.unresolved_gpu_milli += shape.gpu_demand_milli
-            self._here.add(ctx, shape)
-        else:
+        try:
+            lp = self.exact.check(snap, shape, max(deadline - t, 0.1), ip=False)
+            if lp.status == INFEASIBLE:
+                st.proved_model += 1
+                st.proved_shapes.append(shape)
+                return
+            if lp.status == FEASIBLE:
+                tries: list[list[int] | None] = (
+                    [self.exact.guided(snap, shape)] if self.guided else []
+                )
+                tries += [
+                    self.exact.neighbourhood(snap, shape, k)
+                    for k in self.neighbourhoods
+                    if k < snap.n_nodes
+                ]
+                for nodes in [*tries, None]:
+                    left = deadline - time.perf_counter()
+                    if left <= 0:
+                        break
+                    res = self.exact.check(snap, shape, left, nodes=nodes)
+                    if res.status == FEASIBLE and res.plan is not None:
+                        moved = self.exact.apply(snap, res.plan, shape, rec)
+                        st.placed_by_model += 1
+                        where = (
+                            "cluster"
+                            if nodes is None
+                            else (
+                                "guided"
+                                if self.guided and nodes is tries[0]
+                                else f"{len(nodes)} nodes"
+                            )
+                        )
+                        st.placed_how[f"{where}, {res.how}"] += 1
+                        st.pods_moved += len(moved)
+                        self._failed.rescued(ctx, rec)
+                        return
+                    if res.status == INFEASIBLE and nodes is None:
+                        st.proved_model += 1
+                        st.proved_shapes.append(shape)
+                        return
             st.timeouts += 1
-            st.unresolved_gpu_milli += shape.gpu_demand_milli
+            st.timeout_gpu_milli += shape.gpu_demand_milli
             self._here.add(ctx, shape)
+        finally:
+            st.model_seconds += time.perf_counter() - t
 
 
 class MovesHook:

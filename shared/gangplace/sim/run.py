@@ -32,7 +32,7 @@ class LimitRun:
         out: dict[str, Any] = {
             "oracle_unallocated_gpu_pct": self.result.final.unallocated_gpu_pct,
             "checks": self.checks.to_dict(),
-            "unresolved_gpu_pct": round(100.0 * self.checks.unresolved_gpu_milli / cap, 2),
+            "timed_out_gpu_pct": round(100.0 * self.checks.timeout_gpu_milli / cap, 2),
             "relayout_unallocated_gpu_pct": self.relayout_pct,
             "seconds": round(self.seconds, 1),
         }
@@ -62,13 +62,14 @@ class LimitRun:
 def run_limit(
     run: TraceRun,
     *,
-    time_limit: float = 20.0,
-    milp_time_limit: float = 0.0,
+    time_limit: float = 10.0,
+    neighbourhoods: tuple[int, ...] = (),
+    search: bool = True,
     max_pods: int = 8,
     depth: int = 1,
     offline_time_limit: float | None = 60.0,
     relaxed: bool = False,
-    retry_after: int = 1,
+    retry_after: int = 25,
     progress: Callable[[int, int], None] | None = None,
 ) -> LimitRun:
     """The oracle on ``run`` (its snapshot is changed), then the offline bound over the
@@ -80,7 +81,8 @@ def run_limit(
         run.snap,
         run.arrivals.pods,
         time_limit=time_limit,
-        milp_time_limit=milp_time_limit,
+        neighbourhoods=neighbourhoods,
+        search=search,
         max_pods=max_pods,
         depth=depth,
         retry_after=retry_after,
