@@ -37,8 +37,8 @@ from typing import Any
 
 from gangplace.engine.policies import POLICIES
 from gangplace.sim.limit import MovesHook
+from gangplace.sim.limit_run import run_limit
 from gangplace.sim.relayout import relayout_idle_pct
-from gangplace.sim.run import run_limit
 from gangplace.sim.trace_csv import GPU_NODE_FILE, load_pods, pod_list_path
 from gangplace.sim.trace_run import prepare_trace
 

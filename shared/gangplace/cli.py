@@ -166,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .sim.simulate_cli import add_commands
 
     add_commands(sub)
-    from .sim.cli import add_commands as add_sim_commands
+    from .sim.limit_cli import add_commands as add_sim_commands
 
     add_sim_commands(sub)
     for add in EXTRA_COMMANDS:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from .run import run_limit
+from .limit_run import run_limit
 from .simulate_cli import (
     CliError,
     add_common_arguments,
