@@ -5,7 +5,10 @@
   without leader election: the CronJob's ``concurrencyPolicy: Forbid`` already keeps
   runs apart, and a Lease would only make a run wait for a crashed run's Lease to
   expire. With ``--lease-name`` it takes the Lease first, and when another replica
-  holds it, it does nothing and exits 0.
+  holds it, it does nothing and exits 0. When it loses the Lease mid-run (a renewal
+  failed, another replica took it), the gang being moved is finished, no other is
+  begun, and it exits 0 if it had done nothing yet, else 3 (1 if evictions failed),
+  with the report of what it did.
 - ``--interval D`` (a Deployment): every replica keeps its informers synced (a standby
   takes over at once); only the holder of the Lease ``--lease-namespace/--lease-name``
   plans and evicts, and every request of the evictor checks that it still holds it.
@@ -13,8 +16,8 @@
   and ``/metrics`` are served on ``--metrics-host:--metrics-port``.
 
 SIGTERM or SIGINT: the gang being evicted is finished (a gang is never left half
-evicted by a shutdown), no other is started, the Lease is released so a standby takes
-over at once, and the process exits 0. Logs are JSON lines on stderr.
+evicted by a shutdown or a lost Lease), no other is started, the Lease is released
+so a standby takes over at once, and the process exits 0. Logs are JSON lines on stderr.
 """
 
 from __future__ import annotations
@@ -47,14 +50,16 @@ from .config import DeschedulerConfig
 from .kube_io import KubeIO
 from .metrics import Metrics
 from .render import render_run
-from .runner import EXIT_FAILED, EXIT_OK, RunResult, run_loop, run_once
+from .runner import EXIT_FAILED, EXIT_OK, RunnerIO, RunResult, run_loop, run_once
 
-__all__ = ["DEFAULT_LEASE", "RunOptions", "default_namespace", "run_command"]
+__all__ = ["DEFAULT_LEASE", "EXIT_LEASE_LOST", "RunOptions", "default_namespace", "run_command"]
 
 log = logging.getLogger("descheduler")
 
 DEFAULT_LEASE = "corral-descheduler"
 DEFAULT_NAMESPACE = "corral-system"
+# ``run --once`` lost the Lease part way through a run that had begun to move gangs.
+EXIT_LEASE_LOST = 3
 
 
 def default_namespace(service_account_dir: Path = SERVICE_ACCOUNT_DIR) -> str:
@@ -180,6 +185,8 @@ class _Process:
                 retry_period=opts.retry_period,
             )
         self.status = _Status(self.identity, leader=self.leading, synced=lambda: self.view.synced)
+        # Held by the runner while it moves one gang; a lost Lease waits for it.
+        self.gang_lock = asyncio.Lock()
         self.kio = KubeIO(
             client,
             self.view,
@@ -190,6 +197,29 @@ class _Process:
             ledger_namespace=opts.lease_namespace,
             backoff_initial=opts.backoff_initial,
         )
+
+    def io(self) -> RunnerIO:
+        io = self.kio.io()
+        io.gang_lock = self.gang_lock
+        return io
+
+    async def _as_leader(self, work: Callable[[], Awaitable[None]]) -> None:
+        """``work`` as the elector's work. A lost Lease cancels it; the cancellation
+        waits for the gang being moved to be finished (the gang lock), so no gang is
+        left half evicted; it then cuts whatever else the work is doing (a wait, the
+        settling of suspensions): the runner begins no gang without the lock."""
+        inner: asyncio.Future[None] = asyncio.ensure_future(work())
+        try:
+            await asyncio.shield(inner)
+        except asyncio.CancelledError:
+            try:
+                if not inner.done():
+                    async with self.gang_lock:
+                        inner.cancel()
+            finally:
+                inner.cancel()
+                await asyncio.gather(inner, return_exceptions=True)
+            raise
 
     def leading(self) -> bool:
         return self.elector is None or self.elector.is_leader
@@ -271,10 +301,15 @@ class _Process:
 
     async def _once(self) -> int:
         result: RunResult | None = None
+        partial: RunResult | None = None
+
+        def started(r: RunResult) -> None:
+            nonlocal partial
+            partial = r
 
         async def work() -> None:
             nonlocal result
-            result = await run_once(self.kio.io(), self.config, dry_run=self.dry_run)
+            result = await run_once(self.io(), self.config, dry_run=self.dry_run, started=started)
 
         try:
             if self.elector is None:
@@ -284,7 +319,34 @@ class _Process:
         except REQUEST_ERRORS as e:
             log.error("run failed: the API server", extra={"fields": {"error": str(e)}})
             return EXIT_FAILED
-        assert result is not None
+        if result is None or result.lease_lost:
+            return self._lost_lease(result or partial)
+        return self._report(result)
+
+    def _lost_lease(self, result: RunResult | None) -> int:
+        """The Lease was lost before the run got to its end: a gang being moved was
+        finished, no other was begun. Nothing done: exit 0 and no report, as when
+        another replica holds the Lease; else the report of what was done, exit 3 (1 if
+        evictions failed)."""
+        fields: dict[str, Any] = {"lease": f"{self.opts.lease_namespace}/{self.opts.lease_name}"}
+        if self.elector is not None:
+            fields["leader"] = self.elector.leader or None
+        if result is None or not (result.pods_evicted or result.resumed):
+            log.warning(
+                "lost the Lease before the run did anything; nothing done", extra={"fields": fields}
+            )
+            return EXIT_OK
+        if result.stopped is None or not result.lease_lost:
+            result.stopped = "leadership lost: the run stops evicting"
+        result.lease_lost = True
+        result.cut_short = True
+        if result.exit_code == EXIT_OK:
+            result.exit_code = EXIT_LEASE_LOST
+        fields.update(pods_evicted=result.pods_evicted, exit_code=result.exit_code)
+        log.error("lost the Lease mid-run: the run stopped part way", extra={"fields": fields})
+        return self._report(result)
+
+    def _report(self, result: RunResult) -> int:
         self.on_result(result)
         if self.opts.output == "json":
             self.out.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode())
@@ -300,7 +362,7 @@ class _Process:
         that has begun is never cut short."""
         assert self.elector is not None
         elector = self.elector
-        task = asyncio.create_task(elector.run(work, once=True))
+        task = asyncio.create_task(elector.run(lambda: self._as_leader(work), once=True))
         wait = 2 * self.opts.lease_duration
         loop = asyncio.get_running_loop()
         end = loop.time() + wait
@@ -321,7 +383,7 @@ class _Process:
     async def _work(self) -> None:
         log.info("leading: runs start", extra={"fields": {"identity": self.identity}})
         await run_loop(
-            self.kio.io(),
+            self.io(),
             self.config,
             interval=self.opts.interval,
             stop=self.stop,
@@ -334,7 +396,9 @@ class _Process:
         if self.elector is None:
             await self._work()
             return EXIT_OK
-        task = asyncio.create_task(self.elector.run(self._work), name="descheduler leader")
+        task = asyncio.create_task(
+            self.elector.run(lambda: self._as_leader(self._work)), name="descheduler leader"
+        )
         stopper = asyncio.create_task(self.stop.wait())
         done, _ = await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
         if task in done:

@@ -152,7 +152,10 @@ class RunnerIO:
     a run cut short from outside never calls it, so the next run shares its limits).
     ``suspend_gang(move, message)`` suspends a suspend move's workloads; ``resume()``
     ends the suspensions that are due (before planning), ``settle(plan, outcomes)``
-    waits for the gangs room was made for and resumes as they bind (after the moves)."""
+    waits for the gangs room was made for and resumes as they bind (after the moves).
+    ``gang_lock`` is held while one gang is moved (its mark, its evictions, its Event):
+    whoever cancels the run from outside (a lost Lease) takes it first, so the gang being
+    moved is finished and no other is begun."""
 
     fetch_state: FetchState
     evict_gang: EvictGang
@@ -168,6 +171,7 @@ class RunnerIO:
     resume: Resume | None = None
     settle: Settle | None = None
     retry_pause: float = 1.0  # between retries of a gang evicted only in part
+    gang_lock: asyncio.Lock | None = None
 
 
 @dataclass(slots=True)
@@ -190,6 +194,7 @@ class RunResult:
     # Stopped from outside (SIGTERM, a lost Lease) before the plan was through: the
     # run's record stays open, and the next run shares its limits.
     cut_short: bool = False
+    lease_lost: bool = False  # it stopped because this replica no longer leads
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
@@ -287,8 +292,11 @@ async def run_once(
     *,
     dry_run: bool = False,
     planner: Callable[[ClusterState, DeschedulerConfig], Plan] = make_plan,
+    started: Callable[[RunResult], None] | None = None,
 ) -> RunResult:
-    """Fetch, plan, evict gang by gang; see the module docstring for the rules."""
+    """Fetch, plan, evict gang by gang; see the module docstring for the rules.
+    ``started(result)`` is handed the result once the plan is made; it fills in as the
+    run goes, so a caller whose run is cancelled still knows what it did."""
     state = await io.fetch_state()
     resumed: list[Resumed] = []
     if not dry_run and io.resume is not None:
@@ -298,6 +306,8 @@ async def run_once(
     t0 = time.perf_counter()
     plan = planner(state, config)
     result = RunResult(plan, [], time.perf_counter() - t0, resumed=resumed)
+    if started is not None:
+        started(result)
     if dry_run:
         note = "dry run: nothing evicted or suspended"
         result.outcomes = [GangOutcome(m, "dry-run", note) for m in plan.moves]
@@ -306,11 +316,30 @@ async def run_once(
         result.exit_code = EXIT_FAILED
     if io.begin is not None and plan.moves:
         await io.begin(plan)
-    for group in _groups(plan.moves):
-        if result.stopped is not None:
-            result.outcomes.extend(GangOutcome(m, "not-attempted", result.stopped) for m in group)
-            continue
-        await _run_group(io, plan, group, result, config.moves.retry_deadline)
+    groups = _groups(plan.moves)
+    try:
+        for group in groups:
+            if result.stopped is not None:
+                result.outcomes.extend(
+                    GangOutcome(m, "not-attempted", result.stopped) for m in group
+                )
+                continue
+            await _run_group(io, plan, group, result, config.moves.retry_deadline)
+    except asyncio.CancelledError:
+        # Cancelled between gangs (see gang_lock): what is left was not attempted.
+        result.cut_short = True
+        if result.stopped is None:
+            result.lease_lost = io.is_leader is not None and not io.is_leader()
+            why = "leadership lost" if result.lease_lost else "cancelled"
+            result.stopped = f"{why}: the run stops evicting"
+        seen = {id(o.move) for o in result.outcomes}
+        result.outcomes.extend(
+            GangOutcome(m, "not-attempted", result.stopped)
+            for g in groups
+            for m in g
+            if id(m) not in seen
+        )
+        raise
     if io.settle is not None and any(o.status == "suspended" for o in result.outcomes):
         settled = await io.settle(plan, result.outcomes)
         result.resumed.extend(settled)
@@ -360,79 +389,97 @@ async def _run_group(
                 await io.emit_event(_event(plan, m, "Normal", "GangMoveSkipped", why))
             return
     room_marked = False
-    for i, move in enumerate(group):
-        rest = group[i + 1 :]
-        stop = _stop_reason(io)
-        if stop is not None:
-            result.stopped = stop
-            result.cut_short = True
-            result.outcomes.extend(GangOutcome(m, "not-attempted", stop) for m in group[i:])
-            return
-        if io.mark_moved is not None:
-            try:
-                await io.mark_moved(move, plan.now)
-            except Exception as e:
-                # Nothing went, but the cluster refused a write: the run reports failure.
-                why = f"could not record the move on the gang: {e}"
-                log.error("%s: %s", move.unit, why)
-                result.exit_code = EXIT_FAILED
-                result.outcomes.append(GangOutcome(move, "skipped", why))
-                result.outcomes.extend(GangOutcome(m, "not-attempted", why) for m in rest)
+    for i in range(len(group)):
+        async with io.gang_lock or contextlib.nullcontext():
+            stop = _stop_reason(io)
+            if stop is not None:
+                result.stopped = stop
+                result.cut_short = True
+                result.lease_lost = io.is_leader is not None and not io.is_leader()
+                result.outcomes.extend(GangOutcome(m, "not-attempted", stop) for m in group[i:])
                 return
-        message = eviction_message(plan, move)
-        results = await _move_gang(io, move, message)
-        done = [r for r in results if r.outcome in _DONE]
-        if done and len(done) < len(move.pods) and move.method == "evict":
-            results = await _retry_rest(
-                io, move, message, results, time.monotonic() + retry_deadline
+            room_marked, go_on = await _move_one(
+                io, plan, group, i, result, retry_deadline, room_marked
             )
-            done = [r for r in results if r.outcome in _DONE]
-        if done and not room_marked and move.for_gang and io.mark_room is not None:
-            room_marked = True
-            try:
-                await io.mark_room(move, plan.now)
-            except Exception as e:  # the evictions stand; the next run may try again
-                log.warning("%s: could not record the room made: %s", move.for_gang, e)
-        if len(done) == len(move.pods):
-            if move.method == "suspend":
-                result.outcomes.append(GangOutcome(move, "suspended", "", results))
-                text = f"{move.reason}; {move.how}"
-                await io.emit_event(_event(plan, move, "Normal", "GangSuspended", text))
-                continue
-            result.outcomes.append(GangOutcome(move, "evicted", "", results))
-            await io.emit_event(_event(plan, move, "Normal", "GangMoved", move.reason))
-            continue
-        bad = next((r for r in results if r.outcome not in _DONE), None)
-        detail = ""
-        if bad is not None:
-            detail = f"{bad.namespace}/{bad.name}: {bad.outcome.value} {bad.message}".strip()
-        if not done and all(r.outcome in _HELD_BACK for r in results):
-            msg = f"not moved, nothing evicted ({detail})"
-            result.outcomes.append(GangOutcome(move, "skipped", msg, results))
-            why = f"an earlier move for its gang was skipped ({detail})"
+        if not go_on:
+            return
+
+
+async def _move_one(
+    io: RunnerIO,
+    plan: Plan,
+    group: list[Move],
+    i: int,
+    result: RunResult,
+    retry_deadline: float,
+    room_marked: bool,
+) -> tuple[bool, bool]:
+    """Move the group's ``i``-th gang whole, or not at all; (room marked, go on with
+    the group)."""
+    move, rest = group[i], group[i + 1 :]
+    if io.mark_moved is not None:
+        try:
+            await io.mark_moved(move, plan.now)
+        except Exception as e:
+            # Nothing went, but the cluster refused a write: the run reports failure.
+            why = f"could not record the move on the gang: {e}"
+            log.error("%s: %s", move.unit, why)
+            result.exit_code = EXIT_FAILED
+            result.outcomes.append(GangOutcome(move, "skipped", why))
             result.outcomes.extend(GangOutcome(m, "not-attempted", why) for m in rest)
-            await io.emit_event(_event(plan, move, "Normal", "GangMoveSkipped", msg))
-            return
-        result.exit_code = EXIT_FAILED
-        if not done:
-            msg = f"eviction failed, nothing evicted ({detail})"
-            result.outcomes.append(GangOutcome(move, "failed", msg, results))
-            result.outcomes.extend(
-                GangOutcome(m, "not-attempted", f"an earlier move for its gang failed ({detail})")
-                for m in rest
-            )
-            await io.emit_event(_event(plan, move, "Warning", "GangEvictionFailed", msg))
-            return
-        msg = (
-            f"gang partially moved: {len(done)} of {len(move.pods)} pods ({detail}), "
-            f"retried for {retry_deadline:g}s; the run stops evicting"
+            return room_marked, False
+    message = eviction_message(plan, move)
+    results = await _move_gang(io, move, message)
+    done = [r for r in results if r.outcome in _DONE]
+    if done and len(done) < len(move.pods) and move.method == "evict":
+        results = await _retry_rest(io, move, message, results, time.monotonic() + retry_deadline)
+        done = [r for r in results if r.outcome in _DONE]
+    if done and not room_marked and move.for_gang and io.mark_room is not None:
+        room_marked = True
+        try:
+            await io.mark_room(move, plan.now)
+        except Exception as e:  # the evictions stand; the next run may try again
+            log.warning("%s: could not record the room made: %s", move.for_gang, e)
+    if len(done) == len(move.pods):
+        if move.method == "suspend":
+            result.outcomes.append(GangOutcome(move, "suspended", "", results))
+            text = f"{move.reason}; {move.how}"
+            await io.emit_event(_event(plan, move, "Normal", "GangSuspended", text))
+            return room_marked, True
+        result.outcomes.append(GangOutcome(move, "evicted", "", results))
+        await io.emit_event(_event(plan, move, "Normal", "GangMoved", move.reason))
+        return room_marked, True
+    bad = next((r for r in results if r.outcome not in _DONE), None)
+    detail = ""
+    if bad is not None:
+        detail = f"{bad.namespace}/{bad.name}: {bad.outcome.value} {bad.message}".strip()
+    if not done and all(r.outcome in _HELD_BACK for r in results):
+        msg = f"not moved, nothing evicted ({detail})"
+        result.outcomes.append(GangOutcome(move, "skipped", msg, results))
+        why = f"an earlier move for its gang was skipped ({detail})"
+        result.outcomes.extend(GangOutcome(m, "not-attempted", why) for m in rest)
+        await io.emit_event(_event(plan, move, "Normal", "GangMoveSkipped", msg))
+        return room_marked, False
+    result.exit_code = EXIT_FAILED
+    if not done:
+        msg = f"eviction failed, nothing evicted ({detail})"
+        result.outcomes.append(GangOutcome(move, "failed", msg, results))
+        result.outcomes.extend(
+            GangOutcome(m, "not-attempted", f"an earlier move for its gang failed ({detail})")
+            for m in rest
         )
-        result.outcomes.append(GangOutcome(move, "partially-moved", msg, results))
-        result.stopped = msg
-        result.outcomes.extend(GangOutcome(m, "not-attempted", msg) for m in rest)
-        log.error("%s: %s", move.unit, msg)
-        await io.emit_event(_event(plan, move, "Warning", "GangEvictionIncomplete", msg))
-        return
+        await io.emit_event(_event(plan, move, "Warning", "GangEvictionFailed", msg))
+        return room_marked, False
+    msg = (
+        f"gang partially moved: {len(done)} of {len(move.pods)} pods ({detail}), "
+        f"retried for {retry_deadline:g}s; the run stops evicting"
+    )
+    result.outcomes.append(GangOutcome(move, "partially-moved", msg, results))
+    result.stopped = msg
+    result.outcomes.extend(GangOutcome(m, "not-attempted", msg) for m in rest)
+    log.error("%s: %s", move.unit, msg)
+    await io.emit_event(_event(plan, move, "Warning", "GangEvictionIncomplete", msg))
+    return room_marked, False
 
 
 def _stop_reason(io: RunnerIO) -> str | None:

@@ -349,8 +349,10 @@ async def interval_runner(
         interval=0.2,
         lease_name="corral-descheduler",
         lease_namespace=NS,
-        lease_duration=1.0,
-        renew_deadline=0.6,
+        # Generous: a loaded machine must not make the leader lose the Lease by itself
+        # (leader a, then b, would look like two replicas acting).
+        lease_duration=4.0,
+        renew_deadline=3.0,
         retry_period=0.1,
         metrics_host="127.0.0.1",
         metrics_port=0,
@@ -379,6 +381,14 @@ async def until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
         await asyncio.sleep(0.02)
 
 
+def ledger_reads(api: ApiServer, token: str) -> int:
+    return sum(
+        1
+        for r in api.requests("GET", f"/configmaps/{MOVE_LEDGER}")
+        if r.authorization == f"Bearer {token}"
+    )
+
+
 def holder(api: ApiServer) -> str:
     lease = get(api, "leases", NS, "corral-descheduler", "coordination.k8s.io")
     return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
@@ -392,17 +402,18 @@ async def test_two_replicas_never_act_at_once(api: ApiServer) -> None:
     stop_a, stop_b = asyncio.Event(), asyncio.Event()
     a = await interval_runner(api, "a", stop_a)
     b = await interval_runner(api, "b", stop_b)
-    await until(lambda: sorted(evictions(api)) == planned)
+    await until(lambda: sorted(evictions(api)) == planned, 60)
     leader = holder(api)
     assert leader in ("a", "b")
     other = "b" if leader == "a" else "a"
-    await asyncio.sleep(0.8)  # several more intervals: nothing more to do
+    runs = ledger_reads(api, leader)  # each run reads the move ledger first
+    await until(lambda: ledger_reads(api, leader) >= runs + 3, 60)  # nothing more to do
     assert sorted(evictions(api, leader)) == planned and evictions(api, other) == []
     # The leader is cut off from the API server: the other takes over and serves a new
     # waiting gang; the old leader sends nothing once its Lease is past renewal.
     api.faults.fail(503, times=-1, header=("Authorization", f"Bearer {leader}"))
     cut = len(api.log)
-    await until(lambda: holder(api) == other)
+    await until(lambda: holder(api) == other, 60)
     # The scheduler starts the gangs room was made for; then a new node whose two 1-GPU
     # pods must move (to the 2-GPU holes) for a new gang.
     for name, node in (("pretrain-0", "n0"), ("pretrain-1", "n1"), ("llm-0", "n5")):
@@ -419,7 +430,7 @@ async def test_two_replicas_never_act_at_once(api: ApiServer) -> None:
     ]
     for obj in late:
         create(api, obj)
-    await until(lambda: sorted(evictions(api, other)) == ["m-s1", "m-s2"])
+    await until(lambda: sorted(evictions(api, other)) == ["m-s1", "m-s2"], 60)
     after_cut = [
         r for r in api.log[cut:] if r.authorization == f"Bearer {leader}" and r.method != "GET"
     ]
@@ -427,7 +438,7 @@ async def test_two_replicas_never_act_at_once(api: ApiServer) -> None:
     stop_a.set()
     stop_b.set()
     api.faults.clear()
-    assert await asyncio.wait_for(a, 10) == 0 and await asyncio.wait_for(b, 10) == 0
+    assert await asyncio.wait_for(a, 60) == 0 and await asyncio.wait_for(b, 60) == 0
     assert len(evictions(api)) == len(set(evictions(api)))
 
 
@@ -441,12 +452,7 @@ async def test_once_under_a_lease(api: ApiServer) -> None:
         "spec": {"holderIdentity": "the-loop", "leaseDurationSeconds": 60},
     }
     create(api, lease)
-    kw: dict[str, Any] = {
-        "lease_name": "corral-descheduler",
-        "lease_duration": 1.0,
-        "renew_deadline": 0.5,
-        "retry_period": 0.05,
-    }
+    kw: dict[str, Any] = {**ONCE_LEASE, "sync_timeout": 30.0}
     code, doc = await run_once(api, **kw)  # the loop holds the Lease: nothing done
     assert code == 0 and doc == {} and evictions(api) == []
     released = {"spec": {"holderIdentity": "", "leaseDurationSeconds": 1}}
@@ -654,3 +660,132 @@ async def test_a_workload_changed_since_the_plan_is_not_suspended(api: ApiServer
     assert code == 0
     assert job_of(api, "s1")["spec"]["suspend"] is False
     assert job_of(api, "s2")["spec"]["suspend"] is False
+
+
+# --- run --once losing its Lease mid-run ------------------------------------------------
+
+
+class Gate:
+    """Holds the descheduler's requests that ``hold`` picks until ``open`` is called."""
+
+    def __init__(self, kube: Any, method: str, hold: Callable[..., bool]) -> None:
+        self.opened = asyncio.Event()
+        self.held = asyncio.Event()
+        original = getattr(kube, method)
+
+        async def gated(*args: Any, **kw: Any) -> Any:
+            if hold(*args, **kw) and not self.opened.is_set():
+                self.held.set()
+                await self.opened.wait()
+            return await original(*args, **kw)
+
+        setattr(kube, method, gated)
+
+    def open(self) -> None:
+        self.opened.set()
+
+
+def take_the_lease(api: ApiServer, holder: str) -> None:
+    """Another replica writes the Lease as its own (fresh, for a minute)."""
+    leases = api.store.resource("leases", "coordination.k8s.io")
+    spec = {"holderIdentity": holder, "leaseDurationSeconds": 60, "renewTime": STAMP}
+    api.store.patch(
+        leases, NS, "corral-descheduler", "application/merge-patch+json", {"spec": spec}
+    )
+
+
+def lease_lost(caplog: pytest.LogCaptureFixture) -> bool:
+    """The elector of the run said it no longer leads (its work is being cancelled)."""
+    return any(
+        r.name == "gangplace.kube.leader"
+        and ("lost the lease" in r.getMessage() or "lease not renewed" in r.getMessage())
+        for r in caplog.records
+    )
+
+
+# Generous: a renewal must fail for 2 s on end before leadership is lost by itself.
+ONCE_LEASE: dict[str, Any] = {
+    "lease_name": "corral-descheduler",
+    "lease_duration": 3.0,
+    "renew_deadline": 2.0,
+    "retry_period": 0.1,
+}
+
+
+async def once_with_gate(
+    api: ApiServer, method: str, hold: Callable[..., bool]
+) -> tuple[asyncio.Task[int], Gate, io.StringIO]:
+    kube = api.client("once")
+    gate = Gate(kube, method, hold)
+    out = io.StringIO()
+    opts = RunOptions(
+        once=True,
+        output="json",
+        lease_namespace=NS,
+        backoff_initial=0.01,
+        sync_timeout=30.0,
+        identity="cron",
+        **ONCE_LEASE,
+    )
+    run = run_command(
+        opts, DeschedulerConfig(), client=kube, clock=lambda: NOW, out=out, install_signals=False
+    )
+    return asyncio.create_task(run), gate, out
+
+
+async def test_once_losing_the_lease_mid_gang_finishes_the_gang_and_says_so(
+    api: ApiServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The Lease is taken by another replica while the first gang's second pod is being
+    evicted: that gang is finished (never left half evicted), no other is begun, the
+    run reports what it did and exits 3, with a log line that says the Lease was lost."""
+    items = two_gang_items()
+    want = expected_plan(items)
+    assert want.moves[0].unit == "default/pair" and len(want.moves) > 1
+    load(api, items)
+    task, gate, out = await once_with_gate(
+        api, "evict", lambda ns, name, **kw: name == "pair-1" and not kw.get("dry_run")
+    )
+    try:
+        await until(lambda: gate.held.is_set() or task.done(), 30)
+        assert evictions(api) == ["pair-0"]
+        take_the_lease(api, "the-loop")
+        await until(lambda: lease_lost(caplog) or task.done(), 30)
+        assert not task.done()
+    finally:
+        gate.open()
+    code = await asyncio.wait_for(task, 30)
+    assert code == 3
+    assert evictions(api) == ["pair-0", "pair-1"]  # the gang whole, and nothing else
+    doc = json.loads(out.getvalue())
+    outcomes = [(o["unit"], o["status"]) for o in doc["run"]["outcomes"]]
+    assert outcomes[0] == ("default/pair", "evicted")
+    assert {s for _, s in outcomes[1:]} == {"not-attempted"}
+    assert len(outcomes) == len(want.moves)
+    assert doc["run"]["stopped"].startswith("leadership lost")
+    assert doc["run"]["exit_code"] == 3 and doc["run"]["pods_evicted"] == 2
+    assert "lost the Lease mid-run: the run stopped part way" in caplog.text
+    assert "AssertionError" not in caplog.text
+    assert holder(api) == "the-loop"  # not handed back: it was not ours any more
+
+
+async def test_once_losing_the_lease_before_any_eviction_does_nothing(
+    api: ApiServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The Lease is lost while the first gang's cool-down mark is being written: no
+    pod is evicted, and the run exits 0 with no report, as when another replica holds
+    the Lease from the start."""
+    load(api, two_gang_items())
+    task, gate, out = await once_with_gate(
+        api, "patch", lambda resource, name, *a, **kw: name == "pair"
+    )
+    try:
+        await until(lambda: gate.held.is_set() or task.done(), 30)
+        take_the_lease(api, "the-loop")
+        await until(lambda: lease_lost(caplog) or task.done(), 30)
+        assert not task.done()
+    finally:
+        gate.open()
+    assert await asyncio.wait_for(task, 30) == 0
+    assert evictions(api) == [] and out.getvalue() == ""
+    assert "lost the Lease before the run did anything; nothing done" in caplog.text

@@ -357,15 +357,21 @@ async def test_gang_follows_through_once_started(api: ApiServer, kube: KubeClien
     assert [r.outcome for r in results] == [Outcome.EVICTED, Outcome.FAILED, Outcome.EVICTED]
 
 
-async def test_guard_stops_evictions(api: ApiServer, kube: KubeClient) -> None:
+async def test_guard_stops_evictions_but_never_halfway_through_a_gang(
+    api: ApiServer, kube: KubeClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Leadership lost once the first member is gone: the gang is finished (a gang half
+    evicted is worse than a request sent by a leader a moment late), and nothing more
+    is begun: neither a pod nor another gang."""
     store = api.store
     store.load([o.pod(f"g{i}", "ns1", node="n1") for i in range(3)])
+    store.load([o.pod(f"h{i}", "ns1", node="n1") for i in range(2)])
     leading = [True]
     ev = Evictor(kube, plan="p", guard=lambda: leading[0], sleep=Sleeps())
     original = ev._evict_reserved
 
-    async def lose_after_first(t: EvictionTarget, reason: str):  # type: ignore[no-untyped-def]
-        r = await original(t, reason)
+    async def lose_after_first(t: EvictionTarget, reason: str, **kw: Any):  # type: ignore[no-untyped-def]
+        r = await original(t, reason, **kw)
         leading[0] = False
         return r
 
@@ -373,9 +379,12 @@ async def test_guard_stops_evictions(api: ApiServer, kube: KubeClient) -> None:
     results = await ev.evict_gang(
         [target(store, "ns1", f"g{i}") for i in range(3)], check_pdbs=False
     )
-    assert [r.outcome for r in results] == [Outcome.EVICTED, Outcome.ABORTED, Outcome.ABORTED]
-    assert (await ev.evict(target(store, "ns1", "g1"))).outcome is Outcome.ABORTED
-    assert len(real_evictions(api)) == 1
+    assert [r.outcome for r in results] == [Outcome.EVICTED] * 3
+    assert "guard says stop, but the gang's eviction has begun" in caplog.text
+    other = await ev.evict_gang([target(store, "ns1", f"h{i}") for i in range(2)])
+    assert [r.outcome for r in other] == [Outcome.ABORTED] * 2
+    assert (await ev.evict(target(store, "ns1", "h1"))).outcome is Outcome.ABORTED
+    assert len(real_evictions(api)) == 3
 
 
 def test_disruption_check_rules() -> None:

@@ -249,7 +249,9 @@ class Evictor:
     """Evicts pods for one descheduling run (one ``plan``); keeps every result.
 
     ``guard`` is asked before every request (for example ``lambda: elector.is_leader``):
-    once it says no, nothing more is evicted. Limits are per Evictor, that is per run.
+    once it says no, no pod and no gang is begun. A gang of which a member is gone
+    already is the exception: its other members follow (a gang is never left half
+    evicted), and the guard's no is logged. Limits are per Evictor, that is per run.
     """
 
     def __init__(
@@ -315,19 +317,21 @@ class Evictor:
         self.limits.reserve([target])
         return self._record(await self._evict_reserved(target, reason))
 
-    async def _evict_reserved(self, target: EvictionTarget, reason: str) -> EvictionResult:
+    async def _evict_reserved(
+        self, target: EvictionTarget, reason: str, *, guarded: bool = True
+    ) -> EvictionResult:
         if self.dry_run:
             return EvictionResult(
                 target, Outcome.DRY_RUN, f"dry run: would evict for plan {self.plan}"
             )
-        outcome, message, attempts = await self._post(target)
+        outcome, message, attempts = await self._post(target, guarded=guarded)
         if outcome is not Outcome.EVICTED:
             self.limits.release([target])
             return EvictionResult(target, outcome, message, attempts)
         event_error = await self._event(target, reason)
         return EvictionResult(target, outcome, message, attempts, event_error=event_error)
 
-    async def _post(self, t: EvictionTarget) -> tuple[Outcome, str, int]:
+    async def _post(self, t: EvictionTarget, *, guarded: bool = True) -> tuple[Outcome, str, int]:
         backoff = Backoff(initial=self.backoff_initial, maximum=self.backoff_max)
         last, refused = "", False
         for attempt in range(1, self.max_attempts + 1):
@@ -351,7 +355,7 @@ class Evictor:
                 last, refused = f"network error: {type(e).__name__}: {e}", False
                 delay = backoff.next()
             if attempt < self.max_attempts:
-                if not self._allowed():
+                if guarded and not self._allowed():
                     return (
                         Outcome.ABORTED,
                         f"stopped retrying (guard); last answer: {last}",
@@ -453,7 +457,7 @@ class Evictor:
         disruption budgets as they are at that moment and changes nothing); one refusal
         there and nothing is evicted. If the first real eviction is refused, the rest
         are not attempted (``aborted``); once a member is gone the rest follow, so the
-        gang can be placed again as a whole.
+        gang can be placed again as a whole: the guard too is asked only until then.
         """
         if not members:
             return []
@@ -486,17 +490,28 @@ class Evictor:
                 return [self._record(r) for r in refused]
         self.limits.reserve(members)
         out: list[EvictionResult] = []
-        evicted_any = False
+        evicted_any = overruled = False
         for i, m in enumerate(members):
             if not self._allowed():
-                rest = members[i:]
-                self.limits.release(rest)
-                out.extend(
-                    self._record(EvictionResult(r, Outcome.ABORTED, "not allowed to evict (guard)"))
-                    for r in rest
-                )
-                break
-            result = self._record(await self._evict_reserved(m, reason))
+                if not evicted_any:
+                    rest = members[i:]
+                    self.limits.release(rest)
+                    out.extend(
+                        self._record(
+                            EvictionResult(r, Outcome.ABORTED, "not allowed to evict (guard)")
+                        )
+                        for r in rest
+                    )
+                    break
+                if not overruled:
+                    overruled = True
+                    log.warning(
+                        "guard says stop, but the gang's eviction has begun: its other %d "
+                        "member(s) follow (%s)",
+                        len(members) - i,
+                        self.plan,
+                    )
+            result = self._record(await self._evict_reserved(m, reason, guarded=not evicted_any))
             out.append(result)
             if result.outcome in (Outcome.EVICTED, Outcome.GONE, Outcome.DRY_RUN):
                 evicted_any = True
