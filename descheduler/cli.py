@@ -9,7 +9,7 @@
     corral-descheduler simulate      trace replay with moves (see replay_with_moves.py)
 
 Exit codes: 0 done, 1 some evictions failed (or the cluster could not be read), 2 bad
-config or input.
+config or input, 3 the Lease was lost part way through a run (the gang begun finished).
 """
 
 from __future__ import annotations
