@@ -41,6 +41,7 @@ from scipy.sparse import coo_matrix, csr_matrix
 from ..engine.model import PodShape
 from ..engine.node_pod_records import PodRecord
 from ..engine.snapshot import Snapshot
+from .lp_rows import Rows
 from .relax import FEASIBLE, INFEASIBLE, TIMEOUT, node_types
 
 __all__ = ["Config", "ExactFit", "ExactResult", "Plan"]
@@ -245,20 +246,8 @@ class ExactFit:
                 c[b(g, i)] = -pi[j]
                 ub[b(g, i)] = float(min(most[j], 1000 // self.milli[j]))
             ub[o(g)] = 1.0
-        rows: list[int] = []
-        cols: list[int] = []
-        vals: list[float] = []
-        lo: list[float] = []
-        hi: list[float] = []
-
-        def add(ent: list[tuple[int, float]], lb: float, hb: float) -> None:
-            r = len(lo)
-            for cc, v in ent:
-                rows.append(r)
-                cols.append(cc)
-                vals.append(v)
-            lo.append(lb)
-            hi.append(hb)
+        rows = Rows()
+        add = rows.add
 
         for k in range(self.vec.shape[1]):
             ent = [(i, float(self.vec[j, k])) for i, j in enumerate(plain) if self.vec[j, k]]
@@ -291,10 +280,9 @@ class ExactFit:
         for i, j in enumerate(share):
             if n_gpu and most[j] < n_gpu * ub[b(0, i)]:
                 add([(b(g, i), 1.0) for g in range(n_gpu)], -np.inf, float(most[j]))
-        A = coo_matrix((vals, (rows, cols)), shape=(len(lo), nv)).tocsr()
         res = milp(
             c,
-            constraints=LinearConstraint(A, np.array(lo), np.array(hi)),
+            constraints=rows.constraint(nv),
             integrality=np.ones(nv),
             bounds=Bounds(np.zeros(nv), ub),
             options={"time_limit": max(time_limit, 0.05), "mip_rel_gap": 0.0},
@@ -382,26 +370,14 @@ class ExactFit:
         c: list[float] = []
         ub: list[float] = []
         integ: list[int] = []
-        rows: list[int] = []
-        cols: list[int] = []
-        vals: list[float] = []
-        lo: list[float] = []
-        hi: list[float] = []
+        rows = Rows()
+        add = rows.add
 
         def var(cost: float, upper: float, is_int: bool = True) -> int:
             c.append(cost)
             ub.append(upper)
             integ.append(1 if is_int else 0)
             return len(c) - 1
-
-        def add(ent: list[tuple[int, float]], lb: float, hb: float) -> None:
-            r = len(lo)
-            for cc, v in ent:
-                rows.append(r)
-                cols.append(cc)
-                vals.append(v)
-            lo.append(lb)
-            hi.append(hb)
 
         total: dict[int, list[tuple[int, float]]] = {j: [] for j in js}
         layout: list[tuple[int, dict[int, int], list[dict[int, int]]]] = []
@@ -456,10 +432,9 @@ class ExactFit:
         left = deadline - time.perf_counter()
         if left <= 0.05:
             return TIMEOUT, None
-        A = coo_matrix((vals, (rows, cols)), shape=(len(lo), len(c))).tocsr()
         res = milp(
             np.array(c),
-            constraints=LinearConstraint(A, np.array(lo), np.array(hi)),
+            constraints=rows.constraint(len(c)),
             integrality=np.array(integ),
             bounds=Bounds(np.zeros(len(c)), np.array(ub)),
             # Fewest pods moved matters less than an answer: within 5% of the best.

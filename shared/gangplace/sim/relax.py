@@ -38,11 +38,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import coo_matrix
 
 from ..engine.feasibility import static_mask
 from ..engine.model import PodShape
 from ..engine.snapshot import Snapshot
+from .lp_rows import Rows
 
 __all__ = [
     "FEASIBLE",
@@ -176,29 +176,15 @@ class _Model:
         self.ix_arc = nx + n_types
         self.ix_z = self.ix_arc + len(arcs)
         self.n_var = self.ix_z + 1
-        rows: list[int] = []
-        cols: list[int] = []
-        vals: list[float] = []
-        lo: list[float] = []
-        hi: list[float] = []
-        r = 0
-
-        def add(entries: list[tuple[int, float]], lb: float, ub: float) -> None:
-            nonlocal r
-            for c, v in entries:
-                rows.append(r)
-                cols.append(c)
-                vals.append(v)
-            lo.append(lb)
-            hi.append(ub)
-            r += 1
+        rows = Rows()
+        add = rows.add
 
         by_type: dict[int, list[tuple[int, int]]] = {}
         for v, (t, j) in enumerate(pairs):
             by_type.setdefault(t, []).append((v, j))
         # Each shape: its pods placed (== count, or <= count for the offline bound; the
         # bounds are set per use below).
-        self.row_shape = r
+        self.row_shape = len(rows)
         by_shape: dict[int, list[int]] = {}
         for v, (_, j) in enumerate(pairs):
             by_shape.setdefault(j, []).append(v)
@@ -267,10 +253,9 @@ class _Model:
                 if shapes[j].is_shared_gpu and shapes[j].gpu_milli == w
             ]
             add(ent, 0.0, np.inf)
-        self.n_rows = r
-        self.A = coo_matrix((vals, (rows, cols)), shape=(r, self.n_var)).tocsr()
-        self.lo = np.array(lo)
-        self.hi = np.array(hi)
+        self.n_rows = len(rows)
+        self.A = rows.matrix(self.n_var)
+        self.lo, self.hi = rows.bounds()
         integ = np.zeros(self.n_var)
         integ[: self.ix_arc] = 1
         self.integrality = integ
