@@ -21,7 +21,7 @@ from ..engine.feasibility import fits, static_mask
 from ..engine.model import PodShape
 from ..engine.node_pod_records import PodRecord
 from ..engine.scoring import Scorer
-from ..engine.single_pod import place_pod as place_one
+from ..engine.single_pod import place_pod
 from ..engine.snapshot import Snapshot
 
 __all__ = ["Repair", "evictions_for", "fit_with_moves"]
@@ -211,7 +211,7 @@ def _fit(
     movable: Movable,
 ) -> Repair | None:
     if fits(snap, shape).any():
-        place_one(snap, shape, policy, pod)
+        place_pod(snap, shape, policy, pod)
         if pod is not None:
             frozen.add(id(pod))
         return Repair()
@@ -294,7 +294,7 @@ def _try_node(
     budget = max_pods - len(evict)
     for p in sorted(evict, key=_size):
         if fits(snap, p.shape).any():
-            place_one(snap, p.shape, policy, p)
+            place_pod(snap, p.shape, policy, p)
             continue
         if depth <= 0 or budget <= 0:
             return None
