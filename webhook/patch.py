@@ -89,17 +89,19 @@ class Editor:
     def map(self, path: Pointer) -> dict[str, Any]:
         """A writable copy of the map at ``path`` (``{}`` if absent); its changes are
         patched key by key."""
-        hit = self._edits.get(path)
-        if hit is not None:
-            return hit  # type: ignore[no-any-return]
-        self._check_disjoint(path)
+        edits = self._edits
+        if edits:
+            hit = edits.get(path)
+            if hit is not None:
+                return hit  # type: ignore[no-any-return]
+            self._check_disjoint(path)
         orig = _lookup(self.root, path)
         if orig is not _MISSING and orig is not None and not isinstance(orig, dict):
             raise PatchError(
                 f"{pointer(path) or '/'}: expected an object, found {type(orig).__name__}"
             )
         copy_ = dict(orig) if isinstance(orig, dict) else {}
-        self._edits[path] = copy_
+        edits[path] = copy_
         self._kinds[path] = "map"
         return copy_
 
@@ -117,7 +119,7 @@ class Editor:
 
     def set(self, path: Pointer, value: Any) -> None:
         """Set the value at ``path`` (patched as a whole: add, or replace if different)."""
-        if path not in self._edits:
+        if self._edits and path not in self._edits:
             self._check_disjoint(path)
         self._edits[path] = value
         self._kinds[path] = "value"
@@ -135,23 +137,30 @@ class Editor:
         """The JSON patch (RFC 6902) from the original object to the edited one."""
         out: list[dict[str, Any]] = []
         created: dict[Pointer, dict[str, Any]] = {}  # missing ancestor -> its add op
+        kinds = self._kinds
         for path, new in self._edits.items():
             orig = _lookup(self.root, path)
+            is_map = kinds[path] == "map"
             if orig is not _MISSING:
-                if self._kinds[path] == "map" and isinstance(orig, dict):
+                if is_map and isinstance(orig, dict):
                     for k, v in new.items():
                         old = orig.get(k, _MISSING)
-                        if old is _MISSING:
-                            out.append({"op": "add", "path": pointer((*path, k)), "value": v})
-                        elif old != v:
-                            out.append({"op": "replace", "path": pointer((*path, k)), "value": v})
-                elif self._kinds[path] == "map" and not new:
+                        if old is _MISSING or old != v:
+                            ptr = (*path, k)
+                            out.append(
+                                {
+                                    "op": "add" if old is _MISSING else "replace",
+                                    "path": _POINTERS.get(ptr) or pointer(ptr),
+                                    "value": v,
+                                }
+                            )
+                elif is_map and not new:
                     continue  # a null map that stayed empty
                 elif orig != new:
                     op = "add" if orig is None else "replace"
                     out.append({"op": op, "path": pointer(path), "value": new})
                 continue
-            if self._kinds[path] == "map" and not new:
+            if is_map and not new:
                 continue  # asked for, but nothing put in it
             if new is None:
                 continue

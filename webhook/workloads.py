@@ -263,7 +263,8 @@ class WorkloadTable:
     def owns(self, api_version: str, kind: str) -> bool:
         """Whether an owner reference (``batch/v1``, ``Job``) names a gang-forming kind."""
         group, _, version = api_version.rpartition("/")
-        return self.get(group, version, kind) is not None
+        entry = self._by_kind.get((group, kind))
+        return entry is not None and version in entry.versions
 
     def kinds(self) -> list[WorkloadKind]:
         return list(self._by_kind.values())

@@ -65,7 +65,10 @@ def admit(review: Any, cluster: ClusterState | None, config: WebhookConfig) -> A
         raise ReviewError("request.object.metadata: expected an object")
     if req.namespace in config.skipped_namespaces:
         return allow(req, kind_label, "skipped", f"namespace {req.namespace} is excluded")
-    if K.is_skipped(meta):
+    # Every corral.dev key on the object, read once: the skip key here, the rest by a pod.
+    given = K.user_values(meta)
+    skip = given.get(K.SKIP)
+    if skip is not None and skip.strip().lower() == "true":
         return allow(req, kind_label, "skipped", f"{K.SKIP} is set")
     if not is_pod and entry is None:
         return allow(
@@ -76,7 +79,7 @@ def admit(review: Any, cluster: ClusterState | None, config: WebhookConfig) -> A
         )
     try:
         if is_pod:
-            return admit_pod(req, obj, meta, cluster, config)
+            return admit_pod(req, obj, meta, given, cluster, config)
         assert entry is not None
         job_rule: JobRule = (None, [])
         if (

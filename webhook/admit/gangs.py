@@ -56,12 +56,14 @@ def dialect_of(config: WebhookConfig) -> Dialect:
     return hit[1]
 
 
-def _first(sources: Sequence[Mapping[str, str]], key: str) -> str | None:
-    for values in sources:
-        v = values.get(key)
-        if v is not None:
-            return v
-    return None
+def _merged(sources: Sequence[Mapping[str, str]]) -> Mapping[str, str]:
+    """The values of ``sources`` as one map, the first source that has a key winning."""
+    if len(sources) == 1:
+        return sources[0]
+    out: dict[str, str] = {}
+    for values in reversed(sources):
+        out.update(values)
+    return out
 
 
 @dataclass(slots=True)
@@ -87,17 +89,18 @@ def read_values(
     errors: list[InvalidValue] = []
     warnings: list[str] = []
     gang = minv = queue = timeout = None
-    if (raw := _first(sources, K.GANG)) is not None:
+    given = _merged(sources)
+    if (raw := given.get(K.GANG)) is not None:
         try:
             gang = check_gang_name(K.GANG, raw)
         except InvalidValue as e:
             errors.append(e)
-    if check_min and (raw := _first(sources, K.MIN_AVAILABLE)) is not None:
+    if check_min and (raw := given.get(K.MIN_AVAILABLE)) is not None:
         try:
             minv = parse_min_available(K.MIN_AVAILABLE, raw, size)
         except InvalidValue as e:
             errors.append(e)
-    raw_q = _first(sources, K.QUEUE)
+    raw_q = given.get(K.QUEUE)
     if raw_q is not None:
         try:
             queue = check_queue(K.QUEUE, raw_q)
@@ -108,7 +111,7 @@ def read_values(
             queue = None
     elif config.backend is not Backend.COSCHEDULING:
         queue = config.queue_for(namespace)
-    if (raw := _first(sources, K.GANG_TIMEOUT)) is not None:
+    if (raw := given.get(K.GANG_TIMEOUT)) is not None:
         try:
             timeout = parse_duration(K.GANG_TIMEOUT, raw)
         except InvalidValue as e:

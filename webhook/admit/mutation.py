@@ -28,19 +28,22 @@ def dotted(ptr: Pointer) -> str:
 
 def apply_keys(ed: Editor, meta_at: Pointer, keys: Keys, *, fill_only: bool) -> None:
     """Write ``keys`` on the metadata at ``meta_at``; touch a map only if it changes."""
-    for fld, wanted in (("labels", keys.labels), ("annotations", keys.annotations)):
-        if not wanted:
-            continue
-        path = (*meta_at, fld)
-        current = ed.get(path) or {}
-        if not isinstance(current, dict):
-            raise PatchError(f"{'.'.join(map(str, path))}: expected a map of strings")
-        if fill_only:
-            changes = {k: v for k, v in wanted.items() if k not in current}
-        else:
-            changes = {k: v for k, v in wanted.items() if current.get(k) != v}
-        if changes:
-            ed.map(path).update(changes)
+    if keys.labels:
+        _apply_map(ed, (*meta_at, "labels"), keys.labels, fill_only)
+    if keys.annotations:
+        _apply_map(ed, (*meta_at, "annotations"), keys.annotations, fill_only)
+
+
+def _apply_map(ed: Editor, path: Pointer, wanted: dict[str, str], fill_only: bool) -> None:
+    current = ed.get(path) or {}
+    if not isinstance(current, dict):
+        raise PatchError(f"{'.'.join(map(str, path))}: expected a map of strings")
+    if fill_only:
+        changes = {k: v for k, v in wanted.items() if k not in current}
+    else:
+        changes = {k: v for k, v in wanted.items() if current.get(k) != v}
+    if changes:
+        ed.map(path).update(changes)
 
 
 # What the API server writes when a pod names no scheduler: ours to replace.

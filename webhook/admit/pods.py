@@ -32,9 +32,11 @@ def admit_pod(
     req: Request,
     obj: Mapping[str, Any],
     meta: Mapping[str, Any],
+    given: Mapping[str, str],
     cluster: ClusterState | None,
     config: WebhookConfig,
 ) -> AdmitResult:
+    """``given``: the pod's corral.dev keys (:func:`keys.user_values`)."""
     dialect = dialect_of(config)
     owner = controller(meta)
     by_workload = owner is not None and config.table.owns(owner.api_version, owner.kind)
@@ -44,8 +46,7 @@ def admit_pod(
     if chosen is not None:
         return allow(req, "Pod", "unchanged", f"asks for scheduler {chosen}")
     existing = dialect.membership(meta)
-    given = K.user_values(meta)
-    has_keys = any(k in given for k in K.USER_KEYS)
+    has_keys = not given.keys().isdisjoint(K.USER_KEYS)
     spark = None
     if existing is None:
         theirs = _foreign_gang(meta)
@@ -178,9 +179,9 @@ _GANG_KEYS: Final = (
 
 def _foreign_gang(meta: Mapping[str, Any]) -> str | None:
     """The key of another backend's gang the pod is in, if any."""
-    by_field = {"annotations": meta.get("annotations"), "labels": meta.get("labels")}
+    ann, labels = meta.get("annotations"), meta.get("labels")
     for fld, key in _GANG_KEYS:
-        m = by_field[fld]
+        m = ann if fld == "annotations" else labels
         if isinstance(m, dict) and m.get(key):
             return key
     return None

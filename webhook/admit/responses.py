@@ -3,7 +3,7 @@ with the JSON patch of its edits and its warnings."""
 
 from __future__ import annotations
 
-import base64
+import binascii
 from collections.abc import Sequence
 from typing import Any
 
@@ -77,7 +77,7 @@ def finish(
     response: dict[str, Any] = {"uid": req.uid, "allowed": True}
     if ops:
         response["patchType"] = "JSONPatch"
-        response["patch"] = base64.b64encode(orjson.dumps(ops)).decode()
+        response["patch"] = binascii.b2a_base64(orjson.dumps(ops), newline=False).decode()
     if warnings:
         response["warnings"] = list(warnings)
     return AdmitResult(
