@@ -26,6 +26,11 @@ understate the gap -- the output says which generator ran.
    ``?timeout=10s`` and keep-alive as kube-apiserver calls it (``--no-chain`` leaves
    this out); one API server per webhook, alternating rounds as above.
 
+   And what each server executes per review in user space, counted by valgrind's
+   callgrind (``apt-get install -y valgrind``; ``--no-instructions`` leaves it out):
+   instructions and simulated L1 cache misses, over ``--count-reviews`` reviews on one
+   connection after a warm-up. Counts do not move with the machine's load, as times do.
+
 3. ``--cluster``: the webhook with informers on a large cluster (default 10,000 nodes
    and 100,000 pods of full size, served by the in-memory API server in a process of
    its own, as ``bench.informer`` does):
@@ -460,6 +465,93 @@ def bench_servers(
         **_summary(results, "cpu_us_per_req"),
         "rss_mb_after_load": rss,
     }
+
+
+# --- 2b. instructions per review (deterministic) -----------------------------------------
+
+
+def _callgrind_totals(path: Path) -> dict[str, int]:
+    events: list[str] = []
+    for line in path.read_text().splitlines():
+        if line.startswith("events:"):
+            events = line.split()[1:]
+        elif line.startswith("totals:"):
+            return dict(zip(events, (int(x) for x in line.split()[1:]), strict=False))
+    raise RuntimeError(f"{path}: no totals line")
+
+
+def _count_one(
+    argv: list[str], port: int, folder: Path, body: bytes, ca: bytes, n: int
+) -> dict[str, float]:
+    """Run one server under callgrind with collection toggled on only for ``n`` reviews
+    after a warm-up, over one keep-alive TLS connection; the counts per review."""
+    out = folder / f"callgrind.{port}"
+    proc = subprocess.Popen(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--cache-sim=yes",
+            "--instr-atstart=no",
+            f"--callgrind-out-file={out}",
+            *argv,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
+    )
+    try:
+        _wait_listening(port, proc, timeout=900)
+        ctx = ssl.create_default_context(cadata=ca.decode())
+        conn = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=300)
+        headers = {"Content-Type": "application/json"}
+
+        def send(k: int) -> None:
+            for _ in range(k):
+                conn.request("POST", "/mutate", body=body, headers=headers)
+                r = conn.getresponse()
+                r.read()
+                if r.status != 200:
+                    raise RuntimeError(f"HTTP {r.status} under callgrind")
+
+        control = ["callgrind_control"]
+        send(30)  # imports, caches, the TLS session: not counted
+        subprocess.run([*control, "-i", "on", str(proc.pid)], capture_output=True, check=True)
+        send(10)  # instrumented code warmed
+        subprocess.run([*control, "-z", str(proc.pid)], capture_output=True, check=True)
+        send(n)
+        subprocess.run([*control, "-d", str(proc.pid)], capture_output=True, check=True)
+        conn.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    dumps = sorted(folder.glob(f"callgrind.{port}.*"))
+    if not dumps:
+        raise RuntimeError("callgrind wrote no dump")
+    totals = _callgrind_totals(dumps[0])
+    names = {"Ir": "instructions", "I1mr": "l1i_misses", "D1mr": "l1d_read_misses"}
+    return {names[k]: totals[k] / n for k in names if k in totals}
+
+
+def bench_instructions(n: int) -> dict[str, Any]:
+    """What each server executes per review in user space, counted by valgrind's
+    callgrind (one connection, ``n`` reviews after a warm-up): instructions and
+    simulated L1 misses. Unlike times, the counts do not move with the machine's load;
+    they leave out the kernel's share (the socket writes), which both servers pay alike."""
+    missing = [t for t in ("valgrind", "callgrind_control") if shutil.which(t) is None]
+    if missing:
+        return {"skipped": f"{missing[0]} not found (Debian: apt-get install -y valgrind)"}
+    body = (find_fixtures() / "pod-create-from-job-mpi-train.json").read_bytes()
+    out: dict[str, Any] = {"reviews": n, "servers": {}}
+    with _tls_files() as (tmp, cert, key, ca):
+        for name, argv, port in _servers(tmp, cert, key):
+            out["servers"][name] = _count_one(argv, port, tmp, body, ca, n)
+    ours, ceil = out["servers"]["corral-webhook"], out["servers"]["ceiling (plain aiohttp)"]
+    out["ratios"] = {k: _ratio(ours[k], ceil[k]) for k in ours}
+    return out
 
 
 # --- 3. with a cluster ------------------------------------------------------------------
@@ -953,6 +1045,27 @@ def render(result: dict[str, Any]) -> str:
             f"  resident memory after the load: {rss} (with informers: python -m bench.webhook "
             "--cluster)"
         )
+    ins = result.get("instructions")
+    if ins and "skipped" in ins:
+        lines += ["", f"instructions per review (callgrind): not counted ({ins['skipped']})"]
+    elif ins:
+        lines += [
+            "",
+            f"instructions per review in user space (valgrind's callgrind; {ins['reviews']} "
+            "reviews on one connection after a warm-up; the same on any load)",
+            "",
+            f"  {'server':<26} {'instructions':>12} {'L1i misses':>11} {'L1d misses':>11}",
+        ]
+        for name, f in ins["servers"].items():
+            lines.append(
+                f"  {name:<26} {f['instructions']:>12,.0f} {f['l1i_misses']:>11,.0f} "
+                f"{f['l1d_read_misses']:>11,.0f}"
+            )
+        r = ins["ratios"]
+        lines.append(
+            f"  corral / ceiling: instructions {r['instructions']:.2f}x, "
+            f"L1i misses {r['l1i_misses']:.2f}x, L1d misses {r['l1d_read_misses']:.2f}x"
+        )
     chain = result.get("chain")
     if chain and "skipped" in chain:
         lines += [
@@ -993,7 +1106,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--iterations", type=int, default=20_000, help="admit() calls per review")
     p.add_argument("--seconds", type=float, default=2.0, help="seconds per load run")
-    p.add_argument("--rounds", type=int, default=5, help="alternating rounds per server")
+    p.add_argument("--rounds", type=int, default=9, help="alternating rounds per server")
+    p.add_argument(
+        "--no-instructions",
+        action="store_true",
+        help="leave out the count of instructions per review under valgrind",
+    )
+    p.add_argument("--count-reviews", type=int, default=300, help="reviews counted under valgrind")
     p.add_argument("--no-server", action="store_true", help="only the pure function")
     p.add_argument(
         "--no-chain",
@@ -1012,6 +1131,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pods", type=int, default=100_000, help="--cluster: pods (100000)")
     p.add_argument("--seed", type=int, default=1, help="--cluster: the cluster's seed")
     args = p.parse_args(argv)
+    if args.count_reviews < 1:
+        p.error("--count-reviews must be >= 1")
     before = os.getloadavg()[0]
     if args.cluster:
         if args.nodes < 1 or args.pods < 0:
@@ -1024,6 +1145,8 @@ def main(argv: list[str] | None = None) -> int:
     srv = None if args.no_server else bench_servers(args.seconds, args.rounds, args.builtin_load)
     if srv is not None:
         result["server"] = srv
+    if not args.no_server and not args.no_instructions:
+        result["instructions"] = bench_instructions(args.count_reviews)
     if not args.no_server and not args.no_chain:
         result["chain"] = bench_chain(args.seconds, args.rounds)
     result["loadavg"] = [round(before, 2), round(os.getloadavg()[0], 2)]
