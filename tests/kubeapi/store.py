@@ -14,6 +14,7 @@ new dict), so the history can hold references to old versions.
 from __future__ import annotations
 
 import itertools
+import secrets
 import uuid
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator, Mapping
@@ -56,6 +57,23 @@ _NO_GENERATION = frozenset(
 )
 # Kinds whose updates must name a resourceVersion (AllowUnconditionalUpdate false).
 _CONDITIONAL_UPDATE = frozenset({("coordination.k8s.io", "leases")})
+
+
+# kube-apiserver's generated names: the prefix (cut to 58 characters) and five characters
+# from an alphabet without vowels or look-alike digits, as the recordings' names show.
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_GENERATED_PREFIX_MAX = 63 - 5
+
+
+def _asked_name(body: Any) -> Any:
+    meta = body.get("metadata") if isinstance(body, dict) else None
+    return meta.get("name") if isinstance(meta, dict) else None
+
+
+def generated_name(prefix: str) -> str:
+    return prefix[:_GENERATED_PREFIX_MAX] + "".join(
+        secrets.choice(_NAME_ALPHABET) for _ in range(5)
+    )
 
 
 class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
@@ -227,7 +245,7 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
                 del meta[k]  # empty is omitted, as typed serialisation does
         canonical_quantities(rt, obj)
         if not meta.get("name") and meta.get("generateName"):
-            meta["name"] = f"{meta['generateName']}{uuid.uuid4().hex[:5]}"
+            meta["name"] = generated_name(meta["generateName"])
         if not meta.get("name"):
             raise ApiStatusError(
                 422,
@@ -242,6 +260,16 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
         validate(rt, obj)
         self._check_namespace(rt, namespace)
         if self.find(rt, namespace, meta["name"]) is not None:
+            if meta.get("generateName") and not _asked_name(body):
+                # A generated name that is taken: kube-apiserver asks the client to try
+                # again rather than answer AlreadyExists for a name it never asked for.
+                raise ApiStatusError(
+                    500,
+                    "ServerTimeout",
+                    f"The POST operation against {rt.qualified} could not be completed at "
+                    "this time, please try again.",
+                    {"name": "POST", "group": rt.group, "kind": rt.plural},
+                )
             raise ApiStatusError(
                 409,
                 "AlreadyExists",
