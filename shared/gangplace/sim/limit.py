@@ -5,7 +5,8 @@ arrivals in the same order, no placed pod ever dropped, and an arrival that fits
 nowhere is placed if *any* rearrangement of the pods already placed plus it fits. Each
 such check ends one of three ways, all counted:
 
-* **placed**: the engine's move search (:func:`fit_with_moves`) or the configuration
+* **placed**: the engine's move search (:func:`fit_with_moves`), optionally the fewest
+  moves on small neighbourhoods (:func:`fit_in_neighbourhood`), or the configuration
   model (:class:`~gangplace.sim.exact.ExactFit`) found a packing, and it is carried out;
 * **proved infeasible**: the configuration LP's bound, or an earlier proof for a shape
   needing no more (the placed pods only grow, so a proof never expires);
@@ -170,8 +171,10 @@ class OracleHook:
         search: bool = True,
         guided: bool = False,
         retry_after: int = 25,
+        exact_moves: bool = False,
     ) -> None:
         self.exact = ExactFit(snap, [a.shape for a in arrivals])
+        self.exact_moves = exact_moves
         self.time_limit = time_limit
         self.neighbourhoods = tuple(neighbourhoods)
         self.max_pods, self.depth, self.max_nodes = max_pods, depth, max_nodes
@@ -224,6 +227,16 @@ class OracleHook:
             st.search_seconds += time.perf_counter() - t
             if rep is not None:
                 st.placed_by_search += 1
+                st.pods_moved += len(rep.moved)
+                self._failed.rescued(ctx, rec)
+                return
+        if self.exact_moves:
+            t = time.perf_counter()
+            rep = fit_in_neighbourhood(snap, shape, rec, max_pods=self.max_pods)
+            st.search_seconds += time.perf_counter() - t
+            if rep is not None:
+                st.placed_by_search += 1
+                st.placed_how["neighbourhood moves"] += 1
                 st.pods_moved += len(rep.moved)
                 self._failed.rescued(ctx, rec)
                 return
