@@ -18,6 +18,7 @@ again, or the snapshot is exactly as it was.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable, Hashable, Sequence
@@ -171,7 +172,9 @@ class _Model:
         for i, u in enumerate(self.units):
             for p in u:
                 total[index[p.shape]].append((stay[i], 1.0))
-        slots: list[tuple[int, int, int, int]] = []  # (var, node, shape, gpu)
+        slots: list[tuple[int, int, int, int]] = []  # (var, node, shape, -1): no shares
+        # Per node and share size: (count var, shape) per shape, (count var, GPU) per GPU.
+        shares: list[tuple[int, list[tuple[int, int]], list[tuple[int, int]]]] = []
         for n in self.nodes:
             here = _pods_on(snap, n)
             G = int(snap.gpu_total[n])
@@ -189,28 +192,35 @@ class _Model:
                 for j, s in enumerate(shapes)
                 if static_mask(snap, s)[n] and (not s.is_gpu or s.gpu_count <= G)
             ]
-            new: dict[int, list[tuple[int, int]]] = {}  # shape -> (var, gpu)
-            for j in ok:
-                if milli[j]:
-                    for k in range(G):
-                        new.setdefault(j, []).append((var(0.0, float(demand[j])), k))
-                else:
-                    new[j] = [(var(0.0, float(demand[j])), -1)]
-            for j, vs in new.items():
-                for v, k in vs:
-                    total[j].append((v, 1.0))
-                    slots.append((v, n, j, k))
+            # New pods per shape on the node; shares also per GPU, by their size only (the
+            # shapes of one size are alike to a GPU, which keeps the model small).
+            new = {j: var(0.0, float(demand[j])) for j in ok}
+            for j, v in new.items():
+                total[j].append((v, 1.0))
+                if not milli[j]:
+                    slots.append((v, n, j, -1))
             for r in range(len(cols)):
                 ent = [
                     (unit_var[id(p)], float(vec[index[p.shape], r]))
                     for p in here
                     if id(p) in unit_var and vec[index[p.shape], r]
                 ]
-                ent += [(v, float(vec[j, r])) for j, vs in new.items() for v, _ in vs if vec[j, r]]
+                ent += [(v, float(vec[j, r])) for j, v in new.items() if vec[j, r]]
                 if ent:
                     rows.add(ent, -np.inf, float(room[r]))
             if not G:
                 continue
+            sizes = sorted({milli[j] for j in new if milli[j]})
+            y: dict[tuple[int, int], int] = {}
+            for m in sizes:
+                of_m = [j for j in new if milli[j] == m]
+                most = float(min(sum(int(demand[j]) for j in of_m), 1000 // m))
+                for k in range(G):
+                    y[m, k] = var(0.0, most)
+                rows.add(
+                    [(y[m, k], 1.0) for k in range(G)] + [(new[j], -1.0) for j in of_m], 0.0, 0.0
+                )
+                shares.append((n, [(new[j], j) for j in of_m], [(y[m, k], k) for k in range(G)]))
             # w_k: GPU k is held whole (by a pod that stays or one placed).
             need_whole = any(whole[j] for j in new) or any(
                 whole[index[p.shape]] for p in here if id(p) in unit_var
@@ -221,21 +231,17 @@ class _Model:
                     for k in p.gpus:
                         held[k] = 1
             w = [var(0.0, 1.0) if need_whole and not held[k] else -1 for k in range(G)]
+            load: list[list[tuple[int, float]]] = []
             for k in range(G):
                 ent = [
                     (unit_var[id(p)], float(p.shape.gpu_milli))
                     for p in here
                     if id(p) in unit_var and p.shape.is_shared_gpu and p.gpus == (k,)
                 ]
-                ent += [
-                    (v, float(milli[j]))
-                    for j, vs in new.items()
-                    if milli[j]
-                    for v, kk in vs
-                    if kk == k
-                ]
+                ent += [(y[m, k], float(m)) for m in sizes]
                 if w[k] >= 0:
                     ent.append((w[k], 1000.0))
+                load.append(ent)
                 if ent:
                     rows.add(ent, -np.inf, float(1000 - gpu_fixed[k]))
                 for p in here:
@@ -255,8 +261,18 @@ class _Model:
                     for p in here
                     if id(p) in unit_var and p.shape.is_gpu and p.shape.gpu_milli >= 1000
                 ]
-                ent += [(v, -float(whole[j])) for j, vs in new.items() if whole[j] for v, _ in vs]
+                ent += [(v, -float(whole[j])) for j, v in new.items() if whole[j]]
                 rows.add(ent, 0.0, np.inf)
+            # GPUs alike (the same fixed use, no modelled pod on them): the fuller first.
+            modelled_on = {k for p in here if id(p) in unit_var for k in p.gpus}
+            alike: dict[int, list[int]] = {}
+            for k in range(G):
+                if k not in modelled_on and not held[k]:
+                    alike.setdefault(gpu_fixed[k], []).append(k)
+            for ks in alike.values():
+                for k1, k2 in itertools.pairwise(ks):
+                    if load[k1] or load[k2]:
+                        rows.add(load[k1] + [(v, -a) for v, a in load[k2]], 0.0, np.inf)
         for j in range(S):
             if not total[j]:
                 return None
@@ -288,6 +304,10 @@ class _Model:
         x = np.round(res.x).astype(np.int64)
         stays = {id(p) for i, u in enumerate(self.units) if x[stay[i]] for p in u}
         out = [(n, j, k) for v, n, j, k in slots for _ in range(int(x[v]))]
+        for n, of_shape, of_gpu in shares:
+            js = [j for v, j in of_shape for _ in range(int(x[v]))]
+            ks = [k for v, k in of_gpu for _ in range(int(x[v]))]
+            out += [(n, j, k) for j, k in zip(js, ks, strict=True)]
         return _Plan(
             movable_pods - sum(len(u) for i, u in enumerate(self.units) if x[stay[i]]),
             stays,
