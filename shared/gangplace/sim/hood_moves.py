@@ -1,13 +1,17 @@
 """The fewest moves that let a pod fit, solved exactly on a few nodes at a time.
 
-For a pod that fits nowhere, pick a *neighbourhood*: a few nodes it may use, half of
-them those nearest to fitting it (where the fewest evictions make room) and half those
-holding the most idle GPU and CPU (where evicted pods can land). Then solve, as one
-small integer model, "the movable pods on these nodes plus the new pod, on these
-nodes", node by node and GPU by GPU, keeping the most pods exactly where they are. A
-pod that changes node, or GPU on the same node, is a move: on a cluster it has to be
-recreated either way. Units move whole (every pod of a unit stays, or every pod is
-moved), and a unit with a pod outside the neighbourhood stays.
+For a pod that fits nowhere, pick a *neighbourhood*: a few nodes, half of them the
+nodes it may use that are nearest to fitting it (where the fewest evictions make room)
+and half those with the most room for what the first hold (where evicted pods can
+land). Then solve, as one small integer model, "the pods on the first half plus the new
+pod, on the whole neighbourhood", node by node and GPU by GPU (CPU, memory and every
+other resource, whole GPUs, the shares per GPU, the static filters), keeping the most
+pods exactly where they are; the fewest moves on those nodes, proved so when the solver
+finishes in time. (``move_room`` lets the pods on the second half move too: exact for
+the whole neighbourhood, and much slower on a full cluster.) A pod that changes node,
+or GPU on the same node, is a move: on a cluster it has to be recreated either way.
+Units move whole (every pod of a unit stays, or every pod is moved), and a unit with a
+pod outside the neighbourhood stays.
 
 Neighbourhoods of growing size are tried (2, 4, 8, 16 nodes by default), each with a
 short time limit and a cap of one move fewer than the best plan so far; the cheapest
@@ -447,7 +451,7 @@ def fit_in_neighbourhood(
             if got.moved <= 1:
                 break
         if len(nodes) < k:
-            break  # every node it may use was in this one
+            break  # the whole cluster was in this one
     if best is None:
         return None
     model, plan = best
