@@ -35,10 +35,11 @@ from ..engine.feasibility import fits, static_mask
 from ..engine.model import PodShape
 from ..engine.node_pod_records import PodRecord
 from ..engine.snapshot import Snapshot
+from .exact import verify_nodes
 from .lp_rows import Rows
 from .moves import Repair, shortlist
 
-__all__ = ["DEFAULT_SIZES", "HoodStats", "fit_in_neighbourhood", "neighbourhood", "verify_nodes"]
+__all__ = ["DEFAULT_SIZES", "HoodStats", "fit_in_neighbourhood", "neighbourhood"]
 
 DEFAULT_SIZES = (2, 4, 8, 16)
 
@@ -81,19 +82,6 @@ def neighbourhood(snap: Snapshot, shape: PodShape, k: int) -> list[int]:
             break
         out.setdefault(int(n), None)
     return list(out)
-
-
-def verify_nodes(snap: Snapshot, nodes: Sequence[int]) -> None:
-    """Every one of ``nodes`` within its allocatable and its GPUs, and each pod on a node
-    its shape may use; raises RuntimeError naming what is wrong."""
-    for n in nodes:
-        if (snap.used[n] > snap.alloc[n]).any():
-            raise RuntimeError(f"node {snap.node_names[n]} overcommitted by a move plan")
-        if (snap.gpu_free[n, : int(snap.gpu_total[n])] < 0).any():
-            raise RuntimeError(f"node {snap.node_names[n]}: a GPU overcommitted by a move plan")
-        for p in snap.pods_on(n):
-            if not static_mask(snap, p.shape)[n]:
-                raise RuntimeError(f"pod {p.key} moved to a node its shape may not use")
 
 
 @dataclass(slots=True)
@@ -384,7 +372,7 @@ def _carry_out(
         snap.place(s, n, gpus, pod=q)
     if any(pool.values()):
         raise RuntimeError("a move plan left pods without a node")
-    verify_nodes(snap, plan.nodes)
+    verify_nodes(snap, plan.nodes, "a move plan")
     return [p for p in going if (p.node, p.gpus) != before[id(p)]]
 
 
