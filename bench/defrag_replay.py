@@ -6,8 +6,8 @@ pod that fits nowhere stays unallocated, none leaves), one run of each:
 * each base policy (``--policies``, default fgd and corral) with no moves, and with
   *moves on failure* at each budget (``--budgets``, pods moved as % of the arrivals):
   an arrival that fits nowhere gets the fewest moves found that let it fit (at most
-  ``--per-arrival``), while the budget lasts (a budget a smaller one did not use up gives
-  the same run, so it is not run again). ``--methods`` says how the moves are found:
+  ``--per-arrival``), while the budget lasts (a budget above one that never cut a search
+  short gives the same run, so it is not run again). ``--methods`` says how the moves are found:
   ``exact`` (the default: the fewest moves on neighbourhoods of 2 to 16 nodes, solved
   exactly), ``search`` (the engine's search: evictions on the nodes nearest to fitting,
   one level of re-placement) or ``both`` (the search, then the exact model); several,
@@ -64,8 +64,8 @@ def _prepare(job: dict[str, Any], policy: str) -> Any:
 
 
 def _base(job: dict[str, Any]) -> list[dict[str, Any]]:
-    """No moves, then the budgets from the smallest; stops at the first budget the run
-    did not use up (the larger ones would replay the same)."""
+    """No moves, then the budgets from the smallest; stops at the first budget that never
+    cut a search short (the larger ones would replay the same)."""
     out: list[dict[str, Any]] = []
     run = _prepare(job, job["policy"])
     res = run.replay()
@@ -105,7 +105,7 @@ def _base(job: dict[str, Any]) -> list[dict[str, Any]]:
                 "seconds": res.seconds,
             }
         )
-        if hook.pods_moved < budget:
+        if not hook.budget_bound:
             for rest in job["budgets"][job["budgets"].index(b) + 1 :]:
                 out.append({**out[-1], "budget_pct": rest, "same_as_pct": b, "seconds": 0.0})
             break

@@ -327,6 +327,8 @@ class MovesHook:
         self.sizes = tuple(sizes)
         self.time_limit = time_limit
         self.pods_moved = 0
+        # Whether the budget ever cut a search short (else a larger one replays the same).
+        self.budget_bound = False
         self.rescued = 0
         self.rescued_by: Counter[str] = Counter()
         self.seconds = 0.0
@@ -337,7 +339,11 @@ class MovesHook:
     def __call__(self, ctx: ReplayContext) -> None:
         tp = self._failed.take(ctx)
         left = self.budget - self.pods_moved
-        if tp is None or left <= 0 or self._here.covers(ctx, tp.shape):
+        if tp is None or self._here.covers(ctx, tp.shape):
+            return
+        if left < self.per_arrival:
+            self.budget_bound = True
+        if left <= 0:
             return
         rec = PodRecord("trace", f"{tp.name}-{ctx.step - 1}", tp.shape)
         t = time.perf_counter()
