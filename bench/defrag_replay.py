@@ -8,10 +8,10 @@ pod that fits nowhere stays unallocated, none leaves), one run of each:
   an arrival that fits nowhere gets the fewest moves found that let it fit (at most
   ``--per-arrival``), while the budget lasts (a budget above one that never cut a search
   short gives the same run, so it is not run again). ``--methods`` says how the moves are found:
-  ``exact`` (the default: the fewest moves on neighbourhoods of 2 to 16 nodes, solved
-  exactly), ``search`` (the engine's search: evictions on the nodes nearest to fitting,
-  one level of re-placement) or ``both`` (the search, then the exact model); several,
-  comma-separated, are run side by side;
+  ``both`` (the default: the engine's search, then the exact model when it finds
+  nothing), ``exact`` (the fewest moves on neighbourhoods of 2 to 16 nodes, solved
+  exactly) or ``search`` (the engine's search alone: evictions on the nodes nearest to
+  fitting, one level of re-placement); several, comma-separated, are run side by side;
 * the oracle (``gangplace limit``, on the corral base): every arrival that any
   rearrangement of the placed pods fits is placed, each check ending placed, proved
   infeasible or timed out (``--time-limit`` seconds; counted, the arrival left unplaced);
@@ -343,9 +343,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--methods",
-        default="exact",
-        help="how moves on failure are found: exact, search or both; several, "
-        "comma-separated, run side by side (default exact)",
+        default="both",
+        help="how moves on failure are found: both (the search, then the exact model), "
+        "exact or search; several, comma-separated, run side by side (default both)",
     )
     ap.add_argument(
         "--per-arrival",
