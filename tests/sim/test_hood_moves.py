@@ -5,11 +5,13 @@ dropped, whole units only, the budget kept, the same answer twice."""
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
 import pytest
+from gangplace.cli import main
 from gangplace.engine import PodShape, Snapshot
 from gangplace.engine.fragmentation import TargetWorkload
 from gangplace.engine.node_pod_records import NodeRecord, PodRecord
@@ -327,3 +329,25 @@ def test_moves_hook_keeps_the_budget_and_counts_every_move() -> None:
 def test_moves_hook_rejects_an_unknown_method() -> None:
     with pytest.raises(ValueError, match="method 'magic'"):
         MovesHook(10, method="magic")
+
+
+def test_limit_command_with_exact_moves(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """``gangplace limit --exact-moves``: the oracle places the arrivals the neighbourhood
+    moves rescue (a whole GPU once the shares are packed), and says how."""
+    (tmp_path / "nodes.csv").write_text(
+        "sn,cpu_milli,memory_mib,gpu,model\n"
+        + "".join(f"n{i},16000,65536,2,T4\n" for i in range(2))
+    )
+    rows = ["name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec"]
+    sizes = [500, 500, 500, 500, 1000]
+    rows += [f"p{i:02d},1000,1024,1,{d}," for i, d in enumerate(sizes)]
+    (tmp_path / "pods.csv").write_text("\n".join(rows) + "\n")
+    args = ["limit", "--nodes", str(tmp_path / "nodes.csv"), "--pods", str(tmp_path / "pods.csv")]
+    # Spread puts the shares on every GPU, so the whole-GPU arrival needs moves.
+    flags = ["--json", "--offline-time-limit", "0", "--no-search", "--exact-moves"]
+    code = main([*args, *flags, "--policy", "spread", "--seed", "2"])
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["checks"]["timeouts"] == 0
+    assert doc["checks"]["placed_how"] == {"neighbourhood moves": 1}
+    assert doc["checks"]["pods_moved"] >= 1
