@@ -5,9 +5,13 @@ pod that fits nowhere stays unallocated, none leaves), one run of each:
 
 * each base policy (``--policies``, default fgd and corral) with no moves, and with
   *moves on failure* at each budget (``--budgets``, pods moved as % of the arrivals):
-  an arrival that fits nowhere gets the fewest moves the engine finds that let it fit,
-  while the budget lasts (a budget a smaller one did not use up gives the same run, so
-  it is not run again);
+  an arrival that fits nowhere gets the fewest moves found that let it fit (at most
+  ``--per-arrival``), while the budget lasts (a budget above one that never cut a search
+  short gives the same run, so it is not run again). ``--methods`` says how the moves are found:
+  ``both`` (the default: the engine's search, then the exact model when it finds
+  nothing), ``exact`` (the fewest moves on neighbourhoods of 2 to 16 nodes, solved
+  exactly) or ``search`` (the engine's search alone: evictions on the nodes nearest to
+  fitting, one level of re-placement); several, comma-separated, are run side by side;
 * the oracle (``gangplace limit``, on the corral base): every arrival that any
   rearrangement of the placed pods fits is placed, each check ending placed, proved
   infeasible or timed out (``--time-limit`` seconds; counted, the arrival left unplaced);
@@ -36,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from gangplace.engine.policies import POLICIES
-from gangplace.sim.limit import MovesHook
+from gangplace.sim.limit import MOVE_METHODS, MovesHook
 from gangplace.sim.limit_run import run_limit
 from gangplace.sim.relayout import relayout_idle_pct
 from gangplace.sim.trace_csv import GPU_NODE_FILE, load_pods, pod_list_path
@@ -60,8 +64,8 @@ def _prepare(job: dict[str, Any], policy: str) -> Any:
 
 
 def _base(job: dict[str, Any]) -> list[dict[str, Any]]:
-    """No moves, then the budgets from the smallest; stops at the first budget the run
-    did not use up (the larger ones would replay the same)."""
+    """No moves, then the budgets from the smallest; stops at the first budget that never
+    cut a search short (the larger ones would replay the same)."""
     out: list[dict[str, Any]] = []
     run = _prepare(job, job["policy"])
     res = run.replay()
@@ -78,19 +82,30 @@ def _base(job: dict[str, Any]) -> list[dict[str, Any]]:
     for b in job["budgets"]:
         run = _prepare(job, job["policy"])
         budget = int(b / 100.0 * len(run.arrivals.pods))
-        hook = MovesHook(budget, retry_after=job["retry_after"])
+        hook = MovesHook(
+            budget,
+            per_arrival=job["per_arrival"],
+            retry_after=job["retry_after"],
+            method=job["method"],
+            time_limit=job["moves_time_limit"],
+        )
         res = run.replay(hook=hook)
         out.append(
             {
                 "budget_pct": b,
                 "unallocated_gpu_pct": res.final.unallocated_gpu_pct,
                 "pods": res.pods,
+                "pods_moved": hook.pods_moved,
                 "pods_moved_pct": 100.0 * hook.pods_moved / res.pods,
                 "rescued": hook.rescued,
+                "rescued_by": dict(hook.rescued_by),
+                "exact_solves": hook.hood.solves,
+                "exact_timeouts": hook.hood.timeouts,
+                "moves_seconds": round(hook.seconds, 1),
                 "seconds": res.seconds,
             }
         )
-        if hook.pods_moved < budget:
+        if not hook.budget_bound:
             for rest in job["budgets"][job["budgets"].index(b) + 1 :]:
                 out.append({**out[-1], "budget_pct": rest, "same_as_pct": b, "seconds": 0.0})
             break
@@ -110,38 +125,55 @@ def _one(job: dict[str, Any]) -> dict[str, Any]:
             retry_after=job["retry_after"],
         )
         return {**head, "policy": "corral", **lim.to_dict()}
-    return {**head, "policy": job["policy"], "ladder": _base(job)}
+    return {**head, "policy": job["policy"], "method": job["method"], "ladder": _base(job)}
 
 
 def _stats(xs: list[float]) -> dict[str, float]:
     return {"median": round(statistics.median(xs), 2), "min": min(xs), "max": max(xs)}
 
 
+def series(policy: str, method: str, methods: list[str]) -> str:
+    """A ladder's name in the table: the policy, with the method when several ran (the
+    first method's ladder is also under the policy's name alone)."""
+    return policy if len(methods) == 1 else f"{policy}/{method}"
+
+
 def summarise(
-    runs: list[dict[str, Any]], traces: list[str], policies: list[str], budgets: list[float]
+    runs: list[dict[str, Any]],
+    traces: list[str],
+    policies: list[str],
+    budgets: list[float],
+    methods: list[str],
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for t in traces:
         cell: dict[str, Any] = {}
         for p in policies:
-            ladders = [
-                r["ladder"]
-                for r in runs
-                if r["trace"] == t and r.get("policy") == p and r["kind"] == "base"
-            ]
-            rows = []
-            for i, b in enumerate([0.0, *budgets]):
-                pts = [lad[i] for lad in ladders]
-                rows.append(
-                    {
-                        "budget_pct": b,
-                        "unallocated_gpu_pct": _stats([x["unallocated_gpu_pct"] for x in pts]),
-                        "pods_moved_pct": _stats([round(x["pods_moved_pct"], 3) for x in pts]),
-                    }
-                )
-            cell[p] = rows
-            relay = [lad[0]["relayout_unallocated_gpu_pct"] for lad in ladders]
-            cell[f"{p}_relayout_unallocated_gpu_pct"] = _stats(relay)
+            for m in methods:
+                ladders = [
+                    r["ladder"]
+                    for r in runs
+                    if r["trace"] == t
+                    and r.get("policy") == p
+                    and r.get("method") == m
+                    and r["kind"] == "base"
+                ]
+                rows = []
+                for i, b in enumerate([0.0, *budgets]):
+                    pts = [lad[i] for lad in ladders]
+                    rows.append(
+                        {
+                            "budget_pct": b,
+                            "unallocated_gpu_pct": _stats([x["unallocated_gpu_pct"] for x in pts]),
+                            "pods_moved_pct": _stats([round(x["pods_moved_pct"], 3) for x in pts]),
+                            "seconds": _stats([round(x["seconds"], 1) for x in pts]),
+                        }
+                    )
+                cell[series(p, m, methods)] = rows
+                if m == methods[0]:
+                    cell[p] = rows
+                    relay = [lad[0]["relayout_unallocated_gpu_pct"] for lad in ladders]
+                    cell[f"{p}_relayout_unallocated_gpu_pct"] = _stats(relay)
         orc = [r for r in runs if r["trace"] == t and r["kind"] == "oracle"]
         if orc:
             cell["oracle"] = {
@@ -178,14 +210,23 @@ def render(doc: dict[str, Any]) -> str:
             f"Trace {t}, seeds {','.join(map(str, doc['seeds']))}, 130% arrived: unallocated GPU "
             "% median [min-max]; pods moved % of arrivals (median)"
         )
+        methods = doc["methods"]
         for p in doc["policies"]:
-            for row in cell[p]:
-                u, m = row["unallocated_gpu_pct"], row["pods_moved_pct"]
-                label = "no moves" if row["budget_pct"] == 0 else f"moves <= {row['budget_pct']}%"
-                lines.append(
-                    f"  {p:<8}{label:<16}{u['median']:>7.2f} [{u['min']:.2f}-{u['max']:.2f}]"
-                    f"   moved {m['median']:.2f}%"
-                )
+            for meth in methods:
+                name = series(p, meth, methods)
+                for row in cell[name]:
+                    if row["budget_pct"] == 0 and meth != methods[0]:
+                        continue  # no moves: the same run whatever the method
+                    u, m = row["unallocated_gpu_pct"], row["pods_moved_pct"]
+                    label = (
+                        "no moves" if row["budget_pct"] == 0 else f"moves <= {row['budget_pct']}%"
+                    )
+                    if row["budget_pct"] and len(methods) > 1:
+                        label += f" {meth}"
+                    lines.append(
+                        f"  {p:<8}{label:<24}{u['median']:>7.2f} [{u['min']:.2f}-{u['max']:.2f}]"
+                        f"   moved {m['median']:.2f}%   {row['seconds']['median']:.0f} s"
+                    )
         if "oracle" in cell:
             o = cell["oracle"]
             u = o["unallocated_gpu_pct"]
@@ -238,9 +279,11 @@ def plot(doc: dict[str, Any], path: Path) -> None:
     for ax, t in zip(axes[0], traces, strict=True):
         cell = doc["table"][t]
         for p in doc["policies"]:
-            xs = [r["pods_moved_pct"]["median"] for r in cell[p]]
-            ys = [r["unallocated_gpu_pct"]["median"] for r in cell[p]]
-            ax.plot(xs, ys, marker="o", label=f"{p} + moves on failure")
+            for meth in doc["methods"]:
+                name = series(p, meth, doc["methods"])
+                xs = [r["pods_moved_pct"]["median"] for r in cell[name]]
+                ys = [r["unallocated_gpu_pct"]["median"] for r in cell[name]]
+                ax.plot(xs, ys, marker="o", label=f"{p} + moves on failure ({meth})")
         if "oracle" in cell:
             ax.axhline(
                 cell["oracle"]["unallocated_gpu_pct"]["median"],
@@ -298,6 +341,24 @@ def main(argv: list[str] | None = None) -> int:
         help="after a failed search, pods placed before a shape needing as much is searched "
         "again (oracle and moves alike; default 25)",
     )
+    ap.add_argument(
+        "--methods",
+        default="both",
+        help="how moves on failure are found: both (the search, then the exact model), "
+        "exact or search; several, comma-separated, run side by side (default both)",
+    )
+    ap.add_argument(
+        "--per-arrival",
+        type=int,
+        default=8,
+        help="pods moved at most for one failed arrival (default 8)",
+    )
+    ap.add_argument(
+        "--moves-time-limit",
+        type=float,
+        default=0.5,
+        help="seconds the exact model gets per neighbourhood (default 0.5)",
+    )
     ap.add_argument("--no-oracle", action="store_true", help="skip the oracle and offline bound")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="processes")
     ap.add_argument("--png", help="write the curve to this PNG file")
@@ -326,6 +387,17 @@ def main(argv: list[str] | None = None) -> int:
         die("--time-limit must be > 0")
     if args.retry_after < 1:
         die("--retry-after must be >= 1")
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    bad = [m for m in methods if m not in MOVE_METHODS]
+    if bad or not methods:
+        die(
+            f"--methods: unknown {', '.join(bad) or '(none)'}; choose from "
+            f"{', '.join(MOVE_METHODS)}"
+        )
+    if args.per_arrival < 1:
+        die("--per-arrival must be >= 1")
+    if args.moves_time_limit <= 0:
+        die("--moves-time-limit must be > 0")
     seeds = parse_seeds(args.seeds)
     try:
         hoods = [int(k) for k in args.neighbourhoods.split(",") if k.strip()]
@@ -339,6 +411,8 @@ def main(argv: list[str] | None = None) -> int:
         "retry_after": args.retry_after,
         "relaxed": args.relaxed,
         "neighbourhoods": hoods,
+        "per_arrival": args.per_arrival,
+        "moves_time_limit": args.moves_time_limit,
     }
     jobs = []
     for t in traces:
@@ -346,21 +420,28 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_oracle:
                 jobs.append({**common, "trace": t, "seed": s, "kind": "oracle"})
             jobs += [
-                {**common, "trace": t, "seed": s, "kind": "base", "policy": p} for p in policies
+                {**common, "trace": t, "seed": s, "kind": "base", "policy": p, "method": m}
+                for p in policies
+                for m in methods
             ]
     tty = sys.stderr.isatty() and not args.json
     start = time.perf_counter()
     runs: list[dict[str, Any]] = run_all(_one, [(j,) for j in jobs], args.workers, progress=tty)
     wall = time.perf_counter() - start
-    runs.sort(key=lambda r: (r["trace"], r["kind"], r.get("policy", ""), r["seed"]))
+    runs.sort(
+        key=lambda r: (r["trace"], r["kind"], r.get("policy", ""), r.get("method", ""), r["seed"])
+    )
     doc = {
         "metric": "unallocated GPU % at the end (130% arrived), median over seeds [min, max]",
         "timed_out_oracle_checks": "counted, and the arrival left unplaced",
         "traces": traces,
         "seeds": seeds,
         "policies": policies,
+        "methods": methods,
+        "per_arrival": args.per_arrival,
+        "moves_time_limit": args.moves_time_limit,
         "budgets_pct": budgets,
-        "table": summarise(runs, traces, policies, budgets),
+        "table": summarise(runs, traces, policies, budgets, methods),
         "runs": runs,
         "n_runs": len(runs),
         "wall_seconds": round(wall, 1),

@@ -170,9 +170,12 @@ def run_oracle(
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(nodes=nodes_st, pods=pods_st, search=st.booleans())
+@given(nodes=nodes_st, pods=pods_st, search=st.booleans(), exact_moves=st.booleans())
 def test_oracle_is_exact_against_brute_force(
-    nodes: list[tuple[int, int]], pods: list[tuple[int, int, int]], search: bool
+    nodes: list[tuple[int, int]],
+    pods: list[tuple[int, int, int]],
+    search: bool,
+    exact_moves: bool,
 ) -> None:
     """On clusters small enough to enumerate: no check times out, an arrival is placed
     exactly when some arrangement of the pods placed before it plus it exists, and one
@@ -180,7 +183,9 @@ def test_oracle_is_exact_against_brute_force(
     is dropped."""
     if not any(g for _, g in nodes):
         nodes = [*nodes, (8000, 1)]
-    _, hook, ends, placed, _ = run_oracle(nodes, pods, time_limit=20.0, search=search)
+    _, hook, ends, placed, _ = run_oracle(
+        nodes, pods, time_limit=20.0, search=search, exact_moves=exact_moves
+    )
     st_ = hook.stats
     assert st_.timeouts == 0
     assert st_.checks == st_.placed + st_.proved + st_.timeouts

@@ -38,13 +38,14 @@ import numpy.typing as npt
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 from scipy.sparse import coo_matrix, csr_matrix
 
+from ..engine.feasibility import static_mask
 from ..engine.model import PodShape
 from ..engine.node_pod_records import PodRecord
 from ..engine.snapshot import Snapshot
 from .lp_rows import Rows
 from .relax import FEASIBLE, INFEASIBLE, TIMEOUT, node_types
 
-__all__ = ["Config", "ExactFit", "ExactResult", "Plan"]
+__all__ = ["Config", "ExactFit", "ExactResult", "Plan", "verify_nodes"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -915,15 +916,19 @@ class ExactFit:
                 snap.place(self.shapes[j], n, gpus, pod=p)
 
     def _verify(self, snap: Snapshot, nodes: list[int]) -> None:
-        """Every rearranged node within its allocatable and its GPUs, and each pod on a
-        node its shape may use: the plan is a real packing, or this raises."""
-        for n in nodes:
-            if (snap.used[n] > snap.alloc[n]).any():
-                raise RuntimeError(f"node {snap.node_names[n]} overcommitted by the exact plan")
-            g = snap.gpu_free[n, : int(snap.gpu_total[n])]
-            if (g < 0).any():
-                raise RuntimeError(f"node {snap.node_names[n]}: a GPU overcommitted")
-            t = int(self.type_of[n])
-            for p in snap.pods_on(n):
-                if not self.types.allowed[t, self.index[p.shape]]:
-                    raise RuntimeError(f"pod {p.key} placed on a node its shape may not use")
+        """The plan is a real packing, or this raises (see :func:`verify_nodes`)."""
+        verify_nodes(snap, nodes, "the exact plan")
+
+
+def verify_nodes(snap: Snapshot, nodes: Iterable[int], what: str) -> None:
+    """Every one of ``nodes`` within its allocatable and its GPUs, and each pod on a node
+    its shape may use (the static filters): ``what`` (a plan just carried out) left a
+    real packing, or this raises RuntimeError naming the node or pod."""
+    for n in nodes:
+        if (snap.used[n] > snap.alloc[n]).any():
+            raise RuntimeError(f"node {snap.node_names[n]} overcommitted by {what}")
+        if (snap.gpu_free[n, : int(snap.gpu_total[n])] < 0).any():
+            raise RuntimeError(f"node {snap.node_names[n]}: a GPU overcommitted by {what}")
+        for p in snap.pods_on(n):
+            if not static_mask(snap, p.shape)[n]:
+                raise RuntimeError(f"pod {p.key} placed by {what} on a node its shape may not use")

@@ -5,7 +5,8 @@ arrivals in the same order, no placed pod ever dropped, and an arrival that fits
 nowhere is placed if *any* rearrangement of the pods already placed plus it fits. Each
 such check ends one of three ways, all counted:
 
-* **placed**: the engine's move search (:func:`fit_with_moves`) or the configuration
+* **placed**: the engine's move search (:func:`fit_with_moves`), optionally the fewest
+  moves on small neighbourhoods (:func:`fit_in_neighbourhood`), or the configuration
   model (:class:`~gangplace.sim.exact.ExactFit`) found a packing, and it is carried out;
 * **proved infeasible**: the configuration LP's bound, or an earlier proof for a shape
   needing no more (the placed pods only grow, so a proof never expires);
@@ -33,11 +34,13 @@ from ..engine.node_pod_records import PodRecord
 from ..engine.snapshot import Snapshot
 from .arrivals import TracePod
 from .exact import ExactFit
+from .hood_moves import DEFAULT_SIZES, HoodStats, fit_in_neighbourhood
 from .moves import fit_with_moves
 from .relax import FEASIBLE, INFEASIBLE, FitModel
 from .replay import ReplayContext, ReplayResult, summarise
 
 __all__ = [
+    "MOVE_METHODS",
     "CheckStats",
     "MovesHook",
     "OracleHook",
@@ -168,8 +171,10 @@ class OracleHook:
         search: bool = True,
         guided: bool = False,
         retry_after: int = 25,
+        exact_moves: bool = False,
     ) -> None:
         self.exact = ExactFit(snap, [a.shape for a in arrivals])
+        self.exact_moves = exact_moves
         self.time_limit = time_limit
         self.neighbourhoods = tuple(neighbourhoods)
         self.max_pods, self.depth, self.max_nodes = max_pods, depth, max_nodes
@@ -225,6 +230,16 @@ class OracleHook:
                 st.pods_moved += len(rep.moved)
                 self._failed.rescued(ctx, rec)
                 return
+        if self.exact_moves:
+            t = time.perf_counter()
+            rep = fit_in_neighbourhood(snap, shape, rec, max_pods=self.max_pods)
+            st.search_seconds += time.perf_counter() - t
+            if rep is not None:
+                st.placed_by_search += 1
+                st.placed_how["neighbourhood moves"] += 1
+                st.pods_moved += len(rep.moved)
+                self._failed.rescued(ctx, rec)
+                return
         t = time.perf_counter()
         try:
             lp = self.exact.check(snap, shape, max(deadline - t, 0.1), ip=False)
@@ -273,10 +288,21 @@ class OracleHook:
             st.model_seconds += time.perf_counter() - t
 
 
+MOVE_METHODS = ("search", "exact", "both")
+
+
 class MovesHook:
     """On a failed arrival, the fewest moves that let it fit, while the replay's budget
     of moved pods lasts (``budget`` pods over the whole replay, at most ``per_arrival``
-    for one arrival)."""
+    for one arrival).
+
+    ``method`` says how the moves are found: ``"search"``, the engine's search
+    (:func:`fit_with_moves`: evictions on the nodes nearest to fitting, the evicted pods
+    placed again by the policy, ``depth`` levels down); ``"exact"``, the fewest moves on
+    neighbourhoods of ``sizes`` nodes solved exactly
+    (:func:`~gangplace.sim.hood_moves.fit_in_neighbourhood`, ``time_limit`` seconds per
+    neighbourhood); ``"both"``, the search first and the exact model when it finds
+    nothing."""
 
     def __init__(
         self,
@@ -285,38 +311,74 @@ class MovesHook:
         depth: int = 1,
         max_nodes: int = 24,
         retry_after: int = 1,
+        *,
+        method: str = "search",
+        sizes: Sequence[int] = DEFAULT_SIZES,
+        time_limit: float = 0.5,
     ):
+        if method not in MOVE_METHODS:
+            raise ValueError(f"method {method!r}: expected one of {', '.join(MOVE_METHODS)}")
+        if budget < 0 or per_arrival < 1:
+            raise ValueError("budget must be >= 0 and per_arrival >= 1")
         self.budget = budget
         self.per_arrival = per_arrival
         self.depth, self.max_nodes = depth, max_nodes
+        self.method = method
+        self.sizes = tuple(sizes)
+        self.time_limit = time_limit
         self.pods_moved = 0
+        # Whether the budget ever cut a search short (else a larger one replays the same).
+        self.budget_bound = False
         self.rescued = 0
+        self.rescued_by: Counter[str] = Counter()
         self.seconds = 0.0
+        self.hood = HoodStats()
         self._failed = _FailedArrival()
         self._here = _FailedHere(retry_after)
 
     def __call__(self, ctx: ReplayContext) -> None:
         tp = self._failed.take(ctx)
         left = self.budget - self.pods_moved
-        if tp is None or left <= 0 or self._here.covers(ctx, tp.shape):
+        if tp is None or self._here.covers(ctx, tp.shape):
+            return
+        if left < self.per_arrival:
+            self.budget_bound = True
+        if left <= 0:
             return
         rec = PodRecord("trace", f"{tp.name}-{ctx.step - 1}", tp.shape)
         t = time.perf_counter()
-        rep = fit_with_moves(
-            ctx.snap,
-            tp.shape,
-            ctx.policy,
-            rec,
-            max_pods=min(left, self.per_arrival),
-            depth=self.depth,
-            max_nodes=self.max_nodes,
-        )
+        cap = min(left, self.per_arrival)
+        rep = None
+        how = ""
+        if self.method in ("search", "both"):
+            rep = fit_with_moves(
+                ctx.snap,
+                tp.shape,
+                ctx.policy,
+                rec,
+                max_pods=cap,
+                depth=self.depth,
+                max_nodes=self.max_nodes,
+            )
+            how = "search"
+        if rep is None and self.method in ("exact", "both"):
+            rep = fit_in_neighbourhood(
+                ctx.snap,
+                tp.shape,
+                rec,
+                max_pods=cap,
+                sizes=self.sizes,
+                time_limit=self.time_limit,
+                stats=self.hood,
+            )
+            how = "exact"
         self.seconds += time.perf_counter() - t
         if rep is None:
             self._here.add(ctx, tp.shape)
             return
         self.pods_moved += len(rep.moved)
         self.rescued += 1
+        self.rescued_by[how] += 1
         self._failed.rescued(ctx, rec)
 
 

@@ -48,6 +48,7 @@ def cmd_limit(args: argparse.Namespace) -> int:
         offline_time_limit=args.offline_time_limit or None,
         relaxed=args.relaxed,
         retry_after=args.retry_after,
+        exact_moves=args.exact_moves,
         progress=bar,
     )
     doc = lim.to_dict()
@@ -108,7 +109,16 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         help="skip the engine's move search before the exact model",
     )
     p.add_argument(
-        "--max-moves", type=int, default=8, help="pods the move search may move (default: 8)"
+        "--exact-moves",
+        action="store_true",
+        help="after the move search, the fewest moves on neighbourhoods of 2 to 16 nodes, "
+        "solved exactly (at most --max-moves pods), before the configuration model",
+    )
+    p.add_argument(
+        "--max-moves",
+        type=int,
+        default=8,
+        help="pods the move search (and --exact-moves) may move (default: 8)",
     )
     p.add_argument(
         "--depth", type=int, default=1, help="how deep a moved pod may move others (default: 1)"

@@ -70,6 +70,7 @@ def run_limit(
     offline_time_limit: float | None = 60.0,
     relaxed: bool = False,
     retry_after: int = 25,
+    exact_moves: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> LimitRun:
     """The oracle on ``run`` (its snapshot is changed), then the offline bound over the
@@ -86,6 +87,7 @@ def run_limit(
         max_pods=max_pods,
         depth=depth,
         retry_after=retry_after,
+        exact_moves=exact_moves,
     )
     res = run.replay(hook=hook, progress=progress)
     off = None
