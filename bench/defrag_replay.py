@@ -43,6 +43,7 @@ from gangplace.engine.policies import POLICIES
 from gangplace.sim.limit import MOVE_METHODS, MovesHook
 from gangplace.sim.limit_run import run_limit
 from gangplace.sim.relayout import relayout_idle_pct
+from gangplace.sim.solver_output import solver_prints_to_stderr
 from gangplace.sim.trace_csv import GPU_NODE_FILE, load_pods, pod_list_path
 from gangplace.sim.trace_run import prepare_trace
 
@@ -426,7 +427,8 @@ def main(argv: list[str] | None = None) -> int:
             ]
     tty = sys.stderr.isatty() and not args.json
     start = time.perf_counter()
-    runs: list[dict[str, Any]] = run_all(_one, [(j,) for j in jobs], args.workers, progress=tty)
+    with solver_prints_to_stderr():
+        runs: list[dict[str, Any]] = run_all(_one, [(j,) for j in jobs], args.workers, progress=tty)
     wall = time.perf_counter() - start
     runs.sort(
         key=lambda r: (r["trace"], r["kind"], r.get("policy", ""), r.get("method", ""), r["seed"])

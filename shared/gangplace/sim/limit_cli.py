@@ -15,6 +15,7 @@ from .simulate_cli import (
     print_replay,
     progress_bar,
 )
+from .solver_output import solver_prints_to_stderr
 from .trace_run import prepare_trace
 
 __all__ = ["add_commands"]
@@ -38,19 +39,20 @@ def cmd_limit(args: argparse.Namespace) -> int:
     data = load_trace_input(args)
     run = prepare_trace(data.cluster, data.pods, args.policy, args.seed, args.inflate)
     bar = None if args.json else progress_bar(f"limit {args.policy} seed {args.seed}")
-    lim = run_limit(
-        run,
-        time_limit=args.time_limit,
-        neighbourhoods=hoods,
-        search=not args.no_search,
-        max_pods=args.max_moves,
-        depth=args.depth,
-        offline_time_limit=args.offline_time_limit or None,
-        relaxed=args.relaxed,
-        retry_after=args.retry_after,
-        exact_moves=args.exact_moves,
-        progress=bar,
-    )
+    with solver_prints_to_stderr():
+        lim = run_limit(
+            run,
+            time_limit=args.time_limit,
+            neighbourhoods=hoods,
+            search=not args.no_search,
+            max_pods=args.max_moves,
+            depth=args.depth,
+            offline_time_limit=args.offline_time_limit or None,
+            relaxed=args.relaxed,
+            retry_after=args.retry_after,
+            exact_moves=args.exact_moves,
+            progress=bar,
+        )
     doc = lim.to_dict()
     c = lim.checks
     notes = [
