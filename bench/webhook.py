@@ -224,15 +224,16 @@ def _rss_mb(pid: int) -> float:
 
 
 class Server:
-    def __init__(self, name: str, argv: list[str], port: int) -> None:
+    def __init__(self, name: str, argv: list[str], port: int, start_timeout: float = 20) -> None:
         self.name, self.argv, self.port = name, argv, port
+        self.start_timeout = start_timeout
         self.proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Server:
         self.proc = subprocess.Popen(
             self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO
         )
-        _wait_listening(self.port, self.proc)
+        _wait_listening(self.port, self.proc, self.start_timeout)
         return self
 
     def cpu_seconds(self) -> float:
@@ -486,21 +487,17 @@ def _count_one(
     """Run one server under callgrind with collection toggled on only for ``n`` reviews
     after a warm-up, over one keep-alive TLS connection; the counts per review."""
     out = folder / f"callgrind.{port}"
-    proc = subprocess.Popen(
-        [
-            "valgrind",
-            "--tool=callgrind",
-            "--cache-sim=yes",
-            "--instr-atstart=no",
-            f"--callgrind-out-file={out}",
-            *argv,
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=REPO,
-    )
-    try:
-        _wait_listening(port, proc, timeout=900)
+    valgrind = [
+        "valgrind",
+        "--tool=callgrind",
+        "--cache-sim=yes",
+        "--instr-atstart=no",
+        f"--callgrind-out-file={out}",
+    ]
+    # Python under valgrind takes minutes to import everything before it listens.
+    with Server("counted", [*valgrind, *argv], port, start_timeout=900) as srv:
+        assert srv.proc is not None
+        pid = str(srv.proc.pid)
         ctx = ssl.create_default_context(cadata=ca.decode())
         conn = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=300)
         headers = {"Content-Type": "application/json"}
@@ -515,19 +512,12 @@ def _count_one(
 
         control = ["callgrind_control"]
         send(30)  # imports, caches, the TLS session: not counted
-        subprocess.run([*control, "-i", "on", str(proc.pid)], capture_output=True, check=True)
+        subprocess.run([*control, "-i", "on", pid], capture_output=True, check=True)
         send(10)  # instrumented code warmed
-        subprocess.run([*control, "-z", str(proc.pid)], capture_output=True, check=True)
+        subprocess.run([*control, "-z", pid], capture_output=True, check=True)
         send(n)
-        subprocess.run([*control, "-d", str(proc.pid)], capture_output=True, check=True)
+        subprocess.run([*control, "-d", pid], capture_output=True, check=True)
         conn.close()
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
     dumps = sorted(folder.glob(f"callgrind.{port}.*"))
     if not dumps:
         raise RuntimeError("callgrind wrote no dump")

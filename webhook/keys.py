@@ -90,7 +90,8 @@ def user_values(meta: Mapping[str, Any] | None) -> dict[str, str]:
     return out
 
 
-def is_skipped(meta: Mapping[str, Any] | None) -> bool:
-    """``corral.dev/skip: "true"`` (case-insensitive) on the object."""
-    v = user_value(meta, SKIP)
+def is_skipped(values: Mapping[str, str]) -> bool:
+    """``corral.dev/skip: "true"`` (case-insensitive) among an object's
+    :func:`user_values`."""
+    v = values.get(SKIP)
     return v is not None and v.strip().lower() == "true"

@@ -67,8 +67,7 @@ def admit(review: Any, cluster: ClusterState | None, config: WebhookConfig) -> A
         return allow(req, kind_label, "skipped", f"namespace {req.namespace} is excluded")
     # Every corral.dev key on the object, read once: the skip key here, the rest by a pod.
     given = K.user_values(meta)
-    skip = given.get(K.SKIP)
-    if skip is not None and skip.strip().lower() == "true":
+    if K.is_skipped(given):
         return allow(req, kind_label, "skipped", f"{K.SKIP} is set")
     if not is_pod and entry is None:
         return allow(
