@@ -32,8 +32,16 @@ def _have_crds() -> bool:
     return crds_dir(ROOT) is not None
 
 
+def _have_handout() -> bool:
+    return (ROOT.parent / "shared" / "recordings").is_dir()
+
+
 # marker -> (is the data there, what is missing)
-DATA_MARKERS = {"trace": (_have_trace, "no trace"), "crds": (_have_crds, "no CRDs")}
+DATA_MARKERS = {
+    "trace": (_have_trace, "no trace"),
+    "crds": (_have_crds, "no CRDs"),
+    "handout": (_have_handout, "no handout"),
+}
 
 
 def where_looked() -> str:
@@ -46,6 +54,16 @@ def where_looked() -> str:
 def closing_line(left_out: dict[str, int]) -> str:
     """``9 trace tests not run: no trace in ../shared; `make data` gets it`` (all data
     markers in one line)."""
+    handout = left_out.get("handout", 0)
+    left_out = {m: n for m, n in left_out.items() if m != "handout"}
+    tail = (
+        f"{handout} handout test{'s' if handout != 1 else ''} not run: no ../shared/recordings "
+        "to compare tests/recordings with (a developer's checkout has the handout beside it)"
+        if handout
+        else ""
+    )
+    if not left_out:
+        return tail
     parts = [
         f"{n} {marker} test{'s' if n != 1 else ''} not run: {DATA_MARKERS[marker][1]}"
         for marker, n in left_out.items()
@@ -54,7 +72,8 @@ def closing_line(left_out: dict[str, int]) -> str:
     if "trace" in left_out and os.environ.get(TRACE_ENV):
         where += f" or ${TRACE_ENV} ({os.environ[TRACE_ENV]})"
     it = "them" if len(parts) > 1 else "it"
-    return f"{'; '.join(parts)} in {where}; `make data` gets {it}"
+    line = f"{'; '.join(parts)} in {where}; `make data` gets {it}"
+    return f"{line}; {tail}" if tail else line
 
 
 @pytest.hookimpl(trylast=True)  # after -m/-k have chosen: count only what would have run

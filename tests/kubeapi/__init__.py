@@ -46,15 +46,20 @@ from .resources import ResourceType
 from .server import CLIENT_HEADER, ApiServer
 from .status import ApiStatusError
 from .store import ApiStore
+from .versions import KUBE_VERSIONS, VOLCANO_VERSIONS, Release, Versions
 
 __all__ = [
     "CLIENT_HEADER",
+    "KUBE_VERSIONS",
+    "VOLCANO_VERSIONS",
     "ApiServer",
     "ApiStatusError",
     "ApiStore",
     "Faults",
+    "Release",
     "RequestRecord",
     "ResourceType",
     "Settings",
+    "Versions",
     "make_app",
 ]

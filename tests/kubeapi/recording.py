@@ -1,6 +1,6 @@
 """Recordings of a real control plane, and replaying them against the in-memory API server.
 
-A recording (``../shared/recordings/*.json``, beside the checkout as in CI) is a list of
+A recording (``tests/recordings/*.json``, copied from the handout) is a list of
 requests with the real server's answers, plus objects observed along the way.
 :class:`Replay` sends the same requests over real HTTP to an
 :class:`~tests.kubeapi.ApiServer`, and :func:`assert_same` compares the answers after
@@ -39,6 +39,7 @@ Json = dict[str, Any]
 
 __all__ = [
     "ADMIN_TOKEN",
+    "HANDOUT_RECORDINGS",
     "Answer",
     "Controller",
     "Observation",
@@ -54,7 +55,10 @@ __all__ = [
 ]
 
 REPO = Path(__file__).resolve().parents[2]
-RECORDINGS = REPO.parent / "shared" / "recordings"
+# The project's copy (tests/recordings/README.md); the handout's, when it is beside the
+# checkout, is checked to be the same by tests/contract/test_recordings_copy.py.
+RECORDINGS = REPO / "tests" / "recordings"
+HANDOUT_RECORDINGS = REPO.parent / "shared" / "recordings"
 
 # The bearer token the replay's "admin" sends when the server authenticates (a static token
 # of the server, allowed everything, like the recording's system:masters certificate).
@@ -94,7 +98,7 @@ _TOO_OLD = re.compile(r"too old resource version: (\d+) \((\d+)\)")
 
 
 def recordings_dir() -> Path:
-    """The handout's recordings, beside the checkout (CI lays ``shared/`` there too)."""
+    """The recordings of a real control plane, as the project keeps them."""
     if not RECORDINGS.is_dir():
         raise FileNotFoundError(f"{RECORDINGS}: the recordings of a real control plane are missing")
     return RECORDINGS

@@ -12,6 +12,7 @@ from kubernetes_asyncio.client import Configuration
 from .app import DENIED, LOG, WRITES, Settings, make_app
 from .faults import Faults, RequestRecord
 from .store import ApiStore
+from .versions import Versions
 from .webhooks import AdmissionChain
 
 __all__ = ["CLIENT_HEADER", "ApiServer"]
@@ -22,7 +23,8 @@ CLIENT_HEADER = "X-Test-Client"
 
 class ApiServer:
     """``async with ApiServer() as api:`` -- ``api.url``, ``api.store``, ``api.faults``,
-    ``api.log`` (every request), ``api.client()`` (a real kubernetes-asyncio client)."""
+    ``api.log`` (every request), ``api.client()`` (a real kubernetes-asyncio client).
+    ``versions``: the stack it plays (default: Kubernetes 1.28, Volcano 1.7)."""
 
     def __init__(
         self,
@@ -33,8 +35,11 @@ class ApiServer:
         tokens: frozenset[str] | None = None,
         ssl_context: ssl.SSLContext | None = None,
         host: str = "127.0.0.1",
+        versions: Versions | None = None,
     ) -> None:
-        self.store = store or ApiStore()
+        self.store = store or ApiStore(versions=versions)
+        if versions is not None:
+            self.store.versions = versions
         self.faults = faults or Faults()
         self.settings = Settings(bookmark_interval=bookmark_interval, tokens=tokens)
         self.app = make_app(self.store, self.faults, self.settings)

@@ -30,6 +30,7 @@ from .resources import BUILTIN_TYPES, CUSTOM_TYPES, ResourceType, copy_json, now
 from .status import ApiStatusError
 from .subresources import Subresources
 from .validation import canonical_quantities, check_job_update, validate
+from .versions import Versions
 from .watches import Change, Watch, Watching
 
 Json = dict[str, Any]
@@ -80,7 +81,14 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
     """Objects by type; see the module docstring. ``history`` bounds how many changes are
     kept for watches to resume from; a resourceVersion older than that is 410 Gone."""
 
-    def __init__(self, history: int = 10_000, require_namespaces: bool = True) -> None:
+    def __init__(
+        self,
+        history: int = 10_000,
+        require_namespaces: bool = True,
+        versions: Versions | None = None,
+    ) -> None:
+        # the release of each component the server plays (tests/kubeapi/versions.py)
+        self.versions = versions or Versions()
         self.types: dict[tuple[str, str, str], ResourceType] = {}
         self.objects: dict[tuple[str, str, str], dict[Key, Json]] = {}
         self.rv = 1000

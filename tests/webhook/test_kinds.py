@@ -15,13 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.builders.reviews import checked, review, with_object
+from tests.kubeapi.recording import RECORDINGS
 from tests.builders.reviews import fixture as captured
 from webhook.admit import admit
 from webhook.config import WebhookConfig, parse_config
 from webhook.disruption import DISRUPTION_RULE, MAX_RULES
 
 FIXTURES = Path(__file__).parent / "fixtures" / "workloads"
-RECORDINGS = Path(__file__).resolve().parents[2].parent / "shared" / "recordings"
 GROUP = "scheduling.k8s.io/group-name"
 QUEUE = "scheduling.volcano.sh/queue-name"
 
