@@ -117,9 +117,10 @@ class EvictionRules(_Section):
     )
     min_pod_age: Duration = Field(default=0.0, description="pods younger than this are not evicted")
     victim_priority: Literal["LowerPriority", "LowerOrEqualPriority"] = Field(
-        default="LowerPriority",
+        default="LowerOrEqualPriority",
         description="a gang is moved for a waiting gang only if its priority is lower "
-        "(LowerPriority) or not higher (LowerOrEqualPriority)",
+        "(LowerPriority), or not higher (LowerOrEqualPriority; an equal one only when the "
+        "plan places it again at once)",
     )
 
 

@@ -22,7 +22,12 @@ from gangplace.engine import (
     order_waiting,
 )
 from gangplace.engine.fragmentation import TargetWorkload, TaskShape
-from gangplace.engine.timeparse import TimeFormatError, format_time, parse_time
+from gangplace.engine.timeparse import (
+    TimeFormatError,
+    format_duration,
+    format_time,
+    parse_time,
+)
 from gangplace.engine.workloads import ANNOTATION_SUSPENDED_BY, WorkloadRecord
 
 from .budget import Budget
@@ -277,17 +282,43 @@ class PlanContext:
             return f"{v.view.describe()}: {v.way.reason}"
         return self.budget.refusal(v.pods, v.view.queue)
 
-    def outranked(self, view: GangView, d: Demand) -> str | None:
-        """Why ``view`` may not be moved to make room for ``d``: priority is a rule
-        (``eviction.victim_priority``), not only a cost."""
+    def may_move_for(self, view: GangView, d: Demand | None) -> str | None:
+        """Why ``view`` may not be moved for the waiting gang ``d`` (None: to
+        defragment), or None when it may. The one rule every strategy asks.
+
+        Never a higher priority for a lower one. An equal priority only under
+        ``LowerOrEqualPriority``, and then only as a consolidation: the plan must place
+        the moved gang again at once (checked on the plan's final snapshot, see
+        ``planner._settle``), and never a gang that started on room made for it within
+        the cool-down -- so two gangs of one priority cannot take turns evicting each
+        other. Defragmenting moves a unit for no one, placing it again at once: priority
+        only orders it."""
+        if d is None:
+            return None
         mine, theirs = view.priority, d.view.priority
-        if self.config.eviction.victim_priority == "LowerOrEqualPriority":
-            if mine <= theirs:
-                return None
+        if mine > theirs:
             return f"{view.describe()} has priority {mine}, higher than {theirs} of {d.key}"
         if mine < theirs:
             return None
-        return f"{view.describe()} has priority {mine}, not lower than {theirs} of {d.key}"
+        if self.config.eviction.victim_priority == "LowerPriority":
+            return f"{view.describe()} has priority {mine}, not lower than {theirs} of {d.key}"
+        cooldown = self.config.eviction.cooldown
+        if view.room_made is not None and cooldown > 0:
+            since = (self.now - view.room_made).total_seconds()
+            if since < cooldown:
+                return (
+                    f"{view.describe()} has the priority of {d.key} ({mine}) and room was made "
+                    f"for it {format_duration(max(since, 0))} ago: a gang of its own priority "
+                    f"does not take it back within the cool-down ({format_duration(cooldown)})"
+                )
+        return None
+
+    def consolidation(self, victim_priority: int, for_gang: str | None) -> bool:
+        """A move of a gang of ``victim_priority`` for ``for_gang`` that is allowed only
+        when the plan places the moved gang again at once: an equal priority."""
+        if for_gang is None or for_gang not in self.views:
+            return False
+        return victim_priority >= self.views[for_gang].priority
 
 
 def _suspended_reason(w: WorkloadRecord) -> str:

@@ -25,7 +25,7 @@ from .budget import Budget
 from .config import DeschedulerConfig
 from .gang_demand import Demand, demand_of
 from .plan_context import PlanContext
-from .plan_model import LargestFit, Move, NotMoved, Plan
+from .plan_model import LargestFit, Move, NotMoved, Plan, PodMove
 from .state import ClusterState
 from .strategies import defragment, make_room, release_stale_gangs
 from .what_if import evaluate_waiting
@@ -118,10 +118,16 @@ def move_verdict(state: ClusterState, config: DeschedulerConfig, unit: str) -> s
     if why is not None:
         return f"not moved: {why}"
     way = ctx.way(view, view.placed)
-    higher = "higher" if config.eviction.victim_priority == "LowerPriority" else "equal or higher"
+    if config.eviction.victim_priority == "LowerPriority":
+        whom = "a waiting gang of higher priority"
+    else:
+        whom = (
+            "a waiting gang of higher priority, or of equal priority when the plan places "
+            "it again at once"
+        )
     return (
-        f"may be moved by {way.method} ({way.reason}), priority {view.priority}: only for a "
-        f"waiting gang of {higher} priority, or to defragment"
+        f"may be moved by {way.method} ({way.reason}), priority {view.priority}: only for "
+        f"{whom}, or to defragment"
     )
 
 
@@ -167,11 +173,7 @@ def apply_moves(
     one that does not fit raises :class:`MoveError`."""
     if pods is None:
         pods = _pods_by_key(snap)
-    for m in moves:
-        for pm in m.pods:
-            p = pods[pm.key]
-            if p.node >= 0:
-                snap.remove(p)
+    _evict(snap, moves, pods)
     for m in moves:
         for pm in m.pods:
             if pm.target is None:
@@ -179,13 +181,41 @@ def apply_moves(
                     raise MoveError(f"{pm.key}: the plan gives no node to land on")
                 continue
             p = pods[pm.key]
-            node = snap.node_index[pm.target]
-            if strict:
-                free = snap.gpu_free[node]
-                gpus_ok = all(free[g] >= p.shape.gpu_milli for g in pm.target_gpus)
-                if not (fits(snap, p.shape, np.array([node]))[0] and gpus_ok):
-                    raise MoveError(f"{pm.key}: does not fit on {pm.target} as planned")
-            snap.place(p.shape, node, pm.target_gpus, pod=p)
+            if strict and not _lands(snap, p, pm):
+                raise MoveError(f"{pm.key}: does not fit on {pm.target} as planned")
+            snap.place(p.shape, snap.node_index[pm.target], pm.target_gpus, pod=p)
+
+
+def _evict(snap: Snapshot, moves: Sequence[Move], pods: dict[str, PodRecord]) -> None:
+    for m in moves:
+        for pm in m.pods:
+            p = pods[pm.key]
+            if p.node >= 0:
+                snap.remove(p)
+
+
+def _lands(snap: Snapshot, p: PodRecord, pm: PodMove) -> bool:
+    """Whether ``p`` fits where ``pm`` says it lands (resources, devices), now."""
+    assert pm.target is not None
+    node = snap.node_index[pm.target]
+    free = snap.gpu_free[node]
+    gpus_ok = all(free[g] >= p.shape.gpu_milli for g in pm.target_gpus)
+    return bool(fits(snap, p.shape, np.array([node]))[0]) and gpus_ok
+
+
+def _land_whole(snap: Snapshot, m: Move, pods: dict[str, PodRecord]) -> bool:
+    """Bind every pod of ``m`` where the plan says it lands, checking each landing;
+    all or nothing: on the first that does not fit, the ones bound are taken back."""
+    done: list[PodRecord] = []
+    for pm in m.pods:
+        p = pods[pm.key]
+        if pm.target is None or not _lands(snap, p, pm):
+            for q in done:
+                snap.remove(q)
+            return False
+        snap.place(p.shape, snap.node_index[pm.target], pm.target_gpus, pod=p)
+        done.append(p)
+    return True
 
 
 def _settle(
@@ -199,7 +229,9 @@ def _settle(
 ) -> list[Move]:
     """Check the plan as the cluster will live it: the gangs that fit now start, every
     move is made at once, then the other waiting gangs are served in DRF order. A gang
-    a move serves must start, and no gang that can start now may be kept from starting;
+    a move serves must start, no gang that can start now may be kept from starting, and
+    a gang moved for one of its own priority (a consolidation) must be placed again at
+    once even when every waiting gang of its priority or higher is served before it;
     otherwise moves are dropped from the first offending one on (later make-room moves
     may lean on the state it left)."""
     snap = ctx.snap
@@ -214,14 +246,12 @@ def _settle(
             blocked = [
                 d.key for d in first if not place_gang(snap, d.gang, ctx.scorer, ctx.options).ok
             ]
-            apply_moves(snap, moves, pods)
-            blocked += [
-                d.key for d in rest if not place_gang(snap, d.gang, ctx.scorer, ctx.options).ok
-            ]
+            blocked_rest, lost = _final(ctx, moves, rest, pods)
+            blocked += [d.key for d in rest if d.key in blocked_rest]
         served = [m.for_gang for m in moves if m.kind == "make-room" and m.for_gang]
         broken = next((g for g in served if g in blocked), None)
         worse = next((g for g in blocked if g not in waiting_before and g not in released), None)
-        if broken is None and worse is None:
+        if broken is None and worse is None and lost is None:
             out.report_after, out.fragmentation_after, out.waiting_after = report, frag, blocked
             return moves
         droppable = [i for i, m in enumerate(moves) if m.kind != "release-stale"]
@@ -231,7 +261,7 @@ def _settle(
         if broken is not None:
             cut = next(i for i, m in enumerate(moves) if m.for_gang == broken)
             why = f"{broken} would still not start"
-        else:
+        elif worse is not None:
             last = moves[droppable[-1]]
             cut = next(
                 i
@@ -240,11 +270,62 @@ def _settle(
                 or (last.for_gang is None and moves[i].kind == last.kind)
             )
             why = f"{worse}, which can start now, could not start after them"
+        else:
+            assert lost is not None
+            cut = next(i for i, m in enumerate(moves) if m.for_gang == lost.for_gang)
+            why = (
+                f"{lost.unit}, of the priority of {lost.for_gang}, would not be placed again "
+                "at once: a waiting gang of its priority could take its room"
+            )
         dropped = sorted({m.for_gang or m.unit for m in moves[cut:] if m.kind != "release-stale"})
         ctx.notes.append(
             f"moves for {', '.join(dropped)} dropped: with every move made at once, {why}"
         )
         moves = [m for i, m in enumerate(moves) if i < cut or m.kind == "release-stale"]
+
+
+def _final(
+    ctx: PlanContext, moves: Sequence[Move], rest: Sequence[Demand], pods: dict[str, PodRecord]
+) -> tuple[set[str], Move | None]:
+    """The plan's final snapshot, made on ``ctx.snap`` (the caller reverts it): every
+    eviction; the gangs moved for a gang of higher priority land where the plan says;
+    then the waiting gangs are served in DRF order, and each gang moved for one of its
+    own priority lands (whole, where the plan says) only once every waiting gang of its
+    priority or higher has been served -- the worst case of the scheduler's order, so
+    that it never waits for a gang of its own priority. Returns the waiting gangs that
+    do not start, and the first such moved gang that does not land."""
+    snap = ctx.snap
+    later = [
+        m for m in moves if m.kind == "make-room" and ctx.consolidation(m.priority, m.for_gang)
+    ]
+    ids = {id(m) for m in later}
+    _evict(snap, moves, pods)
+    for m in moves:
+        if id(m) not in ids:
+            for pm in m.pods:
+                if pm.target is not None:
+                    p = pods[pm.key]
+                    snap.place(p.shape, snap.node_index[pm.target], pm.target_gpus, pod=p)
+    # each consolidated gang lands after the last waiting gang of its priority or higher
+    after = [
+        max((i for i, d in enumerate(rest) if d.view.priority >= m.priority), default=-1)
+        for m in later
+    ]
+    blocked: set[str] = set()
+    lost: Move | None = None
+
+    def land(i: int) -> None:
+        nonlocal lost
+        for m, a in zip(later, after, strict=True):
+            if a == i and not _land_whole(snap, m, pods) and lost is None:
+                lost = m
+
+    land(-1)
+    for i, d in enumerate(rest):
+        if not place_gang(snap, d.gang, ctx.scorer, ctx.options).ok:
+            blocked.add(d.key)
+        land(i)
+    return blocked, lost
 
 
 def _probes(ctx: PlanContext) -> list[PodShape]:

@@ -134,7 +134,7 @@ def _units(ctx: PlanContext, with_cpu_only: bool) -> list[Victim]:
     out: list[Victim] = []
     for v in ctx.views.values():
         placed = v.placed
-        if not placed or not ctx.movable(v):
+        if not placed or not ctx.movable(v) or ctx.may_move_for(v, None) is not None:
             continue
         if len(placed) <= cfg.max_pods_per_move:
             has_gpu = with_cpu_only or any(p.shape.is_gpu for p in placed)

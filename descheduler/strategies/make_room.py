@@ -296,7 +296,7 @@ def _node_option(
     for v in _unit_options(ctx, pods_here, node):
         if v.view.key in excluded:
             continue
-        no = ctx.outranked(v.view, d) or ctx.victim_refusal(v)
+        no = ctx.may_move_for(v.view, d) or ctx.victim_refusal(v)
         if no is not None:
             if refused is not None:
                 refused.append(no)

@@ -211,12 +211,21 @@ def test_priority_is_a_rule_not_a_cost() -> None:
         x["spec"]["priority"] = 1_000_000
     p = plan(state(items))
     assert p.moves == [] and p.waiting_after == ["default/llm"]
-    assert "has priority 1000000, not lower than 1000 of default/llm" in p.unserved[0].reason
-    equal = parse_config({"eviction": {"victim_priority": "LowerOrEqualPriority"}})
+    assert "has priority 1000000, higher than 1000 of default/llm" in p.unserved[0].reason
+    lower = parse_config({"eviction": {"victim_priority": "LowerPriority"}})
+    p = plan(state(items), lower)
+    assert p.moves == [] and p.waiting_after == ["default/llm"]
+    assert "has priority 1000000, higher than 1000 of default/llm" in p.unserved[0].reason
     for x in small:
         x["spec"]["priority"] = 1000
-    assert plan(state(items)).moves == []
-    assert len(plan(state(items), equal).moves) == 2
+    # equal priorities: LowerPriority moves nothing; the default moves them as a
+    # consolidation (each placed again at once)
+    p = plan(state(items), lower)
+    assert p.moves == [] and p.waiting_after == ["default/llm"]
+    assert "has priority 1000, not lower than 1000 of default/llm" in p.unserved[0].reason
+    p = plan(state(items))
+    assert len(p.moves) == 2 and p.waiting_after == []
+    assert all(pm.target is not None for m in p.moves for pm in m.pods)
 
 
 def test_preemption_policy_never_causes_no_moves() -> None:

@@ -381,15 +381,16 @@ def test_podgroup_without_pods_waits_with_shapes_from_min_resources() -> None:
         podgroup("est", 1, phase="Pending", min_resources={"cpu": "4", "nvidia.com/gpu": "4"})
     )
     # Known only by its PodGroup (priority 0, like the pods in its way): not lower
-    # than theirs, so nothing moves by default; with LowerOrEqualPriority they do.
-    p = plan(state(items))
+    # than theirs, so LowerPriority moves nothing; the default (LowerOrEqualPriority)
+    # moves them, each placed again at once.
+    lower = parse_config({"eviction": {"victim_priority": "LowerPriority"}})
+    p = plan(state(items), lower)
     assert p.waiting_after == ["default/est"] and not p.moves
     assert p.unserved[0].reason == (
         "no gang it needs may be moved for it: pod default/s0 has priority 0, not lower "
         "than 0 of default/est"
     )
-    equal = parse_config({"eviction": {"victim_priority": "LowerOrEqualPriority"}})
-    p = plan(state(items), equal)
+    p = plan(state(items))
     assert p.waiting_before == ["default/est"] and p.waiting_after == []
     assert moved(p) == ["s0", "s1"]
 
