@@ -346,15 +346,10 @@ class Demo:
         if _bound(await self._pods(self.gang_ns, "wide")):
             raise DemoError("the 4-GPU gang was bound before any move: the layout is not 7/6/7")
         self.say("The 4-GPU gang `wide` waits. corral's descheduler, once:")
-        # Every Job of the demo has the same priority (none): moving equals for the
-        # waiting gang is allowed by LowerOrEqualPriority (the default moves only gangs of
-        # lower priority). The Jobs are suspended, not evicted, and resumed once `wide`
-        # is bound.
-        config = DeschedulerConfig(
-            eviction=EvictionRules(
-                included_namespaces=[self.gang_ns], victim_priority="LowerOrEqualPriority"
-            )
-        )
+        # Every Job of the demo has the same priority (none): the defaults move equals
+        # for the waiting gang as a consolidation, each placed again at once. The Jobs
+        # are suspended, not evicted, and resumed once `wide` is bound.
+        config = DeschedulerConfig(eviction=EvictionRules(included_namespaces=[self.gang_ns]))
         report = await self.descheduler(self.client, config, self.gang_ns)
         moved = _moved(report)
         self.say(

@@ -5,12 +5,16 @@ priority for a lower one. ``LowerPriority`` still moves lower priorities only.""
 
 from __future__ import annotations
 
+import random
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from gangplace.engine import Snapshot, place_gang
 from gangplace.engine.timeparse import format_time
+from gangplace.thirdparty import trace_dir
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -250,3 +254,48 @@ def test_defaults_consolidate_only(
             assert m.priority <= ctx.views[m.for_gang].priority, (m.unit, m.for_gang)
     assert not ({m.unit for m in p.moves} & {m.for_gang for m in p.moves})
     final_snapshot(p, doc, cfg)
+
+
+def fragmented(n_nodes: int, waiting: int, seed: int = 3) -> list[Any]:
+    """``n_nodes`` 8-GPU nodes, each used 5-7 GPUs by jobs of 1, 2 and 4 GPUs (a gang
+    each, in four namespaces), and ``waiting`` gangs of one 8-GPU pod; priority 0
+    everywhere, as on a cluster without PriorityClasses."""
+    rnd = random.Random(seed)
+    items: list[Any] = [gpu_node(f"n{i:03d}") for i in range(n_nodes)]
+    k = 0
+    for i in range(n_nodes):
+        used, target = 0, rnd.choice([5, 6, 7, 7])
+        while sizes := [g for g in (1, 1, 2, 2, 4) if used + g <= target]:
+            g = rnd.choice(sizes)
+            items += gang(f"j{k}", [f"n{i:03d}"], g, namespace=f"team-{k % 4}")
+            used, k = used + g, k + 1
+    for w in range(waiting):
+        items += gang(f"w{w}", [], 8, pending=1, priority=0, namespace="waiting")
+    return items
+
+
+def test_a_fragmented_cluster_at_priority_0() -> None:
+    items = fragmented(64, 4)
+    doc = as_list(items)
+    p = plan(state_from_list(doc, NOW), LOWER)
+    assert len(p.waiting_before) == 4 and len(p.waiting_after) == 4 and p.moves == []
+    p = plan(state_from_list(doc, NOW))
+    assert len(p.waiting_before) == 4 and p.waiting_after == []
+    assert {m.for_gang for m in p.moves} == set(p.waiting_before)
+    assert all(m.priority == 0 and not m.partial for m in p.moves)
+    final_snapshot(p, doc, DeschedulerConfig())
+
+
+@pytest.mark.trace
+def test_bench_equal_priority_on_a_trace_cluster() -> None:
+    """``bench.equal_priority`` on a small trace-shaped cluster: the old default
+    unblocks nothing at priority 0, the default does."""
+    from bench.equal_priority import cluster, measure
+
+    trace = trace_dir(Path(__file__).resolve().parents[2])
+    assert trace is not None
+    doc = cluster(300, 3, 0.8, 7, trace)
+    old, new = (measure(doc, s, 1) for s in ("LowerPriority", "LowerOrEqualPriority"))
+    assert old["waiting_before"] == new["waiting_before"] == 3
+    assert old["unblocked"] == 0 and old["pods_moved"] == 0
+    assert new["unblocked"] >= 1 and new["pods_moved"] >= 1

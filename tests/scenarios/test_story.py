@@ -125,13 +125,11 @@ async def _767_case(c: Cluster, *, with_suspended: bool) -> None:
         j: {p["metadata"]["name"] for p in c.pods(j)}
         for j in ("a1", "a2", "a3", "b1", "b2", "c1", "c2", "c3", "big-1", "big-2", "big-3")
     }
-    # Every Job here has priority 0, the waiting gang too: moving equals is allowed
-    # by LowerOrEqualPriority (the default, LowerPriority, moves nothing for it). The
-    # models rest while a run waits (moves.resume_wait 0): the next run (the CronJob's
-    # next one) resumes what the first suspended, once the gang is bound.
-    config = parse_config(
-        {"eviction": {"victim_priority": "LowerOrEqualPriority"}, "moves": {"resume_wait": 0}}
-    )
+    # Every Job here has priority 0, the waiting gang too: the defaults move equals
+    # as a consolidation (each placed again at once). The models rest while a run
+    # waits (moves.resume_wait 0): the next run (the CronJob's next one) resumes what
+    # the first suspended, once the gang is bound.
+    config = parse_config({"moves": {"resume_wait": 0}})
     doc = await run_descheduler(c.api, config)
     suspended = [o for o in doc["run"]["outcomes"] if o["status"] == "suspended"]
     assert suspended and len(suspended) == len(doc["run"]["outcomes"])
@@ -310,9 +308,7 @@ async def test_a_budget_that_allows_no_disruption_leaves_its_gang_whole(
     await c.settle()
     assert c.gpus_used() == {"n1": 7, "n2": 6, "n3": 7} and bound(c.pods("llm")) == []
     pair = {p["metadata"]["name"] for p in c.pods("pair")}
-    config = parse_config(
-        {"eviction": {"victim_priority": "LowerOrEqualPriority"}, "moves": {"resume_wait": 0}}
-    )
+    config = parse_config({"moves": {"resume_wait": 0}})
 
     doc = await run_descheduler(c.api, config)
     await c.settle()
