@@ -302,16 +302,24 @@ class PlanContext:
             return None
         if self.config.eviction.victim_priority == "LowerPriority":
             return f"{view.describe()} has priority {mine}, not lower than {theirs} of {d.key}"
-        cooldown = self.config.eviction.cooldown
-        if view.room_made is not None and cooldown > 0:
-            since = (self.now - view.room_made).total_seconds()
-            if since < cooldown:
-                return (
-                    f"{view.describe()} has the priority of {d.key} ({mine}) and room was made "
-                    f"for it {format_duration(max(since, 0))} ago: a gang of its own priority "
-                    f"does not take it back within the cool-down ({format_duration(cooldown)})"
-                )
+        kept = self.room_kept(view)
+        if kept is not None:
+            return f"{view.describe()} has the priority of {d.key} ({mine}) and {kept}"
         return None
+
+    def room_kept(self, view: GangView) -> str | None:
+        """Why a gang of ``view``'s own priority may not have it moved now: room was made
+        for it within the cool-down (so two gangs never take turns moving each other)."""
+        cooldown = self.config.eviction.cooldown
+        if view.room_made is None or cooldown <= 0:
+            return None
+        since = (self.now - view.room_made).total_seconds()
+        if since >= cooldown:
+            return None
+        return (
+            f"room was made for it {format_duration(max(since, 0))} ago: a gang of its own "
+            f"priority does not take it back within the cool-down ({format_duration(cooldown)})"
+        )
 
     def consolidation(self, victim_priority: int, for_gang: str | None) -> bool:
         """A move of a gang of ``victim_priority`` for ``for_gang`` that is allowed only

@@ -118,8 +118,11 @@ def move_verdict(state: ClusterState, config: DeschedulerConfig, unit: str) -> s
     if why is not None:
         return f"not moved: {why}"
     way = ctx.way(view, view.placed)
+    kept = ctx.room_kept(view)
     if config.eviction.victim_priority == "LowerPriority":
         whom = "a waiting gang of higher priority"
+    elif kept is not None:
+        whom = f"a waiting gang of higher priority ({kept})"
     else:
         whom = (
             "a waiting gang of higher priority, or of equal priority when the plan places "
@@ -275,7 +278,7 @@ def _settle(
             cut = next(i for i, m in enumerate(moves) if m.for_gang == lost.for_gang)
             why = (
                 f"{lost.unit}, of the priority of {lost.for_gang}, would not be placed again "
-                "at once: a waiting gang of its priority could take its room"
+                "at once: a waiting gang served before it could take its room"
             )
         dropped = sorted({m.for_gang or m.unit for m in moves[cut:] if m.kind != "release-stale"})
         ctx.notes.append(
@@ -292,8 +295,9 @@ def _final(
     then the waiting gangs are served in DRF order, and each gang moved for one of its
     own priority lands (whole, where the plan says) only once every waiting gang of its
     priority or higher has been served -- the worst case of the scheduler's order, so
-    that it never waits for a gang of its own priority. Returns the waiting gangs that
-    do not start, and the first such moved gang that does not land."""
+    that it never waits for a gang of its own priority; a suspended one, out of the
+    queue until it is resumed, only once every waiting gang has been. Returns the
+    waiting gangs that do not start, and the first such moved gang that does not land."""
     snap = ctx.snap
     later = [
         m for m in moves if m.kind == "make-room" and ctx.consolidation(m.priority, m.for_gang)
@@ -306,9 +310,17 @@ def _final(
                 if pm.target is not None:
                     p = pods[pm.key]
                     snap.place(p.shape, snap.node_index[pm.target], pm.target_gpus, pod=p)
-    # each consolidated gang lands after the last waiting gang of its priority or higher
+    # each consolidated gang lands after the last waiting gang of its priority or higher;
+    # a suspended one is out of the queue until it is resumed: after every waiting gang
     after = [
-        max((i for i, d in enumerate(rest) if d.view.priority >= m.priority), default=-1)
+        max(
+            (
+                i
+                for i, d in enumerate(rest)
+                if d.view.priority >= m.priority or m.method == "suspend"
+            ),
+            default=-1,
+        )
         for m in later
     ]
     blocked: set[str] = set()

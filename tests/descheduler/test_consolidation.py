@@ -15,11 +15,12 @@ import pytest
 from gangplace.engine import Snapshot, place_gang
 from gangplace.engine.timeparse import format_time
 from gangplace.thirdparty import trace_dir
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from descheduler import DeschedulerConfig, Plan, apply_moves, parse_config, plan, state_from_list
 from descheduler.plan_context import PlanContext
+from descheduler.planner import move_verdict
 from descheduler.state import ANNOTATION_ROOM_MADE
 from tests.builders.descheduler_cluster import NOW, as_list, gang, gpu_node, pod
 from tests.descheduler.test_properties import Running, build
@@ -110,6 +111,20 @@ def test_two_gangs_never_trade_places_across_runs() -> None:
     assert [m.unit for m in plan(state(two_gangs(old))).moves] == ["default/b"]
 
 
+def test_explain_says_when_a_gang_keeps_its_room() -> None:
+    made = format_time(NOW - timedelta(minutes=10))
+    cfg = DeschedulerConfig()
+    assert move_verdict(state(two_gangs(None)), cfg, "default/b").endswith(
+        "priority 0: only for a waiting gang of higher priority, or of equal priority when "
+        "the plan places it again at once, or to defragment"
+    )
+    assert move_verdict(state(two_gangs(made)), cfg, "default/b").endswith(
+        "priority 0: only for a waiting gang of higher priority (room was made for it 10m "
+        "ago: a gang of its own priority does not take it back within the cool-down (1h)), "
+        "or to defragment"
+    )
+
+
 def contested(with_rival: bool) -> list[Any]:
     """``v`` (2 x 1 GPU) runs on n0 and n1, each beside 6 GPUs nothing may move; n2 is
     full. ``w`` (1 x 2 GPUs, the oldest) waits; ``r`` (1 x 2 GPUs) waits too. Priority 0
@@ -134,8 +149,8 @@ def test_a_consolidated_gang_never_waits_for_one_of_its_priority() -> None:
     assert p.moves == [] and sorted(p.waiting_after) == ["default/r", "default/w"]
     assert (
         "moves for default/w dropped: with every move made at once, default/v, of the "
-        "priority of default/w, would not be placed again at once: a waiting gang of its "
-        "priority could take its room"
+        "priority of default/w, would not be placed again at once: a waiting gang served "
+        "before it could take its room"
     ) in p.notes
     # A gang of higher priority may have v moved: v then waits behind it, as the
     # scheduler orders them.
@@ -155,54 +170,56 @@ def overcommitted(snap: Snapshot) -> bool:
 
 
 def final_snapshot(p: Plan, doc: dict[str, Any], cfg: DeschedulerConfig) -> None:
-    """Check on the plan's final snapshot, with the engine: every move made at once
-    lands where the plan says (nothing overcommitted); the gangs it serves then start;
-    and every gang moved for one of its own priority lands (whole, where the plan says)
-    even after every waiting gang of its priority or higher that starts was served
-    first."""
+    """Check on the plan's final snapshot, with the engine, as the cluster lives the
+    plan -- the waiting gangs that fit now start before any eviction lands, then every
+    move is made at once: every moved pod lands where the plan says (nothing
+    overcommitted); the gangs it serves then start; and every gang moved for one of its
+    own priority lands (whole, where the plan says) even after every waiting gang of
+    its priority or higher that starts was served first (every one, for a suspended
+    gang: it is out of the queue until resumed)."""
     st_ = state_from_list(doc, NOW)
     snap: Snapshot = st_.snapshot
     ctx = PlanContext.build(st_, cfg)
     prio = {k: v.priority for k, v in ctx.views.items()}
     pods = {x.key: x for x in snap.pods}
     served = {m.for_gang for m in p.moves if m.for_gang}
-    started = [d for d in ctx.demands if d.key not in p.waiting_after]
+    now = [d for d in ctx.demands if d.key not in p.waiting_before]
+    later = [d for d in ctx.demands if d.key in p.waiting_before and d.key not in p.waiting_after]
+    for d in now:
+        assert place_gang(snap, d.gang, ctx.scorer, ctx.options).ok, d.key
     with snap.what_if():
         apply_moves(snap, p.moves, strict=True)
         assert not overcommitted(snap)
-    consolidated = [m for m in p.moves if m.for_gang and m.priority >= prio[m.for_gang]]
-    with snap.what_if():
-        for m in p.moves:
-            for pm in m.pods:
-                if pods[pm.key].node >= 0:
-                    snap.remove(pods[pm.key])
-        for m in p.moves:
-            if m not in consolidated:
-                for pm in m.pods:
-                    if pm.target is not None:
-                        x = pods[pm.key]
-                        snap.place(x.shape, snap.node_index[pm.target], pm.target_gpus, pod=x)
-        for m in sorted(consolidated, key=lambda m: -m.priority):
-            with snap.what_if():
-                for d in started:
-                    if d.view.priority >= m.priority:
-                        place_gang(snap, d.gang, ctx.scorer, ctx.options)
-                for pm in m.pods:
-                    assert pm.target is not None, m.unit
-                    x = pods[pm.key]
-                    node = snap.node_index[pm.target]
-                    assert all(snap.gpu_free[node, g] >= x.shape.gpu_milli for g in pm.target_gpus)
-                    assert (snap.alloc[node] - snap.used[node] >= snap.vector(x.shape)[0]).all()
-                    snap.place(x.shape, node, pm.target_gpus, pod=x)
-    with snap.what_if():
-        apply_moves(snap, p.moves)
-        for d in started:
+        for d in later:
             ok = place_gang(snap, d.gang, ctx.scorer, ctx.options).ok
             assert ok or d.key not in served, d.key
         assert not overcommitted(snap)
+    consolidated = [m for m in p.moves if m.for_gang and m.priority >= prio[m.for_gang]]
+    for m in p.moves:
+        for pm in m.pods:
+            if pods[pm.key].node >= 0:
+                snap.remove(pods[pm.key])
+    for m in p.moves:
+        if m not in consolidated:
+            for pm in m.pods:
+                if pm.target is not None:
+                    x = pods[pm.key]
+                    snap.place(x.shape, snap.node_index[pm.target], pm.target_gpus, pod=x)
+    for m in consolidated:
+        with snap.what_if():
+            for d in later:
+                if d.view.priority >= m.priority or m.method == "suspend":
+                    place_gang(snap, d.gang, ctx.scorer, ctx.options)
+            for pm in m.pods:
+                assert pm.target is not None, m.unit
+                x = pods[pm.key]
+                node = snap.node_index[pm.target]
+                assert all(snap.gpu_free[node, g] >= x.shape.gpu_milli for g in pm.target_gpus)
+                assert (snap.alloc[node] - snap.used[node] >= snap.vector(x.shape)[0]).all()
+                snap.place(x.shape, node, pm.target_gpus, pod=x)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.sampled_from([4, 8, 8]), min_size=2, max_size=5),
     st.lists(
@@ -216,6 +233,7 @@ def final_snapshot(p: Plan, doc: dict[str, Any], cfg: DeschedulerConfig) -> None
             st.just(None),
             st.integers(0, 100),
             st.sampled_from([0, 0, 0, 0, 100]),
+            st.sampled_from(["ReplicaSet", "job-6", "job-pfp"]),  # evicted, suspended
         ),
         min_size=2,
         max_size=10,
@@ -254,6 +272,9 @@ def test_defaults_consolidate_only(
             assert m.priority <= ctx.views[m.for_gang].priority, (m.unit, m.for_gang)
     assert not ({m.unit for m in p.moves} & {m.for_gang for m in p.moves})
     final_snapshot(p, doc, cfg)
+    for m in p.moves:
+        if m.for_gang is not None and m.priority == ctx.views[m.for_gang].priority:
+            event(f"consolidation by {m.method}")
 
 
 def fragmented(n_nodes: int, waiting: int, seed: int = 3) -> list[Any]:
