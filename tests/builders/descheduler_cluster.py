@@ -133,7 +133,8 @@ def gang(
     size = len(nodes) + pending
     if not nodes and "priority" not in pod_kw and "priority_class" not in pod_kw:
         # A gang that waits whole outranks the running ones (priority 0), so that room
-        # may be made for it (the descheduler moves only gangs of lower priority).
+        # may be made for it under either victim_priority (the default moves gangs of
+        # equal priority only as consolidations); tests of equal priorities say so.
         pod_kw["priority"] = WAITING_PRIORITY
     items = [
         podgroup(
