@@ -416,9 +416,7 @@ class AdmittedWrites:
             admitted = await self.chain.admit(attrs, warnings if warnings is not None else [])
             assert admitted is not None
             if self._validating():
-                final = store.replace(
-                    rt, ns, name, admitted, subresource=subresource, dry_run=True
-                )
+                final = store.replace(rt, ns, name, admitted, subresource=subresource, dry_run=True)
                 attrs = Attributes(
                     "UPDATE",
                     rt,

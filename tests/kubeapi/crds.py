@@ -138,7 +138,9 @@ def _invalid(name: str, errors: list[tuple[str, str]]) -> ApiStatusError:
             "name": name,
             "group": CRD_GROUP,
             "kind": "CustomResourceDefinition",
-            "causes": [{"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in errors],
+            "causes": [
+                {"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in errors
+            ],
         },
     )
 
@@ -211,7 +213,9 @@ def crd_status(crd: Json, old: Json | None = None) -> Json:
         "acceptedNames": copy.deepcopy(names),
         "conditions": [
             condition("NamesAccepted", "NoConflicts", "no conflicts found"),
-            condition("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+            condition(
+                "Established", "InitialNamesAccepted", "the initial names have been accepted"
+            ),
         ],
         "storedVersions": stored,
     }

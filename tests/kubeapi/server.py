@@ -75,10 +75,11 @@ class ApiServer:
             if (method is None or r.method == method) and path_contains in r.path
         ]
 
-    async def start(self) -> ApiServer:
+    async def start(self, port: int = 0) -> ApiServer:
+        """Listen on ``port`` (0: any free one; :attr:`port` says which)."""
         self._runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=0.25)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, 0, ssl_context=self.ssl_context)
+        site = web.TCPSite(self._runner, self.host, port, ssl_context=self.ssl_context)
         await site.start()
         self.port = int(self._runner.addresses[0][1])
         return self

@@ -455,9 +455,9 @@ class AdmissionChain:
         for config in self._configs(plural):
             cname = config["metadata"]["name"]
             for i, raw in enumerate(config.get("webhooks") or ()):
-                hook = default_configuration(
-                    {"webhooks": [raw]}, mutating=plural == _MUTATING
-                )["webhooks"][0]
+                hook = default_configuration({"webhooks": [raw]}, mutating=plural == _MUTATING)[
+                    "webhooks"
+                ][0]
                 inv = self._should_call(cname, i, hook, a, obj)
                 if inv is not None:
                     out.append(inv)
