@@ -197,6 +197,7 @@ class AdmittedWrites:
             return store.create(rt, ns, body, dry_run=dry_run)
         if self.chain.active():
             body = await self._mutate_new(rt, ns, body, dry_run, warnings, user, options)
+        uid: str | None = None
         if self._validating():
             try:
                 final = store.create(rt, ns, body, dry_run=True)
@@ -221,7 +222,8 @@ class AdmittedWrites:
                 )
                 await self._validate(attrs, final, warnings)
                 body = _with_name(body, final)
-        return store.create(rt, ns, body, dry_run=dry_run)
+                uid = final["metadata"].get("uid")
+        return store.create(rt, ns, body, dry_run=dry_run, uid=uid)
 
     async def _mutate_new(
         self,

@@ -19,8 +19,8 @@ from . import discovery, fields, openapi
 from .admitted import AdmittedWrites
 from .auth import ADMIN, Attributes, Identity, authorize, forbidden_message, identity_of
 from .crds import prune
-from .protobuf import PROTOBUF, access_review_from_protobuf, unsupported
 from .faults import Faults, RequestRecord
+from .protobuf import PROTOBUF, access_review_from_protobuf, unsupported
 from .resources import ResourceType, copy_json, served
 from .status import ApiStatusError, status_body
 from .store import ApiStore

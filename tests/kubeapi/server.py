@@ -9,6 +9,7 @@ from aiohttp import web
 from gangplace.kube import KubeClient, client_for
 from kubernetes_asyncio.client import Configuration
 
+from .admitted import Validator
 from .app import DENIED, LOG, WRITES, Settings, make_app
 from .faults import Faults, RequestRecord
 from .store import ApiStore
@@ -58,6 +59,12 @@ class ApiServer:
     def admission(self) -> AdmissionChain:
         """The mutating webhook chain: ``map_service``, ``reviews``."""
         return self.app[WRITES].chain
+
+    @property
+    def validators(self) -> list[Validator]:
+        """The in-process validating admission steps (run after the validating
+        webhooks); append to add one."""
+        return self.app[WRITES].validators
 
     @property
     def log(self) -> list[RequestRecord]:

@@ -319,7 +319,17 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
             )
         return obj
 
-    def create(self, rt: ResourceType, namespace: str, body: Any, *, dry_run: bool = False) -> Json:
+    def create(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        body: Any,
+        *,
+        dry_run: bool = False,
+        uid: str | None = None,
+    ) -> Json:
+        """Store a new object; ``uid``: the one validating admission saw (else a new
+        one)."""
         obj = self._prepare_new(rt, namespace if rt.namespaced else "", body)
         meta = obj["metadata"]
         validate(rt, obj)
@@ -341,7 +351,7 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
                 f'{rt.qualified} "{meta["name"]}" already exists',
                 {"name": meta["name"], "group": rt.group, "kind": rt.plural},
             )
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = uid or str(uuid.uuid4())
         meta["creationTimestamp"] = now_iso()
         if (rt.group, rt.plural) in _NO_GENERATION:
             meta.pop("generation", None)
