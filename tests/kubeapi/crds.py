@@ -149,8 +149,8 @@ def validate_crd(crd: Json) -> None:
     """The checks a user meets first (422 Invalid, the API server's wording): the name is
     ``PLURAL.GROUP``, names and scope are given, one version is the storage version."""
     name = str((crd.get("metadata") or {}).get("name", ""))
-    spec = crd.get("spec") if isinstance(crd.get("spec"), dict) else {}
-    names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+    spec: Json = crd["spec"] if isinstance(crd.get("spec"), dict) else {}
+    names: Json = spec["names"] if isinstance(spec.get("names"), dict) else {}
     errors: list[tuple[str, str]] = []
     group, plural = spec.get("group"), names.get("plural")
     if not group:

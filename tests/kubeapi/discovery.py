@@ -20,6 +20,7 @@ a server that predates aggregated discovery.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -133,8 +134,6 @@ def _group_versions(store: ApiStore) -> dict[str, list[str]]:
 def _version_priority(version: str) -> tuple[int, int, int]:
     """Kubernetes' version order (``apimachinery/pkg/version/helpers.go``): GA before
     beta before alpha, higher numbers first."""
-    import re
-
     m = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
     if m is None:
         return (3, 0, 0)

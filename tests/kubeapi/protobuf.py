@@ -104,8 +104,7 @@ def access_review_from_protobuf(raw: bytes) -> Json:
         type_meta = _strings(_message(unknown, 1), {1: "apiVersion", 2: "kind"})
         if type_meta.get("kind") != "SelfSubjectAccessReview":
             raise unsupported()
-        review = _fields(bytes(unknown.get(2, [b""])[-1]))  # type: ignore[arg-type]
-        spec_fields = _message(review, 2)
+        spec_fields = _message(_message(unknown, 2), 2)
         spec: Json = {}
         if 1 in spec_fields:
             spec["resourceAttributes"] = _strings(_message(spec_fields, 1), _RESOURCE_ATTRIBUTES)
