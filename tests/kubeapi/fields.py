@@ -220,10 +220,11 @@ def unknown_fields(rt: ResourceType, obj: Any, kube: Release) -> list[str]:
     if not rt.builtin or not isinstance(obj, dict) or (rt.group, rt.plural) not in TOP_FIELDS:
         return []
     top, spec_fields = known_fields(rt, kube)
-    out = [k for k in obj if k not in top]
+    out = [k for k in obj if k not in top and not k.startswith("$")]
     spec = obj.get("spec")
     if spec_fields and isinstance(spec, dict):
-        out += [f"spec.{k}" for k in spec if k not in spec_fields]
+        # ($-keys are a strategic merge patch's directives, not fields)
+        out += [f"spec.{k}" for k in spec if k not in spec_fields and not k.startswith("$")]
     return out
 
 

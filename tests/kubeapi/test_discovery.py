@@ -364,3 +364,30 @@ async def test_an_unknown_token_is_401_and_no_token_is_the_admin(client: Client)
         client.api.url + "/api/v1/namespaces", headers={"Authorization": "Bearer known"}
     ) as r:
         assert r.status == 200
+
+
+async def test_a_strategic_merge_patch_directive_is_no_unknown_field(client: Client) -> None:
+    status, _, _ = await client.send(
+        "POST", "/api/v1/namespaces/default/pods", o.pod("p", "default")
+    )
+    assert status == 201
+    patch = {
+        "spec": {
+            "$setElementOrder/containers": [{"name": "main"}],
+            "activeDeadlineSeconds": 60,
+        }
+    }
+    status, body, warnings = await client.send(
+        "PATCH",
+        "/api/v1/namespaces/default/pods/p?fieldValidation=Strict",
+        patch,
+        "application/strategic-merge-patch+json",
+    )
+    assert (status, warnings) == (200, []), body
+    status, body, _ = await client.send(
+        "PATCH",
+        "/api/v1/namespaces/default/pods/p?fieldValidation=Strict",
+        {"spec": {"bogus": 1}},
+        "application/merge-patch+json",
+    )
+    assert (status, body["message"]) == (400, 'strict decoding error: unknown field "spec.bogus"')
