@@ -331,6 +331,9 @@ def _discovery(request: web.Request) -> web.Response | None:
     if len(segs) == 2 and segs[0] == "api":
         doc = discovery.api_resource_list(store, "", segs[1])
     elif segs == ["apis"]:
+        aggregated = _aggregated(request, core=False)
+        if aggregated is not None:
+            return aggregated
         doc = discovery.api_group_list(store)
     elif len(segs) == 2 and segs[0] == "apis":
         doc = discovery.api_group(store, segs[1])
@@ -618,8 +621,20 @@ async def _version(request: web.Request) -> web.Response:
     return _json(discovery.version_info(request.app[STORE]))
 
 
+def _aggregated(request: web.Request, *, core: bool) -> web.Response | None:
+    """Aggregated discovery, for a client that asks for it first."""
+    store = request.app[STORE]
+    version = discovery.aggregated_version(store, request.headers.get("Accept", ""))
+    if version is None:
+        return None
+    return web.Response(
+        body=orjson.dumps(discovery.aggregated_list(store, version, core=core)),
+        headers={"Content-Type": discovery.aggregated_content_type(version)},
+    )
+
+
 async def _api_versions(request: web.Request) -> web.Response:
-    return _json(discovery.api_versions(f"{request.host}"))
+    return _aggregated(request, core=True) or _json(discovery.api_versions(f"{request.host}"))
 
 
 async def _openapi_v3(request: web.Request) -> web.Response:

@@ -11,11 +11,11 @@ which verbs and subresources each resource has; short names and categories from 
 resource's ``ShortNames()``/``Categories()`` in ``pkg/registry``. ``/version`` follows
 ``staging/src/k8s.io/apimachinery/pkg/version/types.go``.
 
-Only the legacy (unaggregated) documents are served, always as plain
-``application/json``: kubectl (v1.32) asks for aggregated discovery first
-(``apidiscovery.k8s.io`` v2/v2beta1) and, seeing plain JSON, reads the legacy documents
-instead (client-go ``discovery/discovery_client.go``, ``downloadAPIs``), as it does with
-a server that predates aggregated discovery.
+``/api`` and ``/apis`` answer aggregated discovery (an APIGroupDiscoveryList of
+``apidiscovery.k8s.io`` v2beta1, or v2 from 1.30) to a client that asks for it first in
+its Accept header, as kubectl does; others get the legacy documents (plain
+``application/json``), which kubectl also reads when the answer is not aggregated
+(client-go ``discovery/discovery_client.go``, ``downloadAPIs``).
 """
 
 from __future__ import annotations
@@ -27,10 +27,20 @@ from typing import Any
 
 from .resources import ResourceType, served
 from .store import ApiStore
+from .versions import Release
 
 Json = dict[str, Any]
 
-__all__ = ["api_group", "api_group_list", "api_resource_list", "api_versions", "version_info"]
+__all__ = [
+    "aggregated_content_type",
+    "aggregated_list",
+    "aggregated_version",
+    "api_group",
+    "api_group_list",
+    "api_resource_list",
+    "api_versions",
+    "version_info",
+]
 
 _ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 _STATUS_VERBS = ("get", "patch", "update")
@@ -248,3 +258,92 @@ def api_resource_list(store: ApiStore, group: str, version: str) -> Json | None:
     out["groupVersion"] = f"{group}/{version}" if group else version
     out["resources"] = resources
     return out
+
+
+# --- aggregated discovery ---------------------------------------------------------------
+
+# apidiscovery.k8s.io versions by release: v2beta1 from 1.26 (beta, on by default from
+# 1.27), v2 from 1.30 (GA; KEP-3352). v2beta1 was meant to go in 1.33, yet the
+# apiserver library still carries its types at 0.34, so it is kept at every release.
+_AGGREGATED_SINCE = {"v2": Release(1, 30), "v2beta1": Release(1, 27)}
+_AGGREGATED = "application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList"
+
+
+def aggregated_version(store: ApiStore, accept: str) -> str | None:
+    """The apidiscovery version to answer ``/api`` or ``/apis`` with: the first the
+    client accepts (in its order) that this release serves; None for the legacy form
+    (``staging/src/k8s.io/apiserver/pkg/endpoints/discovery/aggregated/negotiation.go``)."""
+    for part in accept.split(","):
+        if part.split(";")[0].strip() in ("application/json", "*/*") and ";" not in part:
+            return None  # the legacy form comes first in the client's order
+        params = dict(p.strip().split("=", 1) for p in part.split(";")[1:] if "=" in p)
+        if params.get("g") != "apidiscovery.k8s.io" or params.get("as") != "APIGroupDiscoveryList":
+            continue
+        since = _AGGREGATED_SINCE.get(params.get("v", ""))
+        if since is not None and store.versions.kube >= since:
+            return params["v"]
+    return None
+
+
+def aggregated_content_type(version: str) -> str:
+    return _AGGREGATED.format(v=version)
+
+
+def _gvk_json(group: str, version: str, kind: str) -> Json:
+    return {"group": group, "version": version, "kind": kind}
+
+
+def _aggregated_resource(store: ApiStore, rt: ResourceType) -> Json:
+    legacy = _resource(store, rt)
+    out: Json = {
+        "resource": rt.plural,
+        "responseKind": _gvk_json(rt.group, rt.version, rt.kind),
+        "scope": "Namespaced" if rt.namespaced else "Cluster",
+        "singularResource": legacy["singularName"],
+        "verbs": legacy["verbs"],
+    }
+    for key in ("shortNames", "categories"):
+        if key in legacy:
+            out[key] = legacy[key]
+    subs = []
+    for sub in _subresources(rt):
+        subs.append(
+            {
+                "subresource": str(sub["name"]).split("/", 1)[1],
+                "responseKind": _gvk_json(
+                    str(sub.get("group", rt.group)),
+                    str(sub.get("version", rt.version)),
+                    sub["kind"],
+                ),
+                "verbs": sub["verbs"],
+            }
+        )
+    if subs:
+        out["subresources"] = subs
+    return out
+
+
+def aggregated_list(store: ApiStore, version: str, *, core: bool) -> Json:
+    """``/api`` (``core``) or ``/apis`` as an APIGroupDiscoveryList: every group with its
+    versions, preferred first, and their resources."""
+    by_group = _group_versions(store)
+    groups = [""] if core else _ordered_groups(by_group)
+    items = []
+    for group in groups:
+        versions = []
+        for v in by_group.get(group, []):
+            types = [rt for rt in _served_types(store) if (rt.group, rt.version) == (group, v)]
+            resources = [
+                _aggregated_resource(store, rt) for rt in sorted(types, key=lambda t: t.plural)
+            ]
+            versions.append({"version": v, "resources": resources, "freshness": "Current"})
+        meta: Json = {"creationTimestamp": None}
+        if group:
+            meta["name"] = group
+        items.append({"metadata": meta, "versions": versions})
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": f"apidiscovery.k8s.io/{version}",
+        "metadata": {},
+        "items": items,
+    }

@@ -391,3 +391,61 @@ async def test_a_strategic_merge_patch_directive_is_no_unknown_field(client: Cli
         "application/merge-patch+json",
     )
     assert (status, body["message"]) == (400, 'strict decoding error: unknown field "spec.bogus"')
+
+
+KUBECTL_ACCEPT = (
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
+    "application/json"
+)
+
+
+@pytest.mark.parametrize(("kube", "version"), [("1.28", "v2beta1"), ("1.30", "v2"), ("1.37", "v2")])
+async def test_aggregated_discovery_for_a_client_that_asks_for_it(kube: str, version: str) -> None:
+    async with ApiServer(versions=Versions.of(kube=kube)) as api, aiohttp.ClientSession() as s:
+        async with s.get(api.url + "/apis", headers={"Accept": KUBECTL_ACCEPT}) as r:
+            assert r.headers["Content-Type"] == (
+                f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
+            )
+            body = await r.json(content_type=None)
+        async with s.get(api.url + "/api", headers={"Accept": KUBECTL_ACCEPT}) as r:
+            core = await r.json(content_type=None)
+        async with s.get(api.url + "/apis", headers={"Accept": "application/json"}) as r:
+            assert r.headers["Content-Type"] == "application/json"
+            assert (await r.json())["kind"] == "APIGroupList"
+    assert (body["kind"], body["apiVersion"]) == (
+        "APIGroupDiscoveryList",
+        f"apidiscovery.k8s.io/{version}",
+    )
+    groups = {g["metadata"]["name"]: g for g in body["items"]}
+    (batch,) = groups["batch"]["versions"]
+    cronjobs = next(r for r in batch["resources"] if r["resource"] == "cronjobs")
+    assert cronjobs == {
+        "resource": "cronjobs",
+        "responseKind": {"group": "batch", "version": "v1", "kind": "CronJob"},
+        "scope": "Namespaced",
+        "singularResource": "cronjob",
+        "verbs": [
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ],
+        "shortNames": ["cj"],
+        "categories": ["all"],
+        "subresources": [
+            {
+                "subresource": "status",
+                "responseKind": {"group": "batch", "version": "v1", "kind": "CronJob"},
+                "verbs": ["get", "patch", "update"],
+            }
+        ],
+    }
+    (v1,) = core["items"][0]["versions"]
+    pods = next(r for r in v1["resources"] if r["resource"] == "pods")
+    eviction = next(s for s in pods["subresources"] if s["subresource"] == "eviction")
+    assert eviction["responseKind"] == {"group": "policy", "version": "v1", "kind": "Eviction"}
