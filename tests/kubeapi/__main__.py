@@ -111,6 +111,7 @@ async def serve(args: argparse.Namespace, versions: Versions) -> None:
         ctx, ca_path = server_tls(Path(tmp))
         api = ApiServer(versions=versions, host=args.host, ssl_context=ctx)
         api.accept(token)
+        api.store.publish_root_ca(ca_path.read_text())
         await api.start(port=args.port)
         try:
             write_kubeconfig(args.kubeconfig, api.url, token, ca_path.read_bytes())

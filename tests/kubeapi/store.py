@@ -66,6 +66,12 @@ _CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
 # ``pkg/controlplane/controller/systemnamespaces/system_namespaces_controller.go`` and
 # ``pkg/controlplane/instance.go``: default, kube-system, kube-public, kube-node-lease).
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+_ROOT_CA = "kube-root-ca.crt"
+_ROOT_CA_DESCRIPTION = (
+    "Contains a CA bundle that can be used to verify the kube-apiserver when using internal "
+    "endpoints such as the internal service IP or kubernetes.default.svc. No other usage is "
+    "guaranteed across distributions of Kubernetes clusters."
+)
 
 
 # kube-apiserver's generated names: the prefix (cut to 58 characters) and five characters
@@ -115,6 +121,8 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
         self._continue_ids = itertools.count(1)
         # the openAPIV3Schema of each version a stored CRD serves, for pruning
         self.schemas: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+        # the CA certificate (PEM) clients verify the server with, once it has one
+        self.root_ca: str | None = None
         for rt in (*BUILTIN_TYPES, *CUSTOM_TYPES):
             self.register(rt)
         if system_namespaces:
@@ -245,6 +253,7 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
                 self.register_crd(obj)
         elif (rt.group, rt.plural) == ("", "namespaces") and created:
             self._default_service_account(obj["metadata"]["name"])
+            self._publish_root_ca(obj["metadata"]["name"])
         elif rt.plural == "pods" and rt.group == "":
             ns = obj["metadata"].get("namespace", "")
             gone = self.find(rt, ns, obj["metadata"]["name"]) is None
@@ -261,6 +270,32 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
         sa = self.types[("", "v1", "serviceaccounts")]
         if self.find(sa, namespace, "default") is None:
             self.create(sa, namespace, {"metadata": {"name": "default"}})
+
+    def publish_root_ca(self, pem: str) -> None:
+        """Serve over TLS with this CA: every namespace, now and later, gets the
+        ``kube-root-ca.crt`` ConfigMap."""
+        self.root_ca = pem
+        for ns in list(self.items(self.types[("", "v1", "namespaces")])):
+            self._publish_root_ca(ns["metadata"]["name"])
+
+    def _publish_root_ca(self, namespace: str) -> None:
+        """The root CA publisher of kube-controller-manager (v1.28
+        ``pkg/controller/certificates/rootcacertpublisher/publisher.go``)."""
+        if self.root_ca is None:
+            return
+        cm = self.types[("", "v1", "configmaps")]
+        if self.find(cm, namespace, _ROOT_CA) is None:
+            self.create(
+                cm,
+                namespace,
+                {
+                    "metadata": {
+                        "name": _ROOT_CA,
+                        "annotations": {"kubernetes.io/description": _ROOT_CA_DESCRIPTION},
+                    },
+                    "data": {"ca.crt": self.root_ca},
+                },
+            )
 
     def _check_namespace(self, rt: ResourceType, namespace: str) -> None:
         if rt.namespaced and self.require_namespaces:

@@ -449,3 +449,15 @@ async def test_aggregated_discovery_for_a_client_that_asks_for_it(kube: str, ver
     pods = next(r for r in v1["resources"] if r["resource"] == "pods")
     eviction = next(s for s in pods["subresources"] if s["subresource"] == "eviction")
     assert eviction["responseKind"] == {"group": "policy", "version": "v1", "kind": "Eviction"}
+
+
+async def test_a_server_with_a_ca_publishes_it_in_every_namespace(
+    api: ApiServer, client: Client
+) -> None:
+    api.store.publish_root_ca("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    status, _, _ = await client.send("POST", "/api/v1/namespaces", o.namespace("ml"))
+    assert status == 201
+    for ns in ("default", "kube-system", "ml"):
+        cm = await get(client, f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt")
+        assert cm["data"]["ca.crt"].startswith("-----BEGIN CERTIFICATE-----")
+        assert "kubernetes.io/description" in cm["metadata"]["annotations"]

@@ -214,6 +214,8 @@ def test_kubectl_drives_the_server(served: Served) -> None:
         "kube-public",
         "kube-system",
     ]
+    root_ca = served.get("configmap", "kube-root-ca.crt", "-n", "kube-public")
+    assert root_ca["data"]["ca.crt"].startswith("-----BEGIN CERTIFICATE-----")
     accounts = served.kubectl("get", "serviceaccounts", "-A", "--no-headers").stdout
     assert sorted(line.split()[:2] for line in accounts.splitlines()) == [
         ["default", "default"],
