@@ -75,6 +75,7 @@ def _serve(conn: Connection, args: dict[str, Any]) -> None:
         async with ApiServer(bookmark_interval=30) as api:
             n = api.store.load(objs)
             del objs
+            api.accept("bench")  # bench.webhook's kubeconfig token (unknown ones are 401)
             conn.send({"url": api.url, "objects": n, "build_seconds": built})
             await asyncio.get_running_loop().run_in_executor(None, conn.recv)  # until told
 

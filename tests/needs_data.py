@@ -2,11 +2,13 @@
 run only where it is found (``$CORRAL_DATA``, else ``../shared``: see
 :mod:`gangplace.thirdparty`). Where it is not, they are left out of the run -- never
 skipped one by one -- and one line at the end of the run counts them and says how to get
-the data. The hooks are imported by ``conftest.py``."""
+the data. Tests that drive a real ``kubectl`` (marked ``kubectl``) are left out and
+counted the same way where none is on PATH. The hooks are imported by ``conftest.py``."""
 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -36,11 +38,22 @@ def _have_handout() -> bool:
     return (ROOT.parent / "shared" / "recordings").is_dir()
 
 
+def _have_kubectl() -> bool:
+    return shutil.which("kubectl") is not None
+
+
 # marker -> (is the data there, what is missing)
 DATA_MARKERS = {
     "trace": (_have_trace, "no trace"),
     "crds": (_have_crds, "no CRDs"),
     "handout": (_have_handout, "no handout"),
+    "kubectl": (_have_kubectl, "no kubectl on PATH"),
+}
+# Markers whose missing piece is not data: each says on its own how to get it.
+_OWN_WORDS = {
+    "handout": "no ../shared/recordings to compare tests/recordings with (a developer's "
+    "checkout has the handout beside it)",
+    "kubectl": "no kubectl on PATH; `apt-get install kubectl` gets it",
 }
 
 
@@ -53,15 +66,13 @@ def where_looked() -> str:
 
 def closing_line(left_out: dict[str, int]) -> str:
     """``9 trace tests not run: no trace in ../shared; `make data` gets it`` (all data
-    markers in one line)."""
-    handout = left_out.get("handout", 0)
-    left_out = {m: n for m, n in left_out.items() if m != "handout"}
-    tail = (
-        f"{handout} handout test{'s' if handout != 1 else ''} not run: no ../shared/recordings "
-        "to compare tests/recordings with (a developer's checkout has the handout beside it)"
-        if handout
-        else ""
+    markers in one line; the handout and kubectl ones after, in their own words)."""
+    tail = "; ".join(
+        f"{n} {marker} test{'s' if n != 1 else ''} not run: {_OWN_WORDS[marker]}"
+        for marker in _OWN_WORDS
+        if (n := left_out.get(marker, 0))
     )
+    left_out = {m: n for m, n in left_out.items() if m not in _OWN_WORDS}
     if not left_out:
         return tail
     parts = [

@@ -65,7 +65,7 @@ async def test_the_loop_serves_health_and_metrics_and_stops_on_sigterm(
     api: ApiServer, tmp_path: Path
 ) -> None:
     api.store.load(copy.deepcopy(cluster()))
-    cfg = kubeconfig(tmp_path / "kubeconfig", api.url, "proc")
+    cfg = kubeconfig(tmp_path / "kubeconfig", api.accept("proc").url, "proc")
     proc = await asyncio.create_subprocess_exec(
         *CLI,
         "run",
@@ -144,7 +144,7 @@ async def test_the_loop_serves_health_and_metrics_and_stops_on_sigterm(
 async def test_once_prints_the_report(api: ApiServer, tmp_path: Path) -> None:
     items = cluster()
     api.store.load(copy.deepcopy(items))
-    cfg = kubeconfig(tmp_path / "kubeconfig", api.url, "once")
+    cfg = kubeconfig(tmp_path / "kubeconfig", api.accept("once").url, "once")
     args = [*CLI, "run", "--once", "--kubeconfig", cfg, "--lease-namespace", NS]
     proc = await asyncio.create_subprocess_exec(
         *args,

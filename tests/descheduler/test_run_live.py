@@ -364,7 +364,7 @@ async def interval_runner(
         run_command(
             opts,
             DeschedulerConfig(),
-            client=api.client(token, token=token),
+            client=api.accept(token).client(token, token=token),
             clock=lambda: NOW,
             stop=stop,
             install_signals=False,

@@ -138,6 +138,7 @@ def tries(api: ApiServer, who: str) -> int:
 async def test_failover_when_the_leader_stops(api: ApiServer) -> None:
     api.store.load([o.namespace("corral")])
     clock = ManualClock()
+    api.accept("a", "b")  # the server knows their tokens: an unknown one is 401
 
     def candidate(name: str) -> Candidate:
         kube = api.client(name, token=name, request_timeout=30)

@@ -2,6 +2,14 @@
 real kubernetes-asyncio client, calibrated on recordings of a real v1.28 control plane
 (``../shared/recordings``, replayed by ``tests/contract``; see :mod:`.recording`).
 
+It knows the release it plays (:class:`Versions`: ``/version``, the kinds and fields
+served) and serves what kubectl needs: discovery (:mod:`.discovery`), OpenAPI v3
+(:mod:`.openapi`) and server-side field validation (:mod:`.fields`), as
+``python -m tests.kubeapi`` too (:mod:`.__main__`). It starts with the system namespaces
+and a ``default`` ServiceAccount in every namespace, serves CustomResourceDefinitions
+(their objects pruned by their schema: :mod:`.crds`) and the workload kinds
+(:mod:`.workloads`), and runs mutating then validating admission.
+
 It keeps typed objects with increasing resourceVersions; lists with label and field
 selectors, paging and exact resourceVersions; watches with bookmarks and the 410 ERROR
 event once a resourceVersion leaves its bounded history. It defaults new pods as the API
@@ -27,8 +35,10 @@ once, and for maxUnavailable or a percentage it counts the pods (and evicted one
 replaced) where the real disruption controller reads the owner's scale subresource and,
 for owners without one (Jobs, bare pods), fails safe with disruptionsAllowed 0
 (SyncFailed); requests without a token are an admin's unless the server is given static
-tokens, and the bootstrap RBAC policy is reduced to what every authenticated user may do;
-the two Event APIs (core/v1 and events.k8s.io/v1) are stored separately.
+tokens (an unknown token is 401, as in a real cluster: :meth:`ApiServer.accept` names
+an admin token), impersonation is not modelled, the bootstrap RBAC policy is reduced to
+what every authenticated user may do; the two Event APIs (core/v1 and events.k8s.io/v1)
+are stored separately.
 
 Where things are: :mod:`.server` runs it and :mod:`.app` speaks the REST protocol;
 :mod:`.auth` authenticates and authorises; :mod:`.admitted` and :mod:`.webhooks` are the

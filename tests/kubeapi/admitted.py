@@ -18,6 +18,7 @@ does; a PUT with a resourceVersion gets its 409.
 from __future__ import annotations
 
 import copy
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import jsonpatch
@@ -37,10 +38,41 @@ from .webhooks import (
 
 Json = dict[str, Any]
 
-__all__ = ["AdmittedWrites"]
+__all__ = ["AdmittedWrites", "Validator"]
 
 _RETRIES = 5
 _MWC = ("admissionregistration.k8s.io", "mutatingwebhookconfigurations")
+_VWC = ("admissionregistration.k8s.io", "validatingwebhookconfigurations")
+# the webhook configurations the API server defaults and validates itself, by kind
+_CONFIGS = {_MWC: "MutatingWebhookConfiguration", _VWC: "ValidatingWebhookConfiguration"}
+
+# An in-process validating admission step (a model of a validating webhook or plugin):
+# called with the request's attributes (``object``: what would be stored) and the object
+# it judges (the stored one for DELETE); it refuses by raising ApiStatusError.
+Validator = Callable[[Attributes, Json], Awaitable[None]]
+
+
+def _configuration(rt: ResourceType, obj: Json, old: Json | None = None) -> Json:
+    """A webhook configuration defaulted and checked as the API server stores it."""
+    mutating = (rt.group, rt.plural) == _MWC
+    out = default_configuration(obj, mutating=mutating)
+    validate_configuration(
+        out,
+        default_configuration(old, mutating=mutating) if old is not None else None,
+        kind=_CONFIGS[(rt.group, rt.plural)],
+    )
+    return out
+
+
+def _with_name(body: Json, final: Json) -> Json:
+    """The body to store, named as the validated object was (a generated name)."""
+    name = final.get("metadata", {}).get("name")
+    meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+    if not name or meta.get("name") == name:
+        return body
+    out = copy.deepcopy(body)
+    out.setdefault("metadata", {})["name"] = name
+    return out
 
 
 def _options(kind: str, dry_run: bool, extra: Json | None = None) -> Json:
@@ -121,13 +153,28 @@ def _for_store(rt: ResourceType, body: Json, view: Json, admitted: Json) -> Json
 
 
 class AdmittedWrites:
-    """The store's write methods, async, with mutating admission in front. Each takes
-    ``warnings`` (filled with what webhooks said) and ``user`` (the userInfo of the
-    review; the recordings' admin by default)."""
+    """The store's write methods, async, with admission in front: mutating webhooks,
+    then (on the object as it would be stored) the validating phase -- the
+    ValidatingWebhookConfigurations' webhooks and the in-process :attr:`validators`,
+    any of which refuses the write. Each takes ``warnings`` (filled with what webhooks
+    said) and ``user`` (the userInfo of the review; the recordings' admin by default)."""
 
     def __init__(self, store: ApiStore, chain: AdmissionChain | None = None) -> None:
         self.store = store
         self.chain = chain or AdmissionChain(store)
+        self.validators: list[Validator] = []
+
+    def _validating(self) -> bool:
+        return bool(self.validators) or self.chain.active(_VWC[1])
+
+    def _active(self) -> bool:
+        return self.chain.active() or self._validating()
+
+    async def _validate(self, a: Attributes, obj: Json, warnings: list[str] | None) -> None:
+        """The validating admission phase: webhooks (all called), then the validators."""
+        await self.chain.validate(a, warnings if warnings is not None else [])
+        for validator in list(self.validators):
+            await validator(a, obj)
 
     # --- CREATE ---------------------------------------------------------------------
 
@@ -144,11 +191,52 @@ class AdmittedWrites:
     ) -> Json:
         store = self.store
         ns = namespace if rt.namespaced else ""
-        if (rt.group, rt.plural) == _MWC and isinstance(body, dict):
-            body = default_configuration(body)
-            validate_configuration(body)
-        if not self.chain.active() or not isinstance(body, dict):
+        if (rt.group, rt.plural) in _CONFIGS and isinstance(body, dict):
+            body = _configuration(rt, body)
+        if not self._active() or not isinstance(body, dict):
             return store.create(rt, ns, body, dry_run=dry_run)
+        if self.chain.active():
+            body = await self._mutate_new(rt, ns, body, dry_run, warnings, user, options)
+        uid: str | None = None
+        if self._validating():
+            try:
+                final = store.create(rt, ns, body, dry_run=True)
+            except ApiStatusError as e:
+                if e.code != 409:
+                    raise
+                # AlreadyExists comes from storage, after admission; the write says it
+            else:
+                final.get("metadata", {}).pop("resourceVersion", None)
+                attrs = Attributes(
+                    "CREATE",
+                    rt,
+                    "",
+                    ns,
+                    final["metadata"].get("name", ""),
+                    final,
+                    None,
+                    dry_run,
+                    _options("CreateOptions", dry_run, options),
+                    user or ADMIN,
+                    _kind(rt),
+                )
+                await self._validate(attrs, final, warnings)
+                body = _with_name(body, final)
+                uid = final["metadata"].get("uid")
+        return store.create(rt, ns, body, dry_run=dry_run, uid=uid)
+
+    async def _mutate_new(
+        self,
+        rt: ResourceType,
+        ns: str,
+        body: Json,
+        dry_run: bool,
+        warnings: list[str] | None,
+        user: Json | None,
+        options: Json | None,
+    ) -> Json:
+        """The body of a CREATE after the mutating webhooks."""
+        store = self.store
         named = (
             bool((body.get("metadata") or {}).get("name"))
             if isinstance(body.get("metadata"), dict)
@@ -183,7 +271,7 @@ class AdmittedWrites:
         )
         admitted = await self.chain.admit(attrs, warnings if warnings is not None else [])
         assert admitted is not None
-        return store.create(rt, ns, _for_store(rt, body, obj, admitted), dry_run=dry_run)
+        return _for_store(rt, body, obj, admitted)
 
     # --- UPDATE ---------------------------------------------------------------------
 
@@ -199,7 +287,7 @@ class AdmittedWrites:
         warnings: list[str] | None = None,
         user: Json | None = None,
     ) -> Json:
-        if not self.chain.active() and (rt.group, rt.plural) != _MWC:
+        if not self._active() and (rt.group, rt.plural) not in _CONFIGS:
             return self.store.replace(
                 rt, namespace, name, body, subresource=subresource, dry_run=dry_run
             )
@@ -243,7 +331,7 @@ class AdmittedWrites:
         warnings: list[str] | None = None,
         user: Json | None = None,
     ) -> Json:
-        if not self.chain.active() and (rt.group, rt.plural) != _MWC:
+        if not self._active() and (rt.group, rt.plural) not in _CONFIGS:
             return self.store.patch(
                 rt, namespace, name, content_type, patch, subresource=subresource, dry_run=dry_run
             )
@@ -295,7 +383,7 @@ class AdmittedWrites:
     ) -> Json:
         store = self.store
         ns = namespace if rt.namespaced else ""
-        is_mwc = (rt.group, rt.plural) == _MWC
+        is_config = (rt.group, rt.plural) in _CONFIGS
         for attempt in range(_RETRIES):
             old = store.get(rt, ns, name)
             try:
@@ -307,9 +395,8 @@ class AdmittedWrites:
                     new = fallback(old)
                 except _NoFallback:
                     raise e from None
-            if is_mwc:
-                new = default_configuration(new)
-                validate_configuration(new, default_configuration(old))
+            if is_config:
+                new = _configuration(rt, new, old)
             # Admission sees the stored generation: the bump (kinds that have one) is later.
             if "generation" in old["metadata"]:
                 new["metadata"]["generation"] = old["metadata"]["generation"]
@@ -330,6 +417,22 @@ class AdmittedWrites:
             )
             admitted = await self.chain.admit(attrs, warnings if warnings is not None else [])
             assert admitted is not None
+            if self._validating():
+                final = store.replace(rt, ns, name, admitted, subresource=subresource, dry_run=True)
+                attrs = Attributes(
+                    "UPDATE",
+                    rt,
+                    subresource,
+                    ns,
+                    name,
+                    final,
+                    old,
+                    dry_run,
+                    _options("UpdateOptions", dry_run),
+                    user or ADMIN,
+                    _kind(rt),
+                )
+                await self._validate(attrs, final, warnings)
             current = store.get(rt, ns, name)
             moved = current["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]
             if moved and retry and attempt + 1 < _RETRIES:
@@ -356,7 +459,7 @@ class AdmittedWrites:
     ) -> Json:
         store = self.store
         ns = namespace if rt.namespaced else ""
-        if self.chain.active():
+        if self._active():
             old = store.get(rt, ns, name)
             options = dict(options or {})
             if grace_period_seconds is not None:
@@ -377,6 +480,8 @@ class AdmittedWrites:
                 _kind(rt),
             )
             await self.chain.admit(attrs, warnings if warnings is not None else [])
+            if self._validating():
+                await self._validate(attrs, old, warnings)
         return store.delete(
             rt,
             ns,
@@ -401,7 +506,7 @@ class AdmittedWrites:
         """POST pods/NAME/eviction: a CREATE of the subresource (kind policy/v1
         Eviction); webhooks that name ``pods/eviction`` see it, those on ``pods`` do not."""
         store = self.store
-        if self.chain.active() and isinstance(body, dict):
+        if self._active() and isinstance(body, dict):
             pods = store.resource("pods")
             store.get(pods, namespace, name)  # 404 before admission, as the API server
             obj = copy.deepcopy(body)
@@ -425,6 +530,21 @@ class AdmittedWrites:
             admitted = await self.chain.admit(attrs, warnings if warnings is not None else [])
             if admitted is not None:
                 body = admitted
+            if self._validating():
+                validated = Attributes(
+                    "CREATE",
+                    pods,
+                    "eviction",
+                    namespace,
+                    name,
+                    body,
+                    None,
+                    dry_run,
+                    _options("CreateOptions", dry_run),
+                    user or ADMIN,
+                    ("policy", "v1", "Eviction"),
+                )
+                await self._validate(validated, body, warnings)
         return store.evict(namespace, name, body, dry_run=dry_run)
 
 

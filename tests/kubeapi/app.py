@@ -15,10 +15,13 @@ from dataclasses import dataclass, field
 import orjson
 from aiohttp import web
 
+from . import discovery, fields, openapi
 from .admitted import AdmittedWrites
 from .auth import ADMIN, Attributes, Identity, authorize, forbidden_message, identity_of
+from .crds import prune
 from .faults import Faults, RequestRecord
-from .resources import ResourceType
+from .protobuf import PROTOBUF, access_review_from_protobuf, unsupported
+from .resources import ResourceType, copy_json, served
 from .status import ApiStatusError, status_body
 from .store import ApiStore
 
@@ -126,9 +129,11 @@ async def _errors(request: web.Request, handler: web.Handler) -> web.StreamRespo
 @web.middleware
 async def _auth(request: web.Request, handler: web.Handler) -> web.StreamResponse:
     """Who is asking: a ServiceAccount by a token the server minted, else an admin (a
-    static token of ``Settings.tokens``, or anyone when the server has none); 401 for a
-    token the server does not know while it authenticates, or for a minted token whose
-    ServiceAccount is gone."""
+    static token of ``Settings.tokens`` or ``Settings.users``, or a request without
+    credentials when the server has no static tokens: the tests' client-certificate
+    admin); 401 for any token the server does not know, as kube-apiserver answers
+    (``staging/src/k8s.io/apiserver/pkg/endpoints/filters/authentication.go``), or for a
+    minted token whose ServiceAccount is gone."""
     store = request.app[STORE]
     tokens = request.app[SETTINGS].tokens
     header = request.headers.get("Authorization", "")
@@ -138,7 +143,9 @@ async def _auth(request: web.Request, handler: web.Handler) -> web.StreamRespons
         who = identity_of(store, claims)
         if who is None:
             return _json(status_body(401, "Unauthorized", "Unauthorized"), 401)
-    elif tokens is None or token in tokens or token in request.app[SETTINGS].users:
+    elif token is None:
+        who = ADMIN if tokens is None else None  # the tests' client-certificate admin
+    elif (tokens is not None and token in tokens) or token in request.app[SETTINGS].users:
         who = ADMIN
     if who is None:
         return _json(status_body(401, "Unauthorized", "Unauthorized"), 401)
@@ -256,7 +263,7 @@ def _resolve(store: ApiStore, path: str) -> _Target:
     if not rest or len(rest) > 3:
         raise _not_found()
     rt = store.types.get((group, version, rest[0]))
-    if rt is None:
+    if rt is None or not served(rt, store.versions):
         raise _not_found()
     name = rest[1] if len(rest) > 1 else None
     sub = rest[2] if len(rest) > 2 else ""
@@ -303,15 +310,74 @@ async def _body(request: web.Request) -> object:
     raw = await request.read()
     if not raw:
         raise ApiStatusError(400, "BadRequest", "the request has no body")
+    if request.content_type == PROTOBUF:
+        if request.path.endswith("/selfsubjectaccessreviews"):
+            return access_review_from_protobuf(raw)
+        raise unsupported()
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as e:
         raise ApiStatusError(400, "BadRequest", f"error decoding the body as JSON: {e}") from None
 
 
+def _discovery(request: web.Request) -> web.Response | None:
+    """``/api/v1``, ``/apis``, ``/apis/{group}``, ``/apis/{group}/{version}`` (every
+    authenticated user may read them: the bootstrap ``system:discovery`` role)."""
+    if request.method != "GET":
+        return None
+    store = request.app[STORE]
+    segs = [s for s in request.path.split("/") if s]
+    doc: object = None
+    if len(segs) == 2 and segs[0] == "api":
+        doc = discovery.api_resource_list(store, "", segs[1])
+    elif segs == ["apis"]:
+        aggregated = _aggregated(request, core=False)
+        if aggregated is not None:
+            return aggregated
+        doc = discovery.api_group_list(store)
+    elif len(segs) == 2 and segs[0] == "apis":
+        doc = discovery.api_group(store, segs[1])
+    elif len(segs) == 3 and segs[0] == "apis":
+        doc = discovery.api_resource_list(store, segs[1], segs[2])
+    else:
+        return None
+    if doc is None:
+        raise _not_found()
+    return _json(doc)
+
+
+def _checked_fields(request: web.Request, t: _Target, body: object, *, patch: bool) -> object:
+    """Server-side field validation (:mod:`.fields`) of a create, update or merge patch
+    body: Strict refuses unknown fields, Warn (the default) drops them with a warning
+    each, Ignore drops them. Custom resources: the fields their CRD's schema prunes."""
+    mode = fields.directive(request.query.get("fieldValidation"))
+    if not isinstance(body, dict) or t.subresource not in ("", "status"):
+        return body
+    store = request.app[STORE]
+    if t.rt.builtin:
+        unknown = fields.unknown_fields(t.rt, body, store.versions.kube)
+    else:
+        schema = store.schemas.get(t.rt.gvr)
+        unknown = prune(schema, copy_json(body)) if schema is not None else []
+    if not unknown or mode == "Ignore":
+        pass
+    elif mode == "Strict":
+        raise fields.strict_error(t.rt, unknown, decoding=not patch)
+    else:
+        request[_WARNINGS].extend(f'unknown field "{f}"' for f in unknown)
+    if unknown and t.rt.builtin:
+        body = copy_json(body)
+        assert isinstance(body, dict)
+        fields.drop_fields(body, unknown)
+    return body
+
+
 async def _handle(request: web.Request) -> web.StreamResponse:
     store = request.app[STORE]
     writes = request.app[WRITES]
+    answer = _discovery(request)
+    if answer is not None:
+        return answer
     t = _resolve(store, request.path)
     _authorize(request, t)
     q = request.query
@@ -356,9 +422,8 @@ async def _handle(request: web.Request) -> web.StreamResponse:
             raise ApiStatusError(
                 405, "MethodNotAllowed", f"POST is not supported on {request.path}"
             )
-        created = await writes.create(
-            t.rt, ns, await _body(request), dry_run=dry, **_admission(request)
-        )
+        body = _checked_fields(request, t, await _body(request), patch=False)
+        created = await writes.create(t.rt, ns, body, dry_run=dry, **_admission(request))
         return _json(created, 201)
     if method == "PUT" and t.name is not None:
         dry = _dry_run(request)
@@ -367,7 +432,7 @@ async def _handle(request: web.Request) -> web.StreamResponse:
                 t.rt,
                 ns,
                 t.name,
-                await _body(request),
+                _checked_fields(request, t, await _body(request), patch=False),
                 subresource=t.subresource,
                 dry_run=dry,
                 **_admission(request),
@@ -389,7 +454,9 @@ async def _handle(request: web.Request) -> web.StreamResponse:
                 ns,
                 t.name,
                 ctype,
-                await _body(request),
+                _checked_fields(request, t, await _body(request), patch=True)
+                if ctype != "application/json-patch+json"
+                else await _body(request),
                 subresource=t.subresource,
                 dry_run=dry,
                 **_admission(request),
@@ -551,7 +618,39 @@ def _bookmark_object(rt: ResourceType, rv: str) -> dict[str, object]:
 
 
 async def _version(request: web.Request) -> web.Response:
-    return _json({"major": "1", "minor": "31", "gitVersion": "v1.31.0-corral-test"})
+    return _json(discovery.version_info(request.app[STORE]))
+
+
+def _aggregated(request: web.Request, *, core: bool) -> web.Response | None:
+    """Aggregated discovery, for a client that asks for it first."""
+    store = request.app[STORE]
+    version = discovery.aggregated_version(store, request.headers.get("Accept", ""))
+    if version is None:
+        return None
+    return web.Response(
+        body=orjson.dumps(discovery.aggregated_list(store, version, core=core)),
+        headers={"Content-Type": discovery.aggregated_content_type(version)},
+    )
+
+
+async def _api_versions(request: web.Request) -> web.Response:
+    return _aggregated(request, core=True) or _json(discovery.api_versions(f"{request.host}"))
+
+
+async def _openapi_v3(request: web.Request) -> web.Response:
+    store = request.app[STORE]
+    tail = request.match_info.get("tail", "")
+    if not tail:
+        return _json(openapi.index_document(store))
+    segs = tail.split("/")
+    doc = None
+    if len(segs) == 2 and segs[0] == "api":
+        doc = openapi.group_version_document(store, "", segs[1])
+    elif len(segs) == 3 and segs[0] == "apis":
+        doc = openapi.group_version_document(store, segs[1], segs[2])
+    if doc is None:
+        raise _not_found()
+    return _json(doc)
 
 
 async def _healthz(request: web.Request) -> web.Response:
@@ -580,8 +679,12 @@ def make_app(
     app[DENIED] = []
     app[SETTINGS] = settings or Settings()
     app.router.add_get("/version", _version)
+    app.router.add_get("/api", _api_versions)
+    app.router.add_get("/openapi/v3", _openapi_v3)
+    app.router.add_get("/openapi/v3/{tail:.+}", _openapi_v3)
     app.router.add_get("/healthz", _healthz)
     app.router.add_route("*", "/api/{tail:.*}", _handle)
+    app.router.add_route("*", "/apis", _handle)
     app.router.add_route("*", "/apis/{tail:.*}", _handle)
     # Open watches must end before the server waits for its handlers to finish, so this
     # is a shutdown hook rather than a cleanup context (which runs after that wait).

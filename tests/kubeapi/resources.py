@@ -9,13 +9,17 @@ from typing import Any
 
 import orjson
 
+from .versions import Release, Versions
+
 __all__ = [
     "BUILTIN_TYPES",
     "CUSTOM_TYPES",
+    "SERVED_FROM",
     "TERMINAL_PHASES",
     "ResourceType",
     "copy_json",
     "now_iso",
+    "served",
 ]
 
 TERMINAL_PHASES = ("Succeeded", "Failed")  # a pod in one of these is finished
@@ -93,6 +97,25 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "configmaps", "ConfigMap", True, False),
     ResourceType("", "v1", "secrets", "Secret", True, False),
     ResourceType("batch", "v1", "jobs", "Job", True),
+    ResourceType("batch", "v1", "cronjobs", "CronJob", True),
+    ResourceType("apps", "v1", "deployments", "Deployment", True),
+    ResourceType("apps", "v1", "statefulsets", "StatefulSet", True),
+    ResourceType("apps", "v1", "replicasets", "ReplicaSet", True),
+    ResourceType(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+        False,
+        False,
+    ),
+    ResourceType(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        False,
+    ),
     ResourceType(
         "admissionregistration.k8s.io",
         "v1",
@@ -134,3 +157,23 @@ CUSTOM_TYPES: tuple[ResourceType, ...] = (
         "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", True, True, builtin=False
     ),
 )
+
+# Built-in resources not served by every Kubernetes release of the support matrix
+# (1.28-1.37): (group, version, plural) -> (first release, last release or None). The one
+# place a release adds or removes a group: discovery, OpenAPI and request routing all ask
+# :func:`served`. (The native gang API, scheduling.k8s.io Workload and PodGroup of
+# 1.35-1.37, is added here with its types.)
+VOLCANO_GROUP = "scheduling.volcano.sh"
+SERVED_FROM: dict[tuple[str, str, str], tuple[Release, Release | None]] = {}
+
+
+def served(rt: ResourceType, versions: Versions) -> bool:
+    """Whether the stack ``versions`` serves ``rt``: Volcano's kinds only with Volcano,
+    other custom resources while registered."""
+    if rt.group == VOLCANO_GROUP:
+        return versions.volcano is not None
+    span = SERVED_FROM.get(rt.gvr) if rt.builtin else None
+    if span is None:
+        return True
+    first, last = span
+    return versions.kube >= first and (last is None or versions.kube <= last)

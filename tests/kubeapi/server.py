@@ -9,11 +9,12 @@ from aiohttp import web
 from gangplace.kube import KubeClient, client_for
 from kubernetes_asyncio.client import Configuration
 
+from .admitted import Validator
 from .app import DENIED, LOG, WRITES, Settings, make_app
 from .faults import Faults, RequestRecord
 from .store import ApiStore
 from .versions import Versions
-from .webhooks import AdmissionChain
+from .webhooks import ADMIN, AdmissionChain
 
 __all__ = ["CLIENT_HEADER", "ApiServer"]
 
@@ -60,6 +61,12 @@ class ApiServer:
         return self.app[WRITES].chain
 
     @property
+    def validators(self) -> list[Validator]:
+        """The in-process validating admission steps (run after the validating
+        webhooks); append to add one."""
+        return self.app[WRITES].validators
+
+    @property
     def log(self) -> list[RequestRecord]:
         return self.app[LOG]
 
@@ -75,10 +82,11 @@ class ApiServer:
             if (method is None or r.method == method) and path_contains in r.path
         ]
 
-    async def start(self) -> ApiServer:
+    async def start(self, port: int = 0) -> ApiServer:
+        """Listen on ``port`` (0: any free one; :attr:`port` says which)."""
         self._runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=0.25)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, 0, ssl_context=self.ssl_context)
+        site = web.TCPSite(self._runner, self.host, port, ssl_context=self.ssl_context)
         await site.start()
         self.port = int(self._runner.addresses[0][1])
         return self
@@ -101,6 +109,13 @@ class ApiServer:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+    def accept(self, *tokens: str) -> ApiServer:
+        """Know ``tokens`` as an administrator's static tokens (a token the server does
+        not know is 401, as in a real cluster); requests without one stay the admin's."""
+        for token in tokens:
+            self.settings.users.setdefault(token, dict(ADMIN))
+        return self
 
     def configuration(self, token: str | None = None) -> Configuration:
         cfg = Configuration(host=self.url)

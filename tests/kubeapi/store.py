@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from .auth import TokenIssuer
+from .crds import crd_defaults, crd_status, prune, schema_of, validate_crd
 from .defaults import default_job, default_pod
 from .deletion import Deletion
 from .disruption import DisruptionBudgets
@@ -32,6 +33,7 @@ from .subresources import Subresources
 from .validation import canonical_quantities, check_job_update, validate
 from .versions import Versions
 from .watches import Change, Watch, Watching
+from .workloads import default_workload
 
 Json = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
@@ -58,6 +60,18 @@ _NO_GENERATION = frozenset(
 )
 # Kinds whose updates must name a resourceVersion (AllowUnconditionalUpdate false).
 _CONDITIONAL_UPDATE = frozenset({("coordination.k8s.io", "leases")})
+_CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
+
+# The namespaces kube-apiserver makes at start (v1.28
+# ``pkg/controlplane/controller/systemnamespaces/system_namespaces_controller.go`` and
+# ``pkg/controlplane/instance.go``: default, kube-system, kube-public, kube-node-lease).
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+_ROOT_CA = "kube-root-ca.crt"
+_ROOT_CA_DESCRIPTION = (
+    "Contains a CA bundle that can be used to verify the kube-apiserver when using internal "
+    "endpoints such as the internal service IP or kubernetes.default.svc. No other usage is "
+    "guaranteed across distributions of Kubernetes clusters."
+)
 
 
 # kube-apiserver's generated names: the prefix (cut to 58 characters) and five characters
@@ -86,6 +100,8 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
         history: int = 10_000,
         require_namespaces: bool = True,
         versions: Versions | None = None,
+        *,
+        system_namespaces: bool = True,
     ) -> None:
         # the release of each component the server plays (tests/kubeapi/versions.py)
         self.versions = versions or Versions()
@@ -103,8 +119,16 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
         self._unreplaced: dict[Key, dict[str, str]] = {}
         self._continues: OrderedDict[str, Continuation] = OrderedDict()
         self._continue_ids = itertools.count(1)
+        # the openAPIV3Schema of each version a stored CRD serves, for pruning
+        self.schemas: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+        # the CA certificate (PEM) clients verify the server with, once it has one
+        self.root_ca: str | None = None
         for rt in (*BUILTIN_TYPES, *CUSTOM_TYPES):
             self.register(rt)
+        if system_namespaces:
+            ns_type = self.types[("", "v1", "namespaces")]
+            for name in SYSTEM_NAMESPACES:
+                self.create(ns_type, "", {"metadata": {"name": name}})
 
     # --- types ------------------------------------------------------------------------
 
@@ -114,26 +138,46 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
         return rt
 
     def register_crd(self, crd: Mapping[str, Any]) -> list[ResourceType]:
-        """Register every served version of a CustomResourceDefinition object."""
+        """Register every served version of a CustomResourceDefinition object (with its
+        schema, by which its objects are pruned)."""
         spec = crd.get("spec") or {}
         names = spec.get("names") or {}
         out = []
         for v in spec.get("versions") or ():
             if v.get("served", True):
-                out.append(
-                    self.register(
-                        ResourceType(
-                            str(spec["group"]),
-                            str(v["name"]),
-                            str(names["plural"]),
-                            str(names["kind"]),
-                            spec.get("scope") == "Namespaced",
-                            "status" in (v.get("subresources") or {}),
-                            builtin=False,
-                        )
+                rt = self.register(
+                    ResourceType(
+                        str(spec["group"]),
+                        str(v["name"]),
+                        str(names["plural"]),
+                        str(names["kind"]),
+                        spec.get("scope") == "Namespaced",
+                        "status" in (v.get("subresources") or {}),
+                        builtin=False,
                     )
                 )
+                schema = schema_of(crd, rt.version)
+                if schema is not None:
+                    self.schemas[rt.gvr] = schema
+                else:
+                    self.schemas.pop(rt.gvr, None)
+                out.append(rt)
         return out
+
+    def unregister_crd(self, crd: Mapping[str, Any]) -> None:
+        """A CRD is gone: its kinds are no longer served and their objects go with them
+        (the real server's customresourcecleanup finalizer deletes them first)."""
+        spec = crd.get("spec") or {}
+        plural = (spec.get("names") or {}).get("plural")
+        for gvr in [g for g in self.types if g[0] == spec.get("group") and g[2] == plural]:
+            rt = self.types[gvr]
+            for obj in list(self.items(rt)):
+                meta = obj["metadata"]
+                if self.find(rt, meta.get("namespace", ""), meta["name"]) is not None:
+                    self._commit(rt, "DELETED", copy_json(obj), obj)
+            del self.types[gvr]
+            self.objects.pop(gvr, None)
+            self.schemas.pop(gvr, None)
 
     def resource(self, plural: str, group: str = "", version: str | None = None) -> ResourceType:
         for rt in self.types.values():
@@ -198,8 +242,19 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
         return obj
 
     def _after_write(self, rt: ResourceType, obj: Json, created: bool = False) -> None:
-        """Controllers the server runs itself: disruption budgets follow their pods."""
-        if rt.plural == "pods" and rt.group == "":
+        """Controllers the server runs itself: disruption budgets follow their pods; a
+        stored CRD serves its kinds (none once it is gone); a new namespace gets its
+        ``default`` ServiceAccount."""
+        if (rt.group, rt.plural) == _CRDS:
+            meta = obj["metadata"]
+            if self.find(rt, "", meta["name"]) is None:
+                self.unregister_crd(obj)
+            else:
+                self.register_crd(obj)
+        elif (rt.group, rt.plural) == ("", "namespaces") and created:
+            self._default_service_account(obj["metadata"]["name"])
+            self._publish_root_ca(obj["metadata"]["name"])
+        elif rt.plural == "pods" and rt.group == "":
             ns = obj["metadata"].get("namespace", "")
             gone = self.find(rt, ns, obj["metadata"]["name"]) is None
             self._sync_pdbs(ns, new_pod=obj if created else None, gone_pod=obj if gone else None)
@@ -207,6 +262,40 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
                 self._evicted.discard(f"{ns}/{obj['metadata']['name']}")
         elif rt.plural == "poddisruptionbudgets":
             self._sync_pdbs(obj["metadata"].get("namespace", ""), only=obj["metadata"]["name"])
+
+    def _default_service_account(self, namespace: str) -> None:
+        """The serviceaccount controller of kube-controller-manager (v1.28
+        ``pkg/controller/serviceaccount/serviceaccounts_controller.go``): every namespace
+        has a ServiceAccount ``default`` (no token Secret since 1.24)."""
+        sa = self.types[("", "v1", "serviceaccounts")]
+        if self.find(sa, namespace, "default") is None:
+            self.create(sa, namespace, {"metadata": {"name": "default"}})
+
+    def publish_root_ca(self, pem: str) -> None:
+        """Serve over TLS with this CA: every namespace, now and later, gets the
+        ``kube-root-ca.crt`` ConfigMap."""
+        self.root_ca = pem
+        for ns in list(self.items(self.types[("", "v1", "namespaces")])):
+            self._publish_root_ca(ns["metadata"]["name"])
+
+    def _publish_root_ca(self, namespace: str) -> None:
+        """The root CA publisher of kube-controller-manager (v1.28
+        ``pkg/controller/certificates/rootcacertpublisher/publisher.go``)."""
+        if self.root_ca is None:
+            return
+        cm = self.types[("", "v1", "configmaps")]
+        if self.find(cm, namespace, _ROOT_CA) is None:
+            self.create(
+                cm,
+                namespace,
+                {
+                    "metadata": {
+                        "name": _ROOT_CA,
+                        "annotations": {"kubernetes.io/description": _ROOT_CA_DESCRIPTION},
+                    },
+                    "data": {"ca.crt": self.root_ca},
+                },
+            )
 
     def _check_namespace(self, rt: ResourceType, namespace: str) -> None:
         if rt.namespaced and self.require_namespaces:
@@ -252,6 +341,9 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
             if k in meta and not meta[k]:
                 del meta[k]  # empty is omitted, as typed serialisation does
         canonical_quantities(rt, obj)
+        schema = self.schemas.get(rt.gvr)
+        if schema is not None and not rt.builtin:
+            prune(schema, obj)
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = generated_name(meta["generateName"])
         if not meta.get("name"):
@@ -262,7 +354,17 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
             )
         return obj
 
-    def create(self, rt: ResourceType, namespace: str, body: Any, *, dry_run: bool = False) -> Json:
+    def create(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        body: Any,
+        *,
+        dry_run: bool = False,
+        uid: str | None = None,
+    ) -> Json:
+        """Store a new object; ``uid``: the one validating admission saw (else a new
+        one)."""
         obj = self._prepare_new(rt, namespace if rt.namespaced else "", body)
         meta = obj["metadata"]
         validate(rt, obj)
@@ -284,7 +386,7 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
                 f'{rt.qualified} "{meta["name"]}" already exists',
                 {"name": meta["name"], "group": rt.group, "kind": rt.plural},
             )
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = uid or str(uuid.uuid4())
         meta["creationTimestamp"] = now_iso()
         if (rt.group, rt.plural) in _NO_GENERATION:
             meta.pop("generation", None)
@@ -315,6 +417,12 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
             default_pod(obj, self._priority_of)
         elif (rt.group, rt.plural) == ("batch", "jobs"):
             default_job(obj)
+        elif default_workload(rt.group, rt.plural, obj):
+            pass
+        elif (rt.group, rt.plural) == _CRDS:
+            obj.update(crd_defaults(obj))
+            validate_crd(obj)
+            obj["status"] = crd_status(obj)
         elif rt.group == "" and rt.plural == "namespaces":
             obj.setdefault("status", {}).setdefault("phase", "Active")
             labels = obj["metadata"].setdefault("labels", {})
@@ -392,6 +500,10 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
                 obj.pop("status", None)
         if (rt.group, rt.plural) == ("batch", "jobs"):
             check_job_update(old, obj)
+        if (rt.group, rt.plural) == _CRDS:
+            obj.update(crd_defaults(obj))
+            validate_crd(obj)
+            obj["status"] = crd_status(obj, old)
         if "generation" in meta_old and self._generation_changed(rt, old, obj):
             meta["generation"] = meta_old["generation"] + 1
         validate(rt, obj)

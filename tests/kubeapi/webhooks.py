@@ -1,5 +1,6 @@
-"""The mutating admission chain of the in-memory API server: MutatingWebhookConfigurations
-called over real HTTPS, as kube-apiserver v1.28 calls them.
+"""The admission chain of the in-memory API server: MutatingWebhookConfigurations (and,
+after them, ValidatingWebhookConfigurations: :meth:`AdmissionChain.validate`) called over
+real HTTPS, as kube-apiserver v1.28 calls them.
 
 What it does, in the API server's order and with its messages:
 
@@ -71,6 +72,8 @@ _CONFIG_RESOURCES = frozenset(
     }
 )
 _DEFAULT_TIMEOUT = 10
+_MUTATING = "mutatingwebhookconfigurations"
+_VALIDATING = "validatingwebhookconfigurations"
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,8 +117,9 @@ def _gvr(group: str, version: str, resource: str) -> Json:
 # --- configurations: defaults and validation, as the API server stores them ------------
 
 
-def default_configuration(obj: Json) -> Json:
-    """A MutatingWebhookConfiguration with the v1 defaults filled in (what a GET shows)."""
+def default_configuration(obj: Json, *, mutating: bool = True) -> Json:
+    """A Mutating- (or Validating-) WebhookConfiguration with the v1 defaults filled in
+    (what a GET shows); only mutating webhooks have a reinvocationPolicy."""
     out = copy.deepcopy(obj)
     for hook in out.get("webhooks") or ():
         if not isinstance(hook, dict):
@@ -125,7 +129,8 @@ def default_configuration(obj: Json) -> Json:
         hook.setdefault("namespaceSelector", {})
         hook.setdefault("objectSelector", {})
         hook.setdefault("timeoutSeconds", _DEFAULT_TIMEOUT)
-        hook.setdefault("reinvocationPolicy", "Never")
+        if mutating:
+            hook.setdefault("reinvocationPolicy", "Never")
         for rule in hook.get("rules") or ():
             if isinstance(rule, dict):
                 rule.setdefault("scope", "*")
@@ -135,7 +140,9 @@ def default_configuration(obj: Json) -> Json:
     return out
 
 
-def validate_configuration(obj: Json, old: Json | None = None) -> None:
+def validate_configuration(
+    obj: Json, old: Json | None = None, *, kind: str = "MutatingWebhookConfiguration"
+) -> None:
     """The admissionregistration/v1 checks a user meets first (422 Invalid). On an
     update, faults the stored object already had are let through: only objects stored
     behind the API's back (``ApiStore.load``) have any, and tests patch those."""
@@ -151,12 +158,11 @@ def validate_configuration(obj: Json, old: Json | None = None) -> None:
         raise ApiStatusError(
             422,
             "Invalid",
-            f'MutatingWebhookConfiguration.admissionregistration.k8s.io "{name}" is invalid: '
-            f"{message}",
+            f'{kind}.admissionregistration.k8s.io "{name}" is invalid: {message}',
             {
                 "name": name,
                 "group": "admissionregistration.k8s.io",
-                "kind": "MutatingWebhookConfiguration",
+                "kind": kind,
                 "causes": [
                     {"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in errors
                 ],
@@ -386,17 +392,32 @@ class AdmissionChain:
             await s.close()
         self._sessions.clear()
 
-    def active(self) -> bool:
+    def active(self, plural: str = _MUTATING) -> bool:
         """Whether any configuration is stored (no call is made otherwise)."""
-        return any(True for _ in self._configs())
+        return any(True for _ in self._configs(plural))
 
-    def _configs(self) -> list[Json]:
-        rt = self.store.types.get(
-            ("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations")
-        )
+    def _configs(self, plural: str = _MUTATING) -> list[Json]:
+        rt = self.store.types.get(("admissionregistration.k8s.io", "v1", plural))
         if rt is None:
             return []
         return sorted(self.store.items(rt), key=lambda c: c["metadata"]["name"])
+
+    async def validate(self, a: Attributes, warnings: list[str]) -> None:
+        """The validating webhooks (kube-apiserver v1.28
+        ``staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/validating/dispatcher.go``):
+        the same matching as the mutating ones, every matching webhook called at once on
+        the final object, any patch ignored, and the first refusal (in configuration
+        order) refuses the request."""
+        if (a.rt.group, a.rt.plural) in _CONFIG_RESOURCES:
+            return
+        invocations = self._invocations(a, a.object, _VALIDATING)
+        results = await asyncio.gather(
+            *(self._call(inv, a, a.object, warnings, mutating=False) for inv in invocations),
+            return_exceptions=True,
+        )
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
 
     async def admit(self, a: Attributes, warnings: list[str]) -> Json | None:
         """The object after every matching webhook, or an :class:`ApiStatusError`.
@@ -427,12 +448,16 @@ class AdmissionChain:
                     obj = call.obj
         return obj
 
-    def _invocations(self, a: Attributes, obj: Json | None) -> list[_Invocation]:
+    def _invocations(
+        self, a: Attributes, obj: Json | None, plural: str = _MUTATING
+    ) -> list[_Invocation]:
         out: list[_Invocation] = []
-        for config in self._configs():
+        for config in self._configs(plural):
             cname = config["metadata"]["name"]
             for i, raw in enumerate(config.get("webhooks") or ()):
-                hook = default_configuration({"webhooks": [raw]})["webhooks"][0]
+                hook = default_configuration({"webhooks": [raw]}, mutating=plural == _MUTATING)[
+                    "webhooks"
+                ][0]
                 inv = self._should_call(cname, i, hook, a, obj)
                 if inv is not None:
                     out.append(inv)
@@ -544,7 +569,13 @@ class AdmissionChain:
         return {"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": req}
 
     async def _call(
-        self, inv: _Invocation, a: Attributes, obj: Json | None, warnings: list[str]
+        self,
+        inv: _Invocation,
+        a: Attributes,
+        obj: Json | None,
+        warnings: list[str],
+        *,
+        mutating: bool = True,
     ) -> _Call:
         hook = inv.hook
         name = str(hook.get("name", ""))
@@ -578,7 +609,7 @@ class AdmissionChain:
         if not result.get("allowed"):
             raise _denied(name, result.get("status"))
         patch = result.get("patch")
-        if not patch:
+        if not patch or not mutating:
             return _Call(False, obj)
         if result.get("patchType") != "JSONPatch":
             if hook.get("failurePolicy") == "Ignore":

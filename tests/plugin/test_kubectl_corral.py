@@ -82,6 +82,7 @@ def cluster_objects() -> list[dict[str, Any]]:
 @pytest.fixture
 async def cluster(api: ApiServer, tmp_path: Path) -> tuple[ApiServer, Path]:
     api.store.load(cluster_objects())
+    api.accept("t0ken")
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(
         yaml.safe_dump(
@@ -318,6 +319,7 @@ async def test_forbidden_says_what_to_grant(tmp_path: Path) -> None:
     faults.fail(status=403, path=r"/api/v1/nodes", message='nodes is forbidden: User "bob"')
     async with ApiServer(faults=faults) as api:
         api.store.load(cluster_objects())
+        api.accept("x")
         kc = tmp_path / "kc"
         kc.write_text(
             yaml.safe_dump(

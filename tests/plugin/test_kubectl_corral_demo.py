@@ -81,7 +81,7 @@ async def test_local_without_a_checkout_says_so(
 
 @pytest.fixture
 def cfg(api: ApiServer, tmp_path: Path) -> str:
-    return kubeconfig(tmp_path / "kubeconfig", api.url, "demo")
+    return kubeconfig(tmp_path / "kubeconfig", api.accept("demo").url, "demo")
 
 
 def mwc() -> dict[str, object]:

@@ -311,6 +311,7 @@ async def test_kubectl_corral_samples_are_what_it_prints(api: ApiServer, tmp_pat
     from tests.plugin.test_kubectl_corral import cluster_objects
 
     api.store.load(cluster_objects())
+    api.accept("x")
     kc = tmp_path / "kc"
     kc.write_text(
         yaml.safe_dump(

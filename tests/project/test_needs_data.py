@@ -71,3 +71,46 @@ def test_closing_line_words(monkeypatch: pytest.MonkeyPatch) -> None:
     assert closing_line({"trace": 1}) == (
         "1 trace test not run: no trace in ../shared or $CORRAL_TRACE_DIR (/t); `make data` gets it"
     )
+
+
+def test_closing_line_without_kubectl(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CORRAL_DATA", raising=False)
+    monkeypatch.delenv("CORRAL_TRACE_DIR", raising=False)
+    assert closing_line({"kubectl": 1}) == (
+        "1 kubectl test not run: no kubectl on PATH; `apt-get install kubectl` gets it"
+    )
+    assert closing_line({"crds": 2, "kubectl": 3}) == (
+        "2 crds tests not run: no CRDs in ../shared; `make data` gets it; "
+        "3 kubectl tests not run: no kubectl on PATH; `apt-get install kubectl` gets it"
+    )
+
+
+@pytest.mark.slow
+def test_without_kubectl_its_tests_are_counted(tmp_path: Path) -> None:
+    """With no kubectl on PATH the kubectl test is left out and the line says how to get
+    kubectl; nothing is skipped."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CORRAL_TRACE_DIR", "PATH")}
+    env["PATH"] = str(Path(sys.executable).parent)  # python, and no kubectl
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "tests/kubeapi/test_kubectl.py",
+            "tests/project/test_get_data.py::test_only_picks_a_part",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (
+        "kubectl tests not run: no kubectl on PATH; `apt-get install kubectl` gets it"
+        in (lines[-2])
+    ), lines[-2]
+    assert "skipped" not in lines[-1] and "1 passed" in lines[-1], lines[-1]

@@ -214,7 +214,7 @@ async def test_serve_against_the_api_server_as_a_process(api: ApiServer, tmp_pat
         "--namespace",
         "gangs",
         "--kubeconfig",
-        str(kubeconfig(tmp_path / "kubeconfig", api.url)),
+        str(kubeconfig(tmp_path / "kubeconfig", api.accept("t").url)),
         "--host",
         "127.0.0.1",
         "--port",

@@ -127,7 +127,7 @@ async def installed(api: ApiServer, tmp_path: Path) -> AsyncIterator[Installed]:
             "--config",
             str(tmp_path / "webhook.yaml"),
             "--kubeconfig",
-            kubeconfig(tmp_path / "kubeconfig", api.url, "webhook"),
+            kubeconfig(tmp_path / "kubeconfig", api.accept("webhook").url, "webhook"),
             stderr=asyncio.subprocess.PIPE,
         )
         assert proc.stderr is not None
