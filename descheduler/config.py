@@ -383,5 +383,6 @@ _DURATIONS = frozenset(
         "resume_after",
         "resume_wait",
         "retry_deadline",
+        "suspend_grace",
     }
 )

@@ -585,7 +585,9 @@ async def test_a_suspend_a_crash_and_the_resume(api: ApiServer) -> None:
     suspended is never touched."""
     load(api, suspend_items())
     api.faults.fail(500, times=-1, method="DELETE", path=r"/podgroups/s2$")
-    config = parse_config({"moves": {"resume_wait": 0}})
+    # No Job controller runs here: the pods go by hand, so the check is off (see
+    # tests/scenarios/test_suspend_takes_effect.py for it).
+    config = parse_config({"moves": {"resume_wait": 0, "suspend_grace": 0}})
     code, doc = await run_once(api, config)
     assert code == 0, doc
     assert [(m["unit"], m["method"]) for m in doc["moves"]] == [
@@ -654,7 +656,7 @@ async def test_a_workload_changed_since_the_plan_is_not_suspended(api: ApiServer
     (here: the patch answers 409) is left alone, and nothing else of its group moves."""
     load(api, suspend_items())
     api.faults.fail(409, times=-1, method="PATCH", path=r"/jobs/s1$")
-    code, doc = await run_once(api, parse_config({"moves": {"resume_wait": 0}}))
+    code, doc = await run_once(api, parse_config({"moves": {"resume_wait": 0, "suspend_grace": 0}}))
     statuses = [(o["unit"], o["status"]) for o in doc["run"]["outcomes"]]
     assert statuses == [("default/s1", "skipped"), ("default/s2", "not-attempted")]
     assert code == 0
