@@ -24,6 +24,9 @@ scheduling on, read from kubeflow/training-operator at v1.6.0 and v1.7.0
   prunes the field, and where a newer CRD keeps it the controller never reads it: the
   job runs on.
 
+The real controller records ``JobTerminated`` and ``SuccessfulDeletePodGroup`` on every
+reconcile while suspended, even with the PodGroup gone (``DeletePodGroup`` answers nil on
+NotFound); the model records the latter once, when it deletes one, so that it rests.
 Not modelled: services, restart policies and backoff, the finished states and
 ``ttlSecondsAfterFinished``, elastic (``elasticPolicy``) jobs, scheduler-plugins groups.
 """
