@@ -247,7 +247,7 @@ def _switch_only(crd: Json, kind: str, declared: bool) -> Json:
     for part in reversed(path[:-1]):
         node = {"type": "object", "properties": {part: node}}
     spec = crd.get("spec") or {}
-    stored = next((v for v in spec.get("versions") or () if v.get("storage")), {})
+    stored: Json = next((v for v in spec.get("versions") or () if v.get("storage")), {})
     return {
         "apiVersion": CRDS.api_version,
         "kind": CRDS.kind,

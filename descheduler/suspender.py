@@ -299,8 +299,8 @@ class Suspender:
                     errors.append(f"PodGroup {podgroup['metadata']['name']} not made again: {e}")
             except REQUEST_ERRORS as e:
                 errors.append(f"PodGroup {podgroup['metadata']['name']} not made again: {e}")
-        for e in errors:
-            log.error("roll back: %s", e)
+        for err in errors:
+            log.error("roll back: %s", err)
         return f" (rolling back: {'; '.join(errors)})" if errors else ""
 
     async def _workload_event(
