@@ -69,6 +69,8 @@ _WORKLOAD_SPEC = frozenset(
         "clusterSelector",
     }
 )
+# How long the CRDs read for one state serve the next ones (seconds).
+CRD_TTL = 60.0
 # The CRDs whose schema says whether a suspend takes effect (batch/v1 Job is built in).
 _SWITCH_CRDS = tuple(
     r for r in DESCHEDULER_WORKLOADS if r.kind in SUSPEND_PATHS and r.group != "batch"
@@ -126,6 +128,9 @@ class ClusterView:
         self._kw: dict[str, Any] = {"page_size": page_size, "watch_timeout": watch_timeout}
         self.objects: dict[Resource, Informer[Json]] = {}
         self.missing: list[str] = []  # optional APIs not installed
+        # switch_crds' last answer and when (loop time): CRDs change with an upgrade, not
+        # between the polls of one run
+        self._crds: tuple[float, list[Json]] | None = None
 
     def _checker(self, resource: Resource) -> Callable[[Json], object]:
         cfg = self.config.engine
@@ -209,7 +214,10 @@ class ClusterView:
         """The CRDs of the installed workload kinds with a suspend switch, each trimmed
         to its names and whether its storage version declares the switch. One that
         cannot be read is left out: the planner then says the switch could not be
-        checked, and does not suspend that kind."""
+        checked, and does not suspend that kind. Read again after ``CRD_TTL`` seconds."""
+        now = asyncio.get_running_loop().time()
+        if self._crds is not None and now - self._crds[0] < CRD_TTL:
+            return self._crds[1]
         out: list[Json] = []
         for r in _SWITCH_CRDS:
             if r in self.objects or not self.objects:
@@ -225,6 +233,7 @@ class ClusterView:
                 hit = crd_switch(crd)
                 declared = hit is not None and hit[1]
                 out.append(_switch_only(crd, r.kind, declared))
+        self._crds = (now, out)
         return out
 
     async def state(self, now: datetime, ledger: Json | None = None) -> ClusterState:
