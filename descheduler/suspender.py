@@ -183,8 +183,8 @@ class Suspender:
             if left:
                 names = ", ".join(f"{p.namespace}/{p.name}" for p in left[:3])
                 more = f" and {len(left) - 3} more" if len(left) > 3 else ""
-                if stopped:
-                    why = f"{stopped} before pods {names}{more} went"
+                if stopped:  # not seen to stay: undone, but not marked ignored
+                    why = f"{stopped}: pods {names}{more} not seen to go"
                     ignored = ""
                 else:
                     grace = self.config.moves.suspend_grace
@@ -225,22 +225,25 @@ class Suspender:
     async def _wait_gone(self, pods: Sequence[PodMove]) -> tuple[list[PodMove], str]:
         """Wait up to ``moves.suspend_grace`` for ``pods`` to go: deleted, replaced by
         another of the same name, terminating or finished. The pods still there, and why
-        the wait stopped early ('' when it did not). Read with a GET each: the informer
-        keeps a terminating pod as it was."""
+        the wait stopped early or could not tell ('' when the pods were seen to stay).
+        Read with a GET each: the informer keeps a terminating pod as it was."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.moves.suspend_grace
         left = list(pods)
         while True:
-            still = []
+            still: list[PodMove] = []
+            unread = ""
             for pm in left:
                 try:
                     obj = await self.client.get(PODS, pm.name, namespace=pm.namespace)
                 except ApiError as e:
                     if e.status != 404:
                         still.append(pm)
+                        unread = f"pod {pm.namespace}/{pm.name} could not be read ({e})"
                     continue
-                except REQUEST_ERRORS:
+                except REQUEST_ERRORS as e:
                     still.append(pm)
+                    unread = f"pod {pm.namespace}/{pm.name} could not be read ({e})"
                     continue
                 meta = obj.get("metadata") or {}
                 phase = (obj.get("status") or {}).get("phase")
@@ -252,7 +255,7 @@ class Suspender:
             rest = deadline - loop.time()
             stop = self.interrupted()
             if not left or rest <= 0:
-                return left, ""
+                return left, unread
             if stop is not None:
                 return left, stop
             await asyncio.sleep(min(self.settle_poll, rest))

@@ -664,6 +664,28 @@ async def test_a_workload_changed_since_the_plan_is_not_suspended(api: ApiServer
     assert job_of(api, "s2")["spec"]["suspend"] is False
 
 
+async def test_pods_that_cannot_be_read_after_a_suspend_undo_it_without_blame(
+    api: ApiServer,
+) -> None:
+    """After the suspend, the gang's pods cannot be read within moves.suspend_grace:
+    whether they went is unknown, so the suspend is undone, but the workload is not
+    marked as one whose controller ignores the switch; the rest of the group waits."""
+    load(api, suspend_items())
+    api.faults.fail(500, times=-1, method="GET", path=r"/pods/s1-0$")
+    config = parse_config({"moves": {"resume_wait": 0, "suspend_grace": 0.3}})
+    code, doc = await run_once(api, config)
+    statuses = [(o["unit"], o["status"]) for o in doc["run"]["outcomes"]]
+    assert statuses == [("default/s1", "rolled-back"), ("default/s2", "not-attempted")]
+    assert "pod default/s1-0 could not be read" in doc["run"]["outcomes"][0]["message"]
+    assert code == 0
+    s1 = job_of(api, "s1")
+    assert s1["spec"]["suspend"] is False
+    ann = s1["metadata"].get("annotations") or {}
+    assert "corral.dev/suspended-by" not in ann and "corral.dev/suspend-ignored" not in ann
+    assert get(api, "podgroups", "default", "s1", "scheduling.volcano.sh") is not None
+    assert job_of(api, "s2")["spec"]["suspend"] is False
+
+
 async def test_a_gang_whose_second_workload_cannot_be_suspended_is_not_left_half_moved(
     api: ApiServer,
 ) -> None:
