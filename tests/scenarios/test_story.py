@@ -128,8 +128,9 @@ async def _767_case(c: Cluster, *, with_suspended: bool) -> None:
     # Every Job here has priority 0, the waiting gang too: moving equals is allowed
     # by LowerOrEqualPriority (the default, LowerPriority, moves nothing for it). The
     # models run beside the descheduler (its suspends are checked by their pods going),
-    # which does not wait for the gang (moves.resume_wait 0): the next run (the
-    # CronJob's next one) resumes what the first suspended, once the gang is bound.
+    # which does not wait for the gang (moves.resume_wait 0): it resumes what it
+    # suspended if the gang is bound by its one look after the moves, else the next
+    # run (the CronJob's next one) does.
     config = parse_config(
         {"eviction": {"victim_priority": "LowerOrEqualPriority"}, "moves": {"resume_wait": 0}}
     )
@@ -144,22 +145,15 @@ async def _767_case(c: Cluster, *, with_suspended: bool) -> None:
         if m["unit"] == o["unit"]
         for w in m["workloads"]
     ]
-    # The Job controller removed their pods (the suspend checked), the gang bound in the
-    # room while the run waited, and the same run resumed what it suspended.
-    resumed = doc["run"]["resumed"]
-    assert sorted(r["workload"] for r in resumed) == sorted(f"Job {NS}/{n}" for n in held_by_corral)
-    assert {r["action"] for r in resumed} == {"resume"}
-    assert all("which it made room for, is bound" in r["reason"] for r in resumed)
     await c.settle()
     assert len(running(c.pods("llm"))) == 1  # bound in the room made
     for name in held_by_corral:
-        # while suspended its PodGroup was gone: the gang scheduler saw no pod-less
-        # gang to put Inqueue and warn about every session
-        assert not [
-            e
-            for e in c.api.store.items(c.api.store.resource("events"), NS)
-            if e["involvedObject"].get("name") == f"job-{name}" and e["type"] == "Warning"
-        ]
+        # while suspended its PodGroup was gone (the gang scheduler saw no pod-less gang
+        # to put Inqueue and warn about every session), and made again on resume. (The
+        # models run beside the run here, so a session may fall between the PodGroup made
+        # again and its pods: a Warning then, as Volcano would write.)
+        assert c.api.requests("DELETE", f"/podgroups/job-{name}")
+        assert c.api.requests("POST", "/podgroups")
     if with_suspended:
         # a Job a person suspended is not waiting: not served, not counted, not moved
         gangs = {x["unit"]: x["reason"] for x in doc["suspended_gangs"]}
@@ -167,7 +161,13 @@ async def _767_case(c: Cluster, *, with_suspended: bool) -> None:
             f"{NS}/job-held": f"Job {NS}/held is suspended (not by corral): it is not waiting"
         }
     later = await run_descheduler(c.api, config)
-    assert later["run"]["resumed"] == [] and later["moves"] == []
+    assert later["moves"] == []
+    # The Job controller removed their pods (the suspend checked), the gang bound in the
+    # room, and what corral suspended was resumed, by this run or the first.
+    resumed = doc["run"]["resumed"] + later["run"]["resumed"]
+    assert sorted(r["workload"] for r in resumed) == sorted(f"Job {NS}/{n}" for n in held_by_corral)
+    assert {r["action"] for r in resumed} == {"resume"}
+    assert all("which it made room for, is bound" in r["reason"] for r in resumed)
     await c.settle()
     for name in held_by_corral:  # back as a normal gang: its PodGroup made again
         j = c.job(name)

@@ -51,7 +51,8 @@ SUSPENDED_BY = "corral.dev/suspended-by"
 
 
 def config(**moves: Any) -> Any:
-    return parse_config({"moves": {"resume_wait": 10, "suspend_grace": 5, **moves}})
+    # generous: a run ends as soon as the pods went and the gang bound
+    return parse_config({"moves": {"resume_wait": 30, "suspend_grace": 15, **moves}})
 
 
 def serve(api: ApiServer, *crds: Json) -> None:
