@@ -3,7 +3,9 @@
 :class:`ClusterView` keeps informers of what the planner reads: nodes and pods as the
 engine's compact records (:class:`~gangplace.kube.ClusterCache`), and PodGroups of both
 APIs, Volcano Queues, PodDisruptionBudgets, PriorityClasses and the workloads that own
-gangs as their JSON, trimmed. A run hands that JSON to
+gangs as their JSON, trimmed, and Kueue's Workloads (their owners only). Each run reads
+the CustomResourceDefinitions of the workload kinds with a suspend switch (a GET each),
+trimmed to what says whether the switch is served. A run hands that JSON to
 :func:`~descheduler.state.state_from_objects`, the parser ``plan --snapshot`` uses on a
 dump, so a live plan and an offline plan of the same objects are the same plan. A
 PodGroup, Queue or workload API that is not installed is left out.
@@ -18,11 +20,13 @@ from datetime import datetime
 from typing import Any
 
 from gangplace.engine.objects import pdb_from_json, podgroup_from_json, queue_from_json
-from gangplace.engine.workloads import workload_from_json
+from gangplace.engine.workloads import SUSPEND_PATHS, crd_switch, workload_from_json
 from gangplace.kube import TRANSIENT_ERRORS, ApiError, ClusterCache, Informer, KubeClient
 from gangplace.kube.resources import (
     COSCHED_PODGROUPS,
+    CRDS,
     DESCHEDULER_WORKLOADS,
+    KUEUE_WORKLOADS,
     PDBS,
     PRIORITY_CLASSES,
     VOLCANO_PODGROUPS,
@@ -45,11 +49,32 @@ PODGROUP_APIS: Mapping[str, Resource] = {
     VOLCANO_PODGROUPS.group: VOLCANO_PODGROUPS,
     COSCHED_PODGROUPS.group: COSCHED_PODGROUPS,
 }
-_OPTIONAL = (VOLCANO_PODGROUPS, VOLCANO_QUEUES, COSCHED_PODGROUPS, *DESCHEDULER_WORKLOADS)
+_OPTIONAL = (
+    VOLCANO_PODGROUPS,
+    VOLCANO_QUEUES,
+    COSCHED_PODGROUPS,
+    KUEUE_WORKLOADS,
+    *DESCHEDULER_WORKLOADS,
+)
 # The workload resources by kind: what a suspend or resume patches.
 WORKLOAD_RESOURCES: Mapping[str, Resource] = {r.kind: r for r in DESCHEDULER_WORKLOADS}
 # The spec fields of a workload the planner reads (see gangplace.engine.workloads).
-_WORKLOAD_SPEC = frozenset({"suspend", "runPolicy", "backoffLimit", "podFailurePolicy"})
+_WORKLOAD_SPEC = frozenset(
+    {
+        "suspend",
+        "runPolicy",
+        "backoffLimit",
+        "podFailurePolicy",
+        "shutdownAfterJobFinishes",
+        "clusterSelector",
+    }
+)
+# How long the CRDs read for one state serve the next ones (seconds).
+CRD_TTL = 60.0
+# The CRDs whose schema says whether a suspend takes effect (batch/v1 Job is built in).
+_SWITCH_CRDS = tuple(
+    r for r in DESCHEDULER_WORKLOADS if r.kind in SUSPEND_PATHS and r.group != "batch"
+)
 
 
 def _trimmed(resource: Resource, check: Callable[[Json], object]) -> Callable[[Json], Json]:
@@ -64,6 +89,10 @@ def _trimmed(resource: Resource, check: Callable[[Json], object]) -> Callable[[J
         if resource in DESCHEDULER_WORKLOADS and isinstance(spec, dict):
             # a workload's pod templates can be large, and the planner reads none of them
             out["spec"] = {k: v for k, v in spec.items() if k in _WORKLOAD_SPEC}
+        if resource == KUEUE_WORKLOADS:
+            # only whose it is matters (its ownerReferences)
+            out.pop("spec", None)
+            out.pop("status", None)
         meta = dict(out.get("metadata") or {})
         meta.pop("managedFields", None)
         ann = meta.get("annotations")
@@ -99,6 +128,9 @@ class ClusterView:
         self._kw: dict[str, Any] = {"page_size": page_size, "watch_timeout": watch_timeout}
         self.objects: dict[Resource, Informer[Json]] = {}
         self.missing: list[str] = []  # optional APIs not installed
+        # switch_crds' last answer and when (loop time): CRDs change with an upgrade, not
+        # between the polls of one run
+        self._crds: tuple[float, list[Json]] | None = None
 
     def _checker(self, resource: Resource) -> Callable[[Json], object]:
         cfg = self.config.engine
@@ -178,9 +210,67 @@ class ClusterView:
             f"{r} {k}": why for r, inf in self.objects.items() for k, why in inf.invalid.items()
         }
 
+    async def switch_crds(self) -> list[Json]:
+        """The CRDs of the installed workload kinds with a suspend switch, each trimmed
+        to its names and whether its storage version declares the switch. One that
+        cannot be read is left out: the planner then says the switch could not be
+        checked, and does not suspend that kind. Read again after ``CRD_TTL`` seconds."""
+        now = asyncio.get_running_loop().time()
+        if self._crds is not None and now - self._crds[0] < CRD_TTL:
+            return self._crds[1]
+        out: list[Json] = []
+        for r in _SWITCH_CRDS:
+            if r in self.objects or not self.objects:
+                try:
+                    crd = await self.client.get(CRDS, f"{r.plural}.{r.group}")
+                except ApiError as e:
+                    if e.status != 404:
+                        log.warning("reading the CRD of %s: %s", r, e)
+                    continue
+                except TRANSIENT_ERRORS as e:
+                    log.warning("reading the CRD of %s: %s: %s", r, type(e).__name__, e)
+                    continue
+                hit = crd_switch(crd)
+                declared = hit is not None and hit[1]
+                out.append(_switch_only(crd, r.kind, declared))
+        self._crds = (now, out)
+        return out
+
     async def state(self, now: datetime, ledger: Json | None = None) -> ClusterState:
         snap = await self.cache.snapshot_async()
         objects: list[Json] = [o for inf in self.objects.values() for o in inf.values()]
+        objects.extend(await self.switch_crds())
         if ledger is not None:
             objects.append(ledger)
         return state_from_objects(snap, now, objects)
+
+
+def _switch_only(crd: Json, kind: str, declared: bool) -> Json:
+    """A CRD cut down to what :func:`~gangplace.engine.workloads.crd_switch` reads: the
+    schema of its storage version keeps the switch only if it was declared."""
+    path = SUSPEND_PATHS[kind]
+    node: Json = {
+        "type": "object",
+        "properties": {path[-1]: {"type": "boolean"}} if declared else {},
+    }
+    for part in reversed(path[:-1]):
+        node = {"type": "object", "properties": {part: node}}
+    spec = crd.get("spec") or {}
+    stored: Json = next((v for v in spec.get("versions") or () if v.get("storage")), {})
+    return {
+        "apiVersion": CRDS.api_version,
+        "kind": CRDS.kind,
+        "metadata": {"name": (crd.get("metadata") or {}).get("name", "")},
+        "spec": {
+            "group": spec.get("group"),
+            "names": {"kind": kind},
+            "versions": [
+                {
+                    "name": stored.get("name", ""),
+                    "served": stored.get("served", True),
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": node},
+                }
+            ],
+        },
+    }

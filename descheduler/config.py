@@ -172,6 +172,12 @@ class MovesConfig(_Section):
         description="a gang whose eviction was refused after some members went is retried "
         "until this deadline, then reported as partially moved",
     )
+    suspend_grace: Duration = Field(
+        default=60.0,
+        description="after suspending a gang's workloads, how long to wait for its pods to "
+        "go (deleted, or terminating); if they do not, the suspend is rolled back and the "
+        "workload marked never to be suspended again (0: not checked)",
+    )
 
 
 class CostWeights(_Section):
@@ -378,5 +384,6 @@ _DURATIONS = frozenset(
         "resume_after",
         "resume_wait",
         "retry_deadline",
+        "suspend_grace",
     }
 )

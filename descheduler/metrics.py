@@ -27,8 +27,8 @@ class Metrics:
         )
         self.gangs = Counter(
             "corral_descheduler_gang_moves",
-            "Gang moves, by status (evicted, suspended, skipped, failed, partially-moved, "
-            "dry-run, not-attempted)",
+            "Gang moves, by status (evicted, suspended, rolled-back, skipped, failed, "
+            "partially-moved, dry-run, not-attempted)",
             ["status"],
             registry=r,
         )

@@ -9,6 +9,12 @@
   podFailurePolicy ignores the DisruptionTarget condition an eviction sets, or whose
   backoffLimit leaves room for every member evicted (the Job controller counts an
   evicted pod as a failure otherwise, and fails the Job past its backoffLimit).
+- A suspend is chosen only where it takes effect
+  (:func:`gangplace.engine.workloads.suspend_refusal`: the served CRD declares the
+  switch, KubeRay's own conditions hold, its controller did not ignore one before).
+- A gang of a workload Kueue manages (its ``kueue.x-k8s.io/queue-name`` label, or a
+  Kueue Workload for it) is not moved at all: Kueue starts an admitted job it finds
+  suspended again, and the pods of its admitted jobs are its quota's.
 - otherwise the unit is not moved, and the reason says why: bare pods, Kubeflow or Ray
   pods that cannot be suspended, a Job with neither switch nor headroom, an owner that
   is not in the cluster state, an owner corral does not know.
@@ -102,6 +108,15 @@ class Owners:
         """How ``pods`` of ``unit`` may move: suspended (only a whole unit, when
         ``suspend``), else evicted, else not at all."""
         why_not_suspend = ""
+        for p in pods:
+            top, _ = self.top_of_pod(p)
+            if top is not None and top.kueue_managed:
+                return Way(
+                    None,
+                    f"not movable: {top.describe()} is managed by Kueue ({top.kueue_managed}):"
+                    " Kueue starts an admitted job it finds suspended again, so only Kueue's "
+                    "own preemption moves it",
+                )
         if whole and suspend and pods:
             tops: dict[str, WorkloadRecord] = {}
             for p in pods:
@@ -109,8 +124,11 @@ class Owners:
                 if top is None:
                     why_not_suspend = why
                     break
-                if not top.can_suspend:
+                if not top.suspend_path:
                     why_not_suspend = f"{top.describe()} has no suspend switch"
+                    break
+                if top.suspend_refusal:
+                    why_not_suspend = top.suspend_refusal
                     break
                 if top.finished:
                     why_not_suspend = f"{top.describe()} has finished"

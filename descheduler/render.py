@@ -117,7 +117,8 @@ def render_run(result: RunResult, source: str = "") -> str:
     """The plan, then what the run did with it, gang by gang."""
     lines = [render_plan(result.plan, source), ""]
     counts = {
-        s: result.count(s) for s in ("evicted", "suspended", "skipped", "failed", "partially-moved")
+        s: result.count(s)
+        for s in ("evicted", "suspended", "rolled-back", "skipped", "failed", "partially-moved")
     }
     head = (
         f"Run: {result.pods_evicted} pod(s) evicted, {_gpus(result.gpus_freed)} freed; "

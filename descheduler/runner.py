@@ -28,7 +28,10 @@ tests and against the Kubernetes layer in a cluster. Its rules:
   then the real evictions) or ``suspend`` (the workload's suspend switch, atomic by
   construction). A gang whose eviction is refused after some members went is retried
   until ``moves.retry_deadline``, then reported as partially moved (a Warning Event,
-  the ``partially-moved`` status in the metrics, exit code 1).
+  the ``partially-moved`` status in the metrics, exit code 1). A suspend whose pods did
+  not go within ``moves.suspend_grace`` is rolled back by the suspender (switch,
+  PodGroup, mark) and reported ``rolled-back``: a Warning Event, the rest of its group
+  not attempted, the workload marked never to be suspended again.
 - Before planning, the suspensions corral made that are due end (``resume``): the gang
   they made room for is bound, or ``moves.resume_after`` passed; a crash between a
   suspend and its resume is healed there. After the moves, ``settle`` waits up to
@@ -84,6 +87,9 @@ class Outcome(StrEnum):
     SKIPPED = "skipped"  # a limit of the evictor
     FAILED = "failed"  # any other error
     ABORTED = "aborted"  # not attempted
+    # its workload was suspended, the pods did not go within moves.suspend_grace, and the
+    # suspend was undone: the pod runs on
+    ROLLED_BACK = "rolled-back"
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +183,8 @@ class RunnerIO:
 @dataclass(slots=True)
 class GangOutcome:
     move: Move
-    # evicted, suspended, dry-run, skipped, failed, partially-moved, not-attempted
+    # evicted, suspended, rolled-back, dry-run, skipped, failed, partially-moved,
+    # not-attempted
     status: str
     message: str = ""
     results: list[PodResult] = field(default_factory=list)
@@ -453,6 +460,15 @@ async def _move_one(
     detail = ""
     if bad is not None:
         detail = f"{bad.namespace}/{bad.name}: {bad.outcome.value} {bad.message}".strip()
+    back = next((r for r in results if r.outcome == Outcome.ROLLED_BACK), None)
+    if back is not None and all(r.outcome == Outcome.ROLLED_BACK for r in results):
+        msg = f"suspend rolled back: {back.message}"
+        result.outcomes.append(GangOutcome(move, "rolled-back", msg, results))
+        why = f"an earlier move for its gang was rolled back ({back.message})"
+        result.outcomes.extend(GangOutcome(m, "not-attempted", why) for m in rest)
+        log.warning("%s: %s", move.unit, msg)
+        await io.emit_event(_event(plan, move, "Warning", "GangSuspendRolledBack", msg))
+        return room_marked, False
     if not done and all(r.outcome in _HELD_BACK for r in results):
         msg = f"not moved, nothing evicted ({detail})"
         result.outcomes.append(GangOutcome(move, "skipped", msg, results))

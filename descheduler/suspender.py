@@ -3,7 +3,12 @@
 
 A suspend sets the workload's suspend switch with corral's mark
 (``corral.dev/suspended-by``, see :mod:`descheduler.resume`) and removes the gang's
-PodGroup; a resume makes the PodGroup again and clears both. Which suspensions are due
+PodGroup; a resume makes the PodGroup again and clears both. A suspend is then checked:
+the gang's pods must go (deleted, or terminating) within ``moves.suspend_grace``. If
+they do not -- a controller that ignores the switch -- it is rolled back: the switch
+off, the PodGroup made again, corral's mark removed, and ``corral.dev/suspend-ignored``
+written so that no later run tries again. A gang whose second workload could not be
+suspended after the first was is rolled back too: never half moved. Which suspensions are due
 to end is decided by :func:`~descheduler.resume.due_resumptions` (pure); this module
 only carries the answer out, with an Event on each workload.
 """
@@ -11,6 +16,7 @@ only carries the answer out, with an Event on each workload.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -18,15 +24,19 @@ from typing import Any
 
 from gangplace.engine.node_pod_records import PodRecord
 from gangplace.engine.timeparse import format_time
-from gangplace.engine.workloads import ANNOTATION_SUSPENDED_BY, WorkloadRecord
+from gangplace.engine.workloads import (
+    ANNOTATION_SUSPEND_IGNORED,
+    ANNOTATION_SUSPENDED_BY,
+    WorkloadRecord,
+)
 from gangplace.kube import REQUEST_ERRORS, ApiError, KubeClient
-from gangplace.kube.resources import VOLCANO_PODGROUPS, Resource
+from gangplace.kube.resources import PODS, VOLCANO_PODGROUPS, Resource
 
 from .cluster_view import PODGROUP_APIS, WORKLOAD_RESOURCES, ClusterView
 from .config import DeschedulerConfig
 from .gang_events import post_gang_event, workload_ref
 from .move_method import Owners
-from .plan_model import Move
+from .plan_model import Move, PodMove
 from .resume import Resumption, due_resumptions, mark_text
 from .runner import GangOutcome, Outcome, PodResult, Resumed
 from .state import ANNOTATION_LAST_MOVED, ANNOTATION_ROOM_MADE, ClusterState
@@ -151,15 +161,51 @@ class Suspender:
                 break
             done.add(w.key)
             await self._workload_event(w, "Normal", "Suspended", message)
+        suspended = [w for w in records if w is not None and w.key in done]
+        if done and failure:
+            # never half moved: what was suspended is resumed (its PodGroup is still there)
+            undo = await self._roll_back(suspended, None, "", plan_id, now)
+            why = f"{failure}; the workloads suspended before it were resumed{undo}"
+            return [PodResult(p.namespace, p.name, Outcome.FAILED, why) for p in move.pods]
+        pg_removed = False
         if done and pg is not None:
             r, copy = pg
             name = copy["metadata"]["name"]
             try:
                 await self.client.delete(r, name, namespace=move.namespace)
+                pg_removed = True
             except REQUEST_ERRORS as e:  # the next run removes it (heal)
                 log.warning(
                     "PodGroup %s/%s of a suspended gang not removed: %s", move.namespace, name, e
                 )
+        if done and self.config.moves.suspend_grace > 0:
+            left, stopped = await self._wait_gone(move.pods)
+            if left:
+                names = ", ".join(f"{p.namespace}/{p.name}" for p in left[:3])
+                more = f" and {len(left) - 3} more" if len(left) > 3 else ""
+                if stopped:  # not seen to stay: undone, but not marked ignored
+                    why = f"{stopped}: pods {names}{more} not seen to go"
+                    ignored = ""
+                else:
+                    grace = self.config.moves.suspend_grace
+                    why = (
+                        f"pods {names}{more} still run {grace:g}s after the suspend "
+                        "(moves.suspend_grace): the controller ignores the switch"
+                    )
+                    ignored = why
+                undo = await self._roll_back(
+                    suspended,
+                    pg[1] if pg_removed and pg is not None else None,
+                    ignored,
+                    plan_id,
+                    now,
+                )
+                if undo:
+                    return [
+                        PodResult(p.namespace, p.name, Outcome.FAILED, why + undo)
+                        for p in move.pods
+                    ]
+                return [PodResult(p.namespace, p.name, Outcome.ROLLED_BACK, why) for p in move.pods]
         out = []
         for pm in move.pods:
             rec = pods.get(pm.key)
@@ -175,6 +221,90 @@ class Suspender:
                     PodResult(pm.namespace, pm.name, Outcome.FAILED, failure or "not suspended")
                 )
         return out
+
+    async def _wait_gone(self, pods: Sequence[PodMove]) -> tuple[list[PodMove], str]:
+        """Wait up to ``moves.suspend_grace`` for ``pods`` to go: deleted, replaced by
+        another of the same name, terminating or finished. The pods still there, and why
+        the wait stopped early or could not tell ('' when the pods were seen to stay).
+        Read with a GET each: the informer keeps a terminating pod as it was."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.moves.suspend_grace
+        left = list(pods)
+        while True:
+            still: list[PodMove] = []
+            unread = ""
+            for pm in left:
+                try:
+                    obj = await self.client.get(PODS, pm.name, namespace=pm.namespace)
+                except ApiError as e:
+                    if e.status != 404:
+                        still.append(pm)
+                        unread = f"pod {pm.namespace}/{pm.name} could not be read ({e})"
+                    continue
+                except REQUEST_ERRORS as e:
+                    still.append(pm)
+                    unread = f"pod {pm.namespace}/{pm.name} could not be read ({e})"
+                    continue
+                meta = obj.get("metadata") or {}
+                phase = (obj.get("status") or {}).get("phase")
+                if (pm.uid and meta.get("uid") != pm.uid) or meta.get("deletionTimestamp"):
+                    continue
+                if phase not in ("Succeeded", "Failed"):
+                    still.append(pm)
+            left = still
+            rest = deadline - loop.time()
+            stop = self.interrupted()
+            if not left or rest <= 0:
+                return left, unread
+            if stop is not None:
+                return left, stop
+            await asyncio.sleep(min(self.settle_poll, rest))
+
+    async def _roll_back(
+        self,
+        workloads: Sequence[WorkloadRecord],
+        podgroup: Json | None,
+        ignored: str,
+        plan_id: str,
+        at: datetime,
+    ) -> str:
+        """Undo a suspend: each workload's switch off and corral's mark removed (with
+        ``ignored``, the reason its controller ignored the switch is written in
+        ``corral.dev/suspend-ignored``), then ``podgroup`` made again. '' when all of it
+        was done, else what was not (a workload left suspended keeps its mark, and the
+        next run resumes it)."""
+        errors: list[str] = []
+        for w in workloads:
+            body = self._switch(w, False, None, None)
+            if ignored:
+                note = {"plan": plan_id, "at": format_time(at), "why": ignored}
+                body["metadata"]["annotations"][ANNOTATION_SUSPEND_IGNORED] = json.dumps(
+                    note, separators=(",", ":"), sort_keys=True
+                )
+            try:
+                await self._patch_workload(w, body)
+            except REQUEST_ERRORS as e:
+                errors.append(f"{w.describe()} still suspended: {e}")
+                continue
+            text = f"corral undid its suspend of {w.describe()}: {ignored or 'not all went'}"
+            await self._workload_event(w, "Warning", "SuspendRolledBack", text)
+        if podgroup is not None:
+            r = next(
+                (x for x in PODGROUP_APIS.values() if x.api_version == podgroup["apiVersion"]),
+                VOLCANO_PODGROUPS,
+            )
+            try:
+                await self.client.create(
+                    r, dict(podgroup), namespace=podgroup["metadata"]["namespace"]
+                )
+            except ApiError as e:
+                if e.status != 409:  # its controller made it again already
+                    errors.append(f"PodGroup {podgroup['metadata']['name']} not made again: {e}")
+            except REQUEST_ERRORS as e:
+                errors.append(f"PodGroup {podgroup['metadata']['name']} not made again: {e}")
+        for err in errors:
+            log.error("roll back: %s", err)
+        return f" (rolling back: {'; '.join(errors)})" if errors else ""
 
     async def _workload_event(
         self, w: WorkloadRecord, type_: str, reason: str, message: str

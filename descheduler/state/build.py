@@ -19,7 +19,14 @@ from gangplace.engine.objects import (
     priority_class_from_json,
     queue_from_json,
 )
-from gangplace.engine.workloads import WORKLOAD_KINDS, WorkloadRecord, workload_from_json
+from gangplace.engine.workloads import (
+    WORKLOAD_KINDS,
+    WorkloadRecord,
+    crd_switch,
+    kueue_owned_uids,
+    with_cluster_facts,
+    workload_from_json,
+)
 
 from .ledger import MOVE_LEDGER, MoveLedger, ledger_from_json
 from .shares import drf_queue
@@ -45,6 +52,11 @@ class ClusterState:
     ledger: MoveLedger = field(default_factory=MoveLedger)
     # The pods' owners with a say in how a gang may move, by ``ns/Kind/name``.
     workloads: dict[str, WorkloadRecord] = field(default_factory=dict)
+    # By workload kind: whether the served CRD declares its suspend switch; None when no
+    # CustomResourceDefinition was among the objects (a dump without them).
+    crd_switches: dict[str, bool] | None = None
+    # uids of the jobs a Kueue Workload stands for.
+    kueue_owned: frozenset[str] = frozenset()
 
 
 def _resolve_priorities(snap: Snapshot, classes: Mapping[str, int]) -> None:
@@ -60,8 +72,10 @@ def state_from_objects(
     objects: Iterable[Mapping[str, Any]] = (),
 ) -> ClusterState:
     """A state from a snapshot and the other objects (PodGroups, Queues, PDBs,
-    PriorityClasses, the workloads of :data:`WORKLOAD_KINDS`, and the descheduler's
-    move ledger ConfigMap; anything else is ignored)."""
+    PriorityClasses, the workloads of :data:`WORKLOAD_KINDS`, the
+    CustomResourceDefinitions of those kinds and Kueue's Workloads (which decide whether
+    a suspend takes effect), and the descheduler's move ledger ConfigMap; anything else
+    is ignored)."""
     if now.tzinfo is None:
         raise StateError("now must be an aware datetime (UTC)")
     cfg = snapshot.config
@@ -84,6 +98,18 @@ def state_from_objects(
             state.workloads[w.key] = w
         elif kind == "ConfigMap" and (obj.get("metadata") or {}).get("name") == MOVE_LEDGER:
             state.ledger = ledger_from_json(obj)
+        elif kind == "CustomResourceDefinition":
+            if state.crd_switches is None:
+                state.crd_switches = {}
+            hit = crd_switch(obj)
+            if hit is not None:
+                state.crd_switches[hit[0]] = hit[1]
+        elif kind == "Workload":
+            state.kueue_owned |= kueue_owned_uids(obj)
+    state.workloads = {
+        k: with_cluster_facts(w, state.crd_switches, state.kueue_owned)
+        for k, w in state.workloads.items()
+    }
     _resolve_priorities(snapshot, state.priority_classes)
     return state
 

@@ -1,7 +1,8 @@
 """Models of the controllers corral meets, run beside the in-memory API server: the Job
-controller, the garbage collector, a gang scheduler with Volcano's rules and a
-pod-by-pod scheduler (the kubelet model is the fake's own, in
-``tests.kubeapi.kubelet``, and runs in step with these through
+controller, the garbage collector, a gang scheduler with Volcano's rules, a
+pod-by-pod scheduler, and the workload controllers whose suspend corral uses
+(:mod:`.training_operator`, :mod:`.jobset`, :mod:`.kuberay`, :mod:`.kueue`) (the
+kubelet model is the fake's own, in ``tests.kubeapi.kubelet``, and runs in step with these through
 :class:`StoreController`). They talk to the server over HTTP like any controller, so their
 writes go through admission, authorisation and the deletion rules.
 

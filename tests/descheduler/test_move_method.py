@@ -14,7 +14,13 @@ from typing import Any
 
 import pytest
 from gangplace.engine.objects import RecordError
-from gangplace.engine.workloads import ignores_disruption, workload_from_json
+from gangplace.engine.workloads import (
+    ANNOTATION_SUSPEND_IGNORED as IGNORED,
+)
+from gangplace.engine.workloads import (
+    ignores_disruption,
+    workload_from_json,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +29,7 @@ from descheduler.cli import main
 from descheduler.resume import Mark, due_resumptions, mark_text, read_mark
 from tests.builders import objects as b
 from tests.builders.descheduler_cluster import NOW, as_list, gang, gpu_node, pod, podgroup
+from tests.builders.workload_crds import workload_crd
 
 IGNORE = dict(b.IGNORE_DISRUPTION)
 EXIT = {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [143]}}
@@ -142,11 +149,70 @@ def test_unknown_owners_and_kubeflow_pods_are_not_evicted() -> None:
         "spec": {"runPolicy": {"suspend": False}},
     }
     items = replace_pod(items, "s1", pod("s1", "n1", 1))
-    p = plan(state([*items, ptj]))
+    p = plan(state([*items, ptj, workload_crd("PyTorchJob")]))
     assert how(p) == {
         "default/pod:s1": ("evict", []),
         "default/pod:s2": ("suspend", ["PyTorchJob default/pt"]),
     }
+
+
+def test_a_suspend_that_would_not_take_effect_is_never_chosen() -> None:
+    """The served CRD without the switch (training-operator before v1.7 prunes it), no
+    CRD to check, a mark of a suspend its controller ignored: not movable, and why."""
+    items = replace_pod(case_767(), "s2", pod("s2", "n1", 1, owner_kind="PyTorchJob", owner="pt"))
+    items = replace_pod(items, "s1", pod("s1", "n1", 1))
+    ptj = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "pt", "namespace": "default", "uid": "uid-owner-pt"},
+        "spec": {"runPolicy": {}},
+    }
+    cases = {
+        "the served PyTorchJob CRD has no spec.runPolicy.suspend": [
+            ptj,
+            workload_crd("PyTorchJob", switch=False),
+        ],
+        "whether the served PyTorchJob CRD has spec.runPolicy.suspend could not be checked": [ptj],
+        "its controller ignored a suspend before (corral.dev/suspend-ignored: ": [
+            {**ptj, "metadata": {**ptj["metadata"], "annotations": {IGNORED: '{"why":"x"}'}}},
+            workload_crd("PyTorchJob"),
+        ],
+    }
+    for why, extra in cases.items():
+        p = plan(state([*items, *extra]))
+        assert "default/pod:s2" not in how(p), why
+        reason = {x.unit: x.reason for x in p.not_moved}["default/pod:s2"]
+        assert f"; not suspended: {why}" in reason, reason
+
+
+def test_a_workload_kueue_manages_is_never_moved() -> None:
+    """Its queue-name label, or a Kueue Workload for it: neither suspended nor evicted
+    (Kueue starts an admitted job it finds suspended again)."""
+    items = case_767(jobs={"s2": {"backoff_limit": 0}, "s1": {"backoff_limit": 6}})
+    assert how(plan(state(items)))["default/pod:s1"] == ("suspend", ["Job default/s1"])
+    labelled = []
+    for x in items:
+        if x["kind"] == "Job" and x["metadata"]["name"] == "s1":
+            x = {**x, "metadata": {**x["metadata"], "labels": {"kueue.x-k8s.io/queue-name": "q"}}}
+        labelled.append(x)
+    uid = next(x for x in items if x["kind"] == "Job" and x["metadata"]["name"] == "s1")
+    kueue_wl = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {
+            "name": "job-s1-abcde",
+            "namespace": "default",
+            "ownerReferences": [{"kind": "Job", "name": "s1", "uid": uid["metadata"]["uid"]}],
+        },
+    }
+    for case, why in (
+        (labelled, "label kueue.x-k8s.io/queue-name=q"),
+        ([*items, kueue_wl], "a Kueue Workload stands for it"),
+    ):
+        p = plan(state(case))
+        assert "default/pod:s1" not in how(p)
+        reason = {x.unit: x.reason for x in p.not_moved}["default/pod:s1"]
+        assert reason.startswith(f"Job default/s1 is managed by Kueue ({why})"), reason
 
 
 def test_the_top_level_owner_is_suspended() -> None:
@@ -159,7 +225,11 @@ def test_the_top_level_owner_is_suspended() -> None:
         "metadata": {"name": "js", "namespace": "default", "uid": "uid-js"},
         "spec": {"suspend": False},
     }
-    assert how(plan(state([*items, js])))["default/pod:s1"] == ("suspend", ["JobSet default/js"])
+    crd = workload_crd("JobSet")
+    assert how(plan(state([*items, js, crd])))["default/pod:s1"] == (
+        "suspend",
+        ["JobSet default/js"],
+    )
     # the JobSet missing: nothing to suspend, and no headroom to evict (backoffLimit 6
     # leaves room: evicted)
     p = plan(state(items))

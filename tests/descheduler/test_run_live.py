@@ -585,7 +585,9 @@ async def test_a_suspend_a_crash_and_the_resume(api: ApiServer) -> None:
     suspended is never touched."""
     load(api, suspend_items())
     api.faults.fail(500, times=-1, method="DELETE", path=r"/podgroups/s2$")
-    config = parse_config({"moves": {"resume_wait": 0}})
+    # No Job controller runs here: the pods go by hand, so the check is off (see
+    # tests/scenarios/test_suspend_takes_effect.py for it).
+    config = parse_config({"moves": {"resume_wait": 0, "suspend_grace": 0}})
     code, doc = await run_once(api, config)
     assert code == 0, doc
     assert [(m["unit"], m["method"]) for m in doc["moves"]] == [
@@ -654,12 +656,65 @@ async def test_a_workload_changed_since_the_plan_is_not_suspended(api: ApiServer
     (here: the patch answers 409) is left alone, and nothing else of its group moves."""
     load(api, suspend_items())
     api.faults.fail(409, times=-1, method="PATCH", path=r"/jobs/s1$")
-    code, doc = await run_once(api, parse_config({"moves": {"resume_wait": 0}}))
+    code, doc = await run_once(api, parse_config({"moves": {"resume_wait": 0, "suspend_grace": 0}}))
     statuses = [(o["unit"], o["status"]) for o in doc["run"]["outcomes"]]
     assert statuses == [("default/s1", "skipped"), ("default/s2", "not-attempted")]
     assert code == 0
     assert job_of(api, "s1")["spec"]["suspend"] is False
     assert job_of(api, "s2")["spec"]["suspend"] is False
+
+
+async def test_pods_that_cannot_be_read_after_a_suspend_undo_it_without_blame(
+    api: ApiServer,
+) -> None:
+    """After the suspend, the gang's pods cannot be read within moves.suspend_grace:
+    whether they went is unknown, so the suspend is undone, but the workload is not
+    marked as one whose controller ignores the switch; the rest of the group waits."""
+    load(api, suspend_items())
+    api.faults.fail(500, times=-1, method="GET", path=r"/pods/s1-0$")
+    config = parse_config({"moves": {"resume_wait": 0, "suspend_grace": 0.3}})
+    code, doc = await run_once(api, config)
+    statuses = [(o["unit"], o["status"]) for o in doc["run"]["outcomes"]]
+    assert statuses == [("default/s1", "rolled-back"), ("default/s2", "not-attempted")]
+    assert "pod default/s1-0 could not be read" in doc["run"]["outcomes"][0]["message"]
+    assert code == 0
+    s1 = job_of(api, "s1")
+    assert s1["spec"]["suspend"] is False
+    ann = s1["metadata"].get("annotations") or {}
+    assert "corral.dev/suspended-by" not in ann and "corral.dev/suspend-ignored" not in ann
+    assert get(api, "podgroups", "default", "s1", "scheduling.volcano.sh") is not None
+    assert job_of(api, "s2")["spec"]["suspend"] is False
+
+
+async def test_a_gang_whose_second_workload_cannot_be_suspended_is_not_left_half_moved(
+    api: ApiServer,
+) -> None:
+    """One gang of two Jobs: the first is suspended, the second's patch fails. The first
+    is resumed at once (its mark gone), the PodGroup never removed, and the run says so
+    and exits 1."""
+    items: list[Any] = [gpu_node(f"n{i}") for i in range(3)]
+    items += [pod("big-0", "n0", 7, owner_kind=""), pod("big-2", "n2", 7, owner_kind="")]
+    items += [pod("big-1", "n1", 4, owner_kind=""), podgroup("pair", 2)]
+    for name in ("j1", "j2"):
+        items.append(b.job(name, backoff_limit=0, uid=f"uid-owner-{name}"))
+        items.append(pod(f"{name}-0", "n1", 1, gang="pair", owner_kind="Job", owner=name))
+    items += gang("llm", [], 4, pending=1, phase="Inqueue")
+    load(api, items)
+    api.faults.fail(500, times=-1, method="PATCH", path=r"/jobs/j2$")
+    code, doc = await run_once(api, parse_config({"moves": {"resume_wait": 0}}))
+    assert [(m["unit"], m["method"], m["workloads"]) for m in doc["moves"]] == [
+        ("default/pair", "suspend", ["Job default/j1", "Job default/j2"])
+    ]
+    (out,) = doc["run"]["outcomes"]
+    assert out["status"] == "failed" and code == 1
+    assert "the workloads suspended before it were resumed" in out["message"]
+    j1 = job_of(api, "j1")
+    assert len(api.requests("PATCH", "/jobs/j1")) == 2  # suspended, then resumed
+    assert j1["spec"]["suspend"] is False
+    assert "corral.dev/suspended-by" not in (j1["metadata"].get("annotations") or {})
+    assert job_of(api, "j2")["spec"]["suspend"] is False
+    assert get(api, "podgroups", "default", "pair", "scheduling.volcano.sh") is not None
+    assert not api.requests("DELETE", "/podgroups/")
 
 
 # --- run --once losing its Lease mid-run ------------------------------------------------

@@ -138,14 +138,36 @@ async def descheduler_workload_calls(api: ApiServer, kube: KubeClient) -> None:
     (both APIs). Run after :func:`webhook_calls`, which registers the workload kinds."""
     from descheduler import DeschedulerConfig
     from descheduler.cluster_view import ClusterView
+    from tests.builders.workload_crds import workload_crd
+    from tests.kubeapi import ResourceType
 
+    # Kueue's Workloads (an informer), and the CRDs of the suspendable kinds (a GET each)
+    api.store.register(
+        ResourceType("kueue.x-k8s.io", "v1beta1", "workloads", "Workload", True, builtin=False)
+    )
+    api.store.register(
+        ResourceType(
+            "apiextensions.k8s.io",
+            "v1",
+            "customresourcedefinitions",
+            "CustomResourceDefinition",
+            False,
+            False,
+            builtin=False,
+        )
+    )
+    api.store.load([workload_crd("PyTorchJob")])
     view = ClusterView(kube, DeschedulerConfig(), ledger_namespace="corral")
     await view.start()
     try:
         await view.wait_synced(5)
         await asyncio.sleep(0.05)  # the watches are open
+        crds = await view.switch_crds()
+        assert {c["spec"]["names"]["kind"] for c in crds} == {"PyTorchJob"}
     finally:
         await view.stop()
+    # after a suspend: whether the gang's pods went
+    await kube.get(PODS, "first", namespace="ns1")
     merge = "application/merge-patch+json"
     for r in SUSPENDABLE_WORKLOADS:
         body = {"apiVersion": r.api_version, "kind": r.kind, "metadata": {"name": "w"}}

@@ -15,6 +15,7 @@ one ``corral-descheduler run --once`` against it (:func:`run_descheduler`).
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import io
 import json
@@ -137,9 +138,21 @@ DESCHED_NS = "corral-system"
 
 
 async def run_descheduler(
-    api: ApiServer, config: DeschedulerConfig | None = None
+    api: ApiServer,
+    config: DeschedulerConfig | None = None,
+    *,
+    models: ControllerSet | None = None,
+    period: float = 0.02,
 ) -> dict[str, Any]:
-    """``corral-descheduler run --once`` against the fake, as test_run_live.py does."""
+    """``corral-descheduler run --once`` against the fake, as test_run_live.py does. With
+    ``models``, they are stepped (one pass every ``period`` seconds) while the run goes,
+    as a cluster's controllers run beside it: a suspend is checked by its pods going."""
+    if models is not None:
+        task = asyncio.create_task(run_descheduler(api, config))
+        while not task.done():
+            await models.step()
+            await asyncio.sleep(period)
+        return await task
     out = io.StringIO()
     opts = RunOptions(
         once=True, output="json", lease_namespace=DESCHED_NS, backoff_initial=0.01, sync_timeout=5.0

@@ -126,34 +126,32 @@ async def _767_case(c: Cluster, *, with_suspended: bool) -> None:
         for j in ("a1", "a2", "a3", "b1", "b2", "c1", "c2", "c3", "big-1", "big-2", "big-3")
     }
     # Every Job here has priority 0, the waiting gang too: the defaults move equals
-    # as a consolidation (each placed again at once). The models rest while a run
-    # waits (moves.resume_wait 0): the next run (the CronJob's next one) resumes what
-    # the first suspended, once the gang is bound.
+    # as a consolidation (each placed again at once). The models run beside the
+    # descheduler (its suspends are checked by their pods going), which does not wait
+    # for the gang (moves.resume_wait 0): it resumes what it suspended if the gang is
+    # bound by its one look after the moves, else the next run (the CronJob's next
+    # one) does.
     config = parse_config({"moves": {"resume_wait": 0}})
-    doc = await run_descheduler(c.api, config)
+    doc = await run_descheduler(c.api, config, models=c.models)
     suspended = [o for o in doc["run"]["outcomes"] if o["status"] == "suspended"]
     assert suspended and len(suspended) == len(doc["run"]["outcomes"])
     assert {o["method"] for o in suspended} == {"suspend"}
+    held_by_corral = [
+        w.rsplit("/", 1)[1]
+        for o in suspended
+        for m in doc["moves"]
+        if m["unit"] == o["unit"]
+        for w in m["workloads"]
+    ]
     await c.settle()
     assert len(running(c.pods("llm"))) == 1  # bound in the room made
-    held_by_corral = []
-    for o in suspended:
-        (move,) = (m for m in doc["moves"] if m["unit"] == o["unit"])
-        for w in move["workloads"]:
-            name = w.rsplit("/", 1)[1]
-            held_by_corral.append(name)
-            j = c.job(name)
-            assert j["spec"]["suspend"] is True and c.pods(name) == []
-            assert "corral.dev/suspended-by" in j["metadata"]["annotations"]
-            assert "Failed" not in conditions(j)
-            # its PodGroup is gone while it is suspended: the gang scheduler sees no
-            # pod-less gang to put Inqueue and warn about every session
-            assert podgroup_or_none(c, f"job-{name}") is None
-            assert not [
-                e
-                for e in c.api.store.items(c.api.store.resource("events"), NS)
-                if e["involvedObject"].get("name") == f"job-{name}" and e["type"] == "Warning"
-            ]
+    for name in held_by_corral:
+        # while suspended its PodGroup was gone (the gang scheduler saw no pod-less gang
+        # to put Inqueue and warn about every session), and made again on resume. (The
+        # models run beside the run here, so a session may fall between the PodGroup made
+        # again and its pods: a Warning then, as Volcano would write.)
+        assert c.api.requests("DELETE", f"/podgroups/job-{name}")
+        assert c.api.requests("POST", "/podgroups")
     if with_suspended:
         # a Job a person suspended is not waiting: not served, not counted, not moved
         gangs = {x["unit"]: x["reason"] for x in doc["suspended_gangs"]}
@@ -161,7 +159,10 @@ async def _767_case(c: Cluster, *, with_suspended: bool) -> None:
             f"{NS}/job-held": f"Job {NS}/held is suspended (not by corral): it is not waiting"
         }
     later = await run_descheduler(c.api, config)
-    resumed = later["run"]["resumed"]
+    assert later["moves"] == []
+    # The Job controller removed their pods (the suspend checked), the gang bound in the
+    # room, and what corral suspended was resumed, by this run or the first.
+    resumed = doc["run"]["resumed"] + later["run"]["resumed"]
     assert sorted(r["workload"] for r in resumed) == sorted(f"Job {NS}/{n}" for n in held_by_corral)
     assert {r["action"] for r in resumed} == {"resume"}
     assert all("which it made room for, is bound" in r["reason"] for r in resumed)
@@ -324,5 +325,5 @@ async def test_a_budget_that_allows_no_disruption_leaves_its_gang_whole(
 
     # The control: without the budget the same run moves the pair.
     await c.rest.delete("policy/v1", "poddisruptionbudgets", NS, "pair")
-    doc = await run_descheduler(c.api, config)
+    doc = await run_descheduler(c.api, config, models=c.models)
     assert [(m["unit"], m["method"]) for m in doc["moves"]] == [(f"{NS}/job-pair", "suspend")]

@@ -8,18 +8,25 @@ Pure: no I/O. Errors are :class:`~gangplace.engine.objects.RecordError`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .objects import RecordError, object_meta
 
 __all__ = [
     "ANNOTATION_SUSPENDED_BY",
+    "ANNOTATION_SUSPEND_IGNORED",
+    "KUEUE_QUEUE_LABEL",
+    "RAYJOB_SUSPENDABLE",
     "RECREATING_OWNERS",
     "SUSPEND_PATHS",
     "WORKLOAD_KINDS",
     "WorkloadRecord",
+    "crd_switch",
     "ignores_disruption",
+    "kueue_owned_uids",
+    "suspend_refusal",
+    "with_cluster_facts",
     "workload_from_json",
     "workload_key",
 ]
@@ -27,6 +34,16 @@ __all__ = [
 # Written by corral's descheduler on a workload it suspended (JSON: plan, time, the gang
 # it made room for, the PodGroup it removed): it resumes only workloads that carry it.
 ANNOTATION_SUSPENDED_BY = "corral.dev/suspended-by"
+
+# Written by corral's descheduler on a workload whose controller ignored a suspend
+# (JSON: plan, time, why): corral rolled it back and never suspends it again; a person
+# removes the key once the controller is fixed (see docs/safe-moves.md).
+ANNOTATION_SUSPEND_IGNORED = "corral.dev/suspend-ignored"
+# A workload with this label is Kueue's (Kueue v0.6+ reconciles it, jobframework).
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# KubeRay v1.1+ moves a RayJob to Suspending only from these jobDeploymentStatus values
+# (rayjob_controller.go, updateStatusToSuspendingIfNeeded).
+RAYJOB_SUSPENDABLE = frozenset({"Running", "Initializing"})
 
 # Where each kind with a suspend switch keeps it. Suspending removes the pods without
 # counting failures (the Job controller, JobSet, the Kubeflow training operator and
@@ -75,6 +92,10 @@ class WorkloadRecord:
     finished: bool = False
     resource_version: str = ""
     annotations: Mapping[str, str] = field(default_factory=dict)
+    # Why a suspend would not take effect or not hold ('' when it would): see
+    # :func:`suspend_refusal`. Kueue's own jobs are never moved at all.
+    suspend_refusal: str = ""
+    kueue_managed: str = ""  # why Kueue owns it ('' when it does not)
 
     @property
     def key(self) -> str:
@@ -82,7 +103,8 @@ class WorkloadRecord:
 
     @property
     def can_suspend(self) -> bool:
-        return bool(self.suspend_path)
+        """It has a switch, and a suspend takes effect (see :func:`suspend_refusal`)."""
+        return bool(self.suspend_path) and not self.suspend_refusal
 
     def describe(self) -> str:
         return f"{self.kind} {self.namespace}/{self.name}"
@@ -181,6 +203,9 @@ def workload_from_json(obj: Mapping[str, Any]) -> WorkloadRecord:
     if not isinstance(ann, Mapping):
         raise RecordError(f"{what}: annotations: expected a map of strings")
     okind, oname, ouid = _controller(meta)
+    labels = meta.get("labels") or {}
+    queue = labels.get(KUEUE_QUEUE_LABEL) if isinstance(labels, Mapping) else None
+    kueue = f"label {KUEUE_QUEUE_LABEL}={queue}" if queue else ""
     return WorkloadRecord(
         kind=kind,
         group=WORKLOAD_KINDS[kind],
@@ -198,4 +223,128 @@ def workload_from_json(obj: Mapping[str, Any]) -> WorkloadRecord:
         finished=finished,
         resource_version=str(meta.get("resourceVersion") or ""),
         annotations={str(k): str(v) for k, v in ann.items()},
+        suspend_refusal=_own_refusal(obj, what, kind, {str(k): str(v) for k, v in ann.items()}),
+        kueue_managed=kueue,
     )
+
+
+def _own_refusal(obj: Mapping[str, Any], what: str, kind: str, ann: Mapping[str, str]) -> str:
+    """What the object alone says against suspending it: corral saw its controller
+    ignore a suspend before, or (RayJob) KubeRay's own conditions."""
+    if ANNOTATION_SUSPEND_IGNORED in ann:
+        return (
+            f"its controller ignored a suspend before ({ANNOTATION_SUSPEND_IGNORED}: "
+            f"{ann[ANNOTATION_SUSPEND_IGNORED]}); remove the annotation once it is fixed"
+        )
+    if kind != "RayJob":
+        return ""
+    # KubeRay v1.1-v1.4 rayjob_controller.go: validateRayJobSpec refuses suspend without
+    # shutdownAfterJobFinishes or with a clusterSelector (the RayJob is then not
+    # reconciled at all), and updateStatusToSuspendingIfNeeded acts only from Running or
+    # Initializing.
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    if spec.get("shutdownAfterJobFinishes") is not True:
+        return f"{what} has shutdownAfterJobFinishes unset: KubeRay refuses to suspend it"
+    if spec.get("clusterSelector"):
+        return f"{what} runs on an existing RayCluster (clusterSelector): KubeRay cannot suspend it"
+    phase = str(status.get("jobDeploymentStatus") or "") if isinstance(status, Mapping) else ""
+    if phase not in RAYJOB_SUSPENDABLE:
+        return (
+            f"{what} has jobDeploymentStatus {phase or 'unset'}: KubeRay suspends only from "
+            "Running or Initializing"
+        )
+    return ""
+
+
+def _schema_has(schema: Any, path: Sequence[str]) -> bool:
+    """Whether an OpenAPI v3 schema declares ``path`` (a field the API server keeps:
+    an undeclared one is pruned, or kept only by x-kubernetes-preserve-unknown-fields,
+    which says nothing of whether the controller reads it)."""
+    cur = schema
+    for part in path:
+        props = cur.get("properties") if isinstance(cur, Mapping) else None
+        if not isinstance(props, Mapping) or part not in props:
+            return False
+        cur = props[part]
+    return isinstance(cur, Mapping) and cur.get("type") in (None, "boolean")
+
+
+def crd_switch(crd: Mapping[str, Any]) -> tuple[str, bool] | None:
+    """(kind, whether its storage version's served schema declares the suspend switch)
+    for a CustomResourceDefinition of a kind in :data:`SUSPEND_PATHS`, else None. The
+    switch is pruned on write where the schema lacks it (training-operator before v1.7:
+    the patch answers 200 and nothing happens)."""
+    spec = crd.get("spec") or {}
+    if not isinstance(spec, Mapping):
+        return None
+    names = spec.get("names") or {}
+    kind = str(names.get("kind") or "") if isinstance(names, Mapping) else ""
+    if kind not in SUSPEND_PATHS or WORKLOAD_KINDS.get(kind) != spec.get("group"):
+        return None
+    versions = [v for v in spec.get("versions") or () if isinstance(v, Mapping)]
+    stored = [v for v in versions if v.get("storage") and v.get("served", True)]
+    if not stored:
+        return kind, False
+    schema = (stored[0].get("schema") or {}).get("openAPIV3Schema")
+    return kind, _schema_has(schema, SUSPEND_PATHS[kind])
+
+
+def kueue_owned_uids(obj: Mapping[str, Any]) -> frozenset[str]:
+    """The uids of the jobs a Kueue Workload (``kueue.x-k8s.io``) stands for: its
+    ownerReferences (jobframework makes it owned by the job)."""
+    if obj.get("kind") != "Workload" or not str(obj.get("apiVersion") or "").startswith(
+        "kueue.x-k8s.io/"
+    ):
+        return frozenset()
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
+    return frozenset(str(r.get("uid")) for r in refs if isinstance(r, Mapping) and r.get("uid"))
+
+
+def suspend_refusal(
+    w: WorkloadRecord, switches: Mapping[str, bool] | None, kueue_owned: frozenset[str]
+) -> tuple[str, str]:
+    """(why a suspend of ``w`` would not take effect, why Kueue owns it): the one rule
+    for "does a suspend take effect". ``switches``: by kind, whether the cluster's served
+    CRD declares the switch (None: the CRDs were not read; a kind missing from it could
+    not be checked); ``kueue_owned``: uids of jobs a Kueue Workload stands for. The
+    batch/v1 Job is built in: its switch always exists (Kubernetes 1.24+)."""
+    kueue = w.kueue_managed or (
+        "a Kueue Workload stands for it" if w.uid and w.uid in kueue_owned else ""
+    )
+    if not w.suspend_path:
+        return f"{w.describe()} has no suspend switch", kueue
+    if kueue:
+        return (
+            f"{w.describe()} is managed by Kueue ({kueue}): Kueue starts an admitted job it "
+            "finds suspended again, so only Kueue's own preemption moves it",
+            kueue,
+        )
+    if w.suspend_refusal:
+        return w.suspend_refusal, ""
+    if w.kind != "Job":
+        path = ".".join(w.suspend_path)
+        got = None if switches is None else switches.get(w.kind)
+        if got is None:
+            return (
+                f"whether the served {w.kind} CRD has {path} could not be checked (CRD not "
+                "read): a switch it lacks is pruned and ignored",
+                "",
+            )
+        if not got:
+            return (
+                f"the served {w.kind} CRD has no {path} (its controller predates the switch): "
+                "a suspend would be pruned and ignored",
+                "",
+            )
+    return "", ""
+
+
+def with_cluster_facts(
+    w: WorkloadRecord, switches: Mapping[str, bool] | None, kueue_owned: frozenset[str]
+) -> WorkloadRecord:
+    """``w`` with :func:`suspend_refusal` applied (the cluster's CRDs and Kueue)."""
+    why, kueue = suspend_refusal(w, switches, kueue_owned)
+    if not w.suspend_path:
+        why = ""  # can_suspend is False already; the move method says "no switch"
+    return replace(w, suspend_refusal=why, kueue_managed=kueue)

@@ -31,9 +31,11 @@ from .resources import (
     API_CALLS,
     CONFIGMAPS,
     COSCHED_PODGROUPS,
+    CRDS,
     DESCHEDULER_WORKLOADS,
     EVENTS,
     JOBS,
+    KUEUE_WORKLOADS,
     LEASES,
     MUTATING_WEBHOOKS,
     NAMESPACES,
@@ -172,6 +174,11 @@ _ROWS: tuple[tuple[tuple[str, ...], Resource, str, tuple[Grant, ...]], ...] = (
     *((("patch",), r, "", (_D,)) for r in SUSPENDABLE_WORKLOADS),
     (("create", "delete"), VOLCANO_PODGROUPS, "", (_D,)),
     (("create", "delete"), COSCHED_PODGROUPS, "", (_D,)),
+    # Whether a suspend takes effect: the served CRD declares the switch, Kueue does not
+    # manage the job; and, after a suspend, whether its pods went (else it is undone).
+    (("get",), CRDS, "", (_D,)),
+    (("list", "watch"), KUEUE_WORKLOADS, "", (_D,)),
+    (("get",), PODS, "", (_D,)),
     # Evicting whole gangs, and saying so on each pod and each gang.
     (("create",), PODS, "eviction", (_D,)),
     (("create",), EVENTS, "", (_D,)),

@@ -17,9 +17,11 @@ __all__ = [
     "API_CALLS",
     "CONFIGMAPS",
     "COSCHED_PODGROUPS",
+    "CRDS",
     "DESCHEDULER_WORKLOADS",
     "EVENTS",
     "JOBS",
+    "KUEUE_WORKLOADS",
     "LEASES",
     "MUTATING_WEBHOOKS",
     "NAMESPACES",
@@ -101,6 +103,16 @@ COSCHED_PODGROUPS = Resource(
     "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", namespaced=True
 )
 SECRETS = Resource("", "v1", "secrets", "Secret", namespaced=True)
+# The served schemas of the workload kinds: whether a suspend switch exists at all.
+CRDS = Resource(
+    "apiextensions.k8s.io",
+    "v1",
+    "customresourcedefinitions",
+    "CustomResourceDefinition",
+    namespaced=False,
+)
+# Kueue's Workloads: a job one stands for is Kueue's, never suspended by corral.
+KUEUE_WORKLOADS = Resource("kueue.x-k8s.io", "v1beta1", "workloads", "Workload", namespaced=True)
 MUTATING_WEBHOOKS = Resource(
     "admissionregistration.k8s.io",
     "v1",
@@ -203,6 +215,21 @@ API_CALLS: tuple[ApiCall, ...] = (
         for r in DESCHEDULER_WORKLOADS
         for call in _watched(r, "descheduler informer: the owners that decide how a gang moves")
     ),
+    ApiCall(
+        "get",
+        CRDS.group,
+        CRDS.plural,
+        why="descheduler: whether the served CRD of a workload kind declares its suspend "
+        "switch (a switch it lacks is pruned and ignored)",
+    ),
+    *_watched(KUEUE_WORKLOADS, "descheduler informer: jobs Kueue manages are not suspended"),
+    ApiCall(
+        "get",
+        "",
+        "pods",
+        why="webhook: the uid of a bare pod that owns its gang; descheduler: whether the "
+        "pods of a suspended gang went (else the suspend is rolled back)",
+    ),
     *(
         ApiCall(
             "patch",
@@ -275,7 +302,6 @@ API_CALLS: tuple[ApiCall, ...] = (
             ("get", "webhook: whose is the PodGroup that exists already (409)"),
         )
     ),
-    ApiCall("get", "", "pods", why="webhook: the uid of a bare pod that owns its gang"),
     *(
         ApiCall(
             "get",
