@@ -18,6 +18,7 @@ does; a PUT with a resourceVersion gets its 409.
 from __future__ import annotations
 
 import copy
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import jsonpatch
@@ -123,11 +124,14 @@ def _for_store(rt: ResourceType, body: Json, view: Json, admitted: Json) -> Json
 class AdmittedWrites:
     """The store's write methods, async, with mutating admission in front. Each takes
     ``warnings`` (filled with what webhooks said) and ``user`` (the userInfo of the
-    review; the recordings' admin by default)."""
+    review; the recordings' admin by default). ``validators`` run after mutation, on
+    the object to be stored, and refuse by raising :class:`ApiStatusError` (validating
+    admission, such as Volcano's ``/pods/validate``)."""
 
     def __init__(self, store: ApiStore, chain: AdmissionChain | None = None) -> None:
         self.store = store
         self.chain = chain or AdmissionChain(store)
+        self.validators: list[Callable[[Attributes, Json], Awaitable[None]]] = []
 
     # --- CREATE ---------------------------------------------------------------------
 
@@ -147,7 +151,7 @@ class AdmittedWrites:
         if (rt.group, rt.plural) == _MWC and isinstance(body, dict):
             body = default_configuration(body)
             validate_configuration(body)
-        if not self.chain.active() or not isinstance(body, dict):
+        if not isinstance(body, dict) or not (self.chain.active() or self.validators):
             return store.create(rt, ns, body, dry_run=dry_run)
         named = (
             bool((body.get("metadata") or {}).get("name"))
@@ -183,7 +187,13 @@ class AdmittedWrites:
         )
         admitted = await self.chain.admit(attrs, warnings if warnings is not None else [])
         assert admitted is not None
-        return store.create(rt, ns, _for_store(rt, body, obj, admitted), dry_run=dry_run)
+        final = _for_store(rt, body, obj, admitted)
+        if self.validators:
+            # Validation comes after the store's checks (the dry run) and fills the uid.
+            stored = store.create(rt, ns, final, dry_run=True)
+            for validate in self.validators:
+                await validate(attrs, stored)
+        return store.create(rt, ns, final, dry_run=dry_run)
 
     # --- UPDATE ---------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from .faults import Faults, RequestRecord
 from .resources import ResourceType
 from .status import ApiStatusError, status_body
 from .store import ApiStore
+from .volcano_admission import VolcanoPodValidation
 
 __all__ = [
     "DENIED",
@@ -575,6 +576,8 @@ def make_app(
     app = web.Application(middlewares=[_record, _warnings, _errors, _auth, _faults])
     app[STORE] = store or ApiStore()
     app[WRITES] = AdmittedWrites(app[STORE])
+    if app[STORE].versions.validates_volcano_pods:
+        app[WRITES].validators.append(VolcanoPodValidation(app[STORE]))
     app[FAULTS] = faults or Faults()
     app[LOG] = []
     app[DENIED] = []

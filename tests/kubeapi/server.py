@@ -13,6 +13,7 @@ from .app import DENIED, LOG, WRITES, Settings, make_app
 from .faults import Faults, RequestRecord
 from .store import ApiStore
 from .versions import Versions
+from .volcano_admission import VolcanoPodValidation
 from .webhooks import AdmissionChain
 
 __all__ = ["CLIENT_HEADER", "ApiServer"]
@@ -58,6 +59,14 @@ class ApiServer:
     def admission(self) -> AdmissionChain:
         """The mutating webhook chain: ``map_service``, ``reviews``."""
         return self.app[WRITES].chain
+
+    @property
+    def volcano_admission(self) -> VolcanoPodValidation | None:
+        """Volcano's ``/pods/validate`` when this stack runs it (its ``denied``)."""
+        for v in self.app[WRITES].validators:
+            if isinstance(v, VolcanoPodValidation):
+                return v
+        return None
 
     @property
     def log(self) -> list[RequestRecord]:
