@@ -151,10 +151,11 @@ class Bench:
 
     def admitted(self, rev: Json, answer: Json) -> Json:
         """The object as the API server stores it: the patch applied."""
-        obj = copy.deepcopy(rev["request"]["object"])
+        obj: Json = copy.deepcopy(rev["request"]["object"])
         patch = answer["response"].get("patch")
         if patch:
-            obj = jsonpatch.apply_patch(obj, json.loads(base64.b64decode(patch)))
+            patched: Json = jsonpatch.apply_patch(obj, json.loads(base64.b64decode(patch)))
+            return patched
         return obj
 
     async def bare_gang(

@@ -90,11 +90,11 @@ class VolcanoPodValidation:
 
     def message(self, namespace: str, pod: Json) -> str:
         """What ``validatePod`` answers for ``pod``: "" when it is allowed."""
-        spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+        spec = _mapping(pod.get("spec"))
         if spec.get("schedulerName") not in self.scheduler_names:
             return ""
-        meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
-        ann = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+        meta = _mapping(pod.get("metadata"))
+        ann = _mapping(meta.get("annotations"))
         name = str(meta.get("name") or "")
         pg_name = str(ann.get(GROUP_NAME) or "")
         if pg_name:
@@ -143,6 +143,10 @@ class VolcanoPodValidation:
                 f"queue `{queue}` status is `{state}`;"
             )
         return ""
+
+
+def _mapping(value: Any) -> Json:
+    return value if isinstance(value, dict) else {}
 
 
 def _budget_error(ann: dict[str, Any]) -> str | None:
