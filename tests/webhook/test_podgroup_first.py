@@ -8,6 +8,8 @@ import asyncio
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.builders.reviews import fixture
 from tests.webhook.test_podgroups import API, FAST, FakeApi, intent
@@ -193,3 +195,34 @@ async def test_the_server_answers_in_time_with_a_warning(api: FakeApi, wait: str
     )
     assert took < (1.5 if wait == "late" else 0.5)
     assert metric(text, "corral_webhook_podgroup_waits_total", result=wait) == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    size=st.integers(min_value=1, max_value=6),
+    delays=st.lists(st.floats(min_value=0, max_value=0.005), min_size=6, max_size=6),
+    create_delay=st.floats(min_value=0, max_value=0.01),
+)
+async def test_a_bare_pod_gangs_pods_in_any_order_wait_for_one_create(
+    size: int, delays: list[float], create_delay: float
+) -> None:
+    """However a gang's pods interleave, each is answered with its PodGroup there, and
+    the request path makes one create for the whole gang."""
+    api = SlowApi(create_delay)
+    rec = PodGroupReconciler(api.create, policy=FAST)
+    await rec.start()
+    try:
+
+        async def one(i: int) -> tuple[str, bool]:
+            await asyncio.sleep(delays[i])
+            it = intent("gang", pod(f"gang-{i}"))
+            rec.submit(it, dry_run=False)
+            got = await rec.before_answer([it], [], 1.0)
+            return got, ("ml", "gang") in api.stored
+
+        answers = await asyncio.gather(*(one(i) for i in range(size)))
+    finally:
+        await rec.stop(drain_timeout=0)
+    assert all(there for _, there in answers)
+    assert {got for got, _ in answers} <= {"made", "ready"}
+    assert len([c for c in api.calls if not c["metadata"].get("ownerReferences")]) == 1
