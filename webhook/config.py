@@ -57,6 +57,10 @@ DEFAULT_QUEUE: dict[Backend, str | None] = {
 }
 
 
+# podGroupWait's ceiling: the answer must come before the API server's timeoutSeconds.
+_MAX_WAIT = 29
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(
         extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
@@ -87,6 +91,9 @@ class WebhookConfig(_Model):
     # Every batch/v1 Job (restartPolicy Never) gets a first podFailurePolicy rule that
     # ignores pods failed by a disruption (eviction, drain): see webhook.disruption.
     jobs_ignore_disruptions: bool = True
+    # How long a gang's first pod may wait for its PodGroup before it is answered
+    # (Volcano's /pods/validate refuses a pod whose PodGroup is not there): "0s" is off.
+    pod_group_wait: str = "2s"
     workloads: tuple[WorkloadKind, ...] = ()
     engine: EngineConfig = Field(default_factory=EngineConfig)
 
@@ -130,6 +137,29 @@ class WebhookConfig(_Model):
                 raise ValueError(str(e)) from None
         return v
 
+    @field_validator("pod_group_wait")
+    @classmethod
+    def _wait(cls, v: str) -> str:
+        if v.strip() in ("0", "0s"):
+            return v
+        try:
+            seconds = parse_duration("podGroupWait", v)
+        except InvalidValue as e:
+            raise ValueError(str(e)) from None
+        if seconds > _MAX_WAIT:
+            raise ValueError(
+                str(
+                    InvalidValue(
+                        "podGroupWait",
+                        v,
+                        f"is too long: at most {_MAX_WAIT}s",
+                        '"0s" (off) or a duration below the webhook\'s timeoutSeconds '
+                        "(5s in the manifests, at most 30s)",
+                    )
+                )
+            )
+        return v
+
     @model_validator(mode="after")
     def _queue_needs_backend(self) -> WebhookConfig:
         if self.backend is Backend.COSCHEDULING and (self.namespace_queues or self.default_queue):
@@ -159,6 +189,14 @@ class WebhookConfig(_Model):
         return (
             None if self.gang_timeout is None else parse_duration("gangTimeout", self.gang_timeout)
         )
+
+    @cached_property
+    def pod_group_wait_seconds(self) -> float:
+        """How long a pod CREATE waits for its gang's PodGroup: only Volcano refuses
+        a pod whose PodGroup is not there (0: not at all)."""
+        if self.backend is not Backend.VOLCANO or self.pod_group_wait.strip() in ("0", "0s"):
+            return 0.0
+        return float(parse_duration("podGroupWait", self.pod_group_wait))
 
     @cached_property
     def skipped_namespaces(self) -> frozenset[str]:

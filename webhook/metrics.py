@@ -94,6 +94,14 @@ class Metrics:
             ("outcome",),
             registry=r,
         )
+        self.podgroup_waits = Counter(
+            "corral_webhook_podgroup_waits",
+            "Pod CREATEs answered after waiting for their gang's PodGroup (podGroupWait), "
+            "by result (made: made or found in time; late: not in time; failed: could "
+            "not be made). A pod whose PodGroup is known to exist waits for nothing.",
+            ("result",),
+            registry=r,
+        )
         self.warnings = Counter(
             "corral_webhook_warnings",
             "Warnings returned to users, by object kind.",
@@ -175,6 +183,9 @@ class Metrics:
 
     def podgroup(self, outcome: str) -> None:
         self.podgroups.labels(outcome).inc()
+
+    def podgroup_wait(self, result: str) -> None:
+        self.podgroup_waits.labels(result).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

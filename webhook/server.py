@@ -163,6 +163,8 @@ async def _mutate(
             reconciler.submit(intent, dry_run=result.dry_run)
         for hint in result.hints:
             reconciler.hint(hint)
+        if _waits_for_podgroup(result, app[CONFIG]):
+            out = await _podgroup_first(reconciler, result, app[CONFIG], metrics, out)
     op = result.operation if result.operation in _OPERATIONS else "other"
     metrics.observe(
         op,
@@ -202,6 +204,59 @@ async def _mutate(
     if state.shutting_down:
         resp.force_close()
     return resp
+
+
+def _waits_for_podgroup(result: AdmitResult, config: WebhookConfig) -> bool:
+    """Whether this answer waits for the pod's PodGroup (see :func:`_podgroup_first`)."""
+    return (
+        config.pod_group_wait_seconds > 0
+        and result.kind == "Pod"
+        and result.operation == "CREATE"
+        and not result.dry_run
+        and bool(result.intents or result.hints)
+        and result.allowed
+    )
+
+
+async def _podgroup_first(
+    reconciler: PodGroupReconciler,
+    result: AdmitResult,
+    config: WebhookConfig,
+    metrics: Metrics,
+    out: bytes,
+) -> bytes:
+    """Answer a pod only once its gang's PodGroup exists, within ``podGroupWait``:
+    Volcano's ``/pods/validate`` (on by default through Volcano 1.11) refuses a pod
+    whose PodGroup is not there yet. Known PodGroups cost nothing. Not made in time,
+    or not made at all: the pod is allowed all the same, with a warning -- never a
+    500, never a timeout of the API server's call (failurePolicy Fail would refuse the
+    pod); Volcano may then refuse it, and its controller (or the user) makes it again
+    once the PodGroup, still being made in the background, is there."""
+    try:
+        got = await reconciler.before_answer(
+            result.intents, result.hints, config.pod_group_wait_seconds
+        )
+    except Exception:  # never fail a review over it
+        log.exception("waiting for the PodGroup failed; answering")
+        got = "failed"
+    if got == "ready":
+        return out
+    metrics.podgroup_wait(got)
+    if got == "made":
+        return out
+    names = sorted({i.name for i in result.intents} | {h.name for h in result.hints})
+    why = "not made yet" if got == "late" else "could not be made"
+    warning = (
+        f"corral: PodGroup {', '.join(names)} {why} (podGroupWait {config.pod_group_wait}); "
+        "Volcano may refuse this pod until it is there"
+    )
+    log.warning(
+        "pod answered before its PodGroup",
+        extra={"fields": {"uid": result.uid, "podgroup": names, "wait": got}},
+    )
+    response = result.review["response"]
+    response["warnings"] = [*(response.get("warnings") or ()), warning]
+    return orjson.dumps(result.review)
 
 
 def _not_ready(app: web.Application) -> str | None:

@@ -7,7 +7,11 @@ One pass is one scheduling session (Volcano runs one a second):
   and the other Inqueue PodGroups hold, as Volcano's overcommit plugin counts); if not,
   a Normal event "resource in cluster is overused" each session and it stays Pending.
 - allocate: for an Inqueue (or Running) PodGroup, the engine places its pending pods,
-  at least minMember minus those bound already, all at once or none (``place_gang``);
+  at least minMember minus those bound or succeeded already, all at once or none
+  (``place_gang``); a gang with fewer pods (pending, bound or succeeded) than minMember
+  is skipped -- it never binds short (the gang plugin's ``validJobFn`` and
+  ``actions/allocate`` at v1.7.0, unchanged through v1.12) and reads as a gang that
+  does not fit;
   the pods are bound through the Binding subresource with an event "Successfully
   assigned". PodGroups go highest pod priority first, then oldest.
 - a gang that does not fit: condition Unschedulable NotEnoughResources on the PodGroup,
@@ -187,8 +191,15 @@ class GangScheduler:
                 pg_events.append(("Normal", "Unschedulable", "resource in cluster is overused"))
                 unschedulable = True
 
-        if phase in ("Inqueue", "Running", "Unknown") and pending:
-            need = max(0, min_member - len(bound))
+        succeeded = sum(1 for t in tasks if (t.get("status") or {}).get("phase") == "Succeeded")
+        # gang.go's validJobFn: fewer valid tasks (pending, bound, succeeded) than
+        # minMember and allocate skips the gang -- nothing binds until its pods are there.
+        valid = len(bound) + len(pending) + succeeded >= min_member
+        if phase in ("Inqueue", "Running", "Unknown") and pending and not valid:
+            unschedulable = True
+        elif phase in ("Inqueue", "Running", "Unknown") and pending:
+            # JobInfo.Ready: bound and succeeded tasks count towards minMember.
+            need = max(0, min_member - len(bound) - succeeded)
             gang = self._gang(pg, pending, need)
             placement = place_gang(snap, gang, options=GangOptions(best_effort=True, explain=False))
             if placement.ok:

@@ -314,9 +314,23 @@ class JobController:
                 )
             changed = True
         for _ in range(to_create):
-            pod = await self.rest.create(
-                "v1", "pods", job["metadata"]["namespace"], self.pod_for(job)
-            )
+            try:
+                pod = await self.rest.create(
+                    "v1", "pods", job["metadata"]["namespace"], self.pod_for(job)
+                )
+            except RestError as e:
+                if e.status >= 500:
+                    raise
+                # pkg/controller/controller_utils.go (v1.28) createPods: a Warning
+                # FailedCreate "Error creating: ..." and the sync ends with the error;
+                # the Job is synced again later (a rate-limited requeue: here the next
+                # step, which does not count as a write so that settle() does not spin).
+                body = e.body if isinstance(e.body, dict) else {}
+                message = str(body.get("message") or e)
+                await self.events.record(
+                    job, "Warning", "FailedCreate", f"Error creating: {message}"
+                )
+                return changed
             await self.events.record(
                 job, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}"
             )

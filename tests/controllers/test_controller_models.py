@@ -235,3 +235,38 @@ async def test_a_deleted_job_takes_its_pods_with_it(world: Cluster) -> None:
     await w.rest.delete("batch/v1", "jobs", NS, "gone", {"propagationPolicy": "Background"})
     await w.models.settle()
     assert w.pods("gone") == []
+
+
+async def test_a_gang_short_of_min_member_binds_nothing(world: Cluster) -> None:
+    """Volcano's gang plugin (validJobFn, v1.7.0 to v1.12.0): fewer pods than minMember
+    and allocate skips the gang; nothing binds until the last pod is there."""
+    w = world
+    body = job("trio", 1, workers=3, gang=True)
+    pg = podgroup_for({**body, "metadata": {**body["metadata"], "uid": "none"}})
+    del pg["metadata"]["ownerReferences"]
+    await w.rest.create(pg["apiVersion"], "podgroups", NS, pg)
+    template = body["spec"]["template"]
+
+    def pod(i: int) -> Json:
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"trio-{i}", **template["metadata"]},
+            "spec": template["spec"],
+        }
+
+    rt = w.api.store.resource("podgroups", "scheduling.volcano.sh")
+    for i in range(2):
+        await w.rest.create("v1", "pods", NS, pod(i))
+    await w.models.settle()
+    assert [p["metadata"]["name"] for p in w.pods() if p["spec"].get("nodeName")] == []
+    group = w.api.store.get(rt, NS, "job-trio")
+    assert group["status"]["phase"] == "Inqueue"
+    assert conditions(group)["Unschedulable"]["message"] == (
+        "3/2 tasks in gang unschedulable: pod group is not ready, 2 Pending, "
+        "3 minAvailable; Pending: 2 Unschedulable"
+    )
+    await w.rest.create("v1", "pods", NS, pod(2))
+    await w.models.settle()
+    assert len(running(w.pods())) == 3
+    assert w.api.store.get(rt, NS, "job-trio")["status"]["phase"] == "Running"

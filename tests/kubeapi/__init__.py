@@ -42,7 +42,8 @@ are stored separately.
 
 Where things are: :mod:`.server` runs it and :mod:`.app` speaks the REST protocol;
 :mod:`.auth` authenticates and authorises; :mod:`.admitted` and :mod:`.webhooks` are the
-admission chain. The state is :class:`~.store.ApiStore` (:mod:`.store`: objects,
+admission chain, :mod:`.volcano_admission` Volcano's pod admission in it (the stacks of
+:mod:`.versions` that run it). The state is :class:`~.store.ApiStore` (:mod:`.store`: objects,
 resourceVersions, create/update/patch), with one module per other part: :mod:`.listing`,
 :mod:`.watches`, :mod:`.deletion`, :mod:`.disruption` (budgets, eviction),
 :mod:`.subresources` (binding, tokens); the pieces they share are :mod:`.resources` (the

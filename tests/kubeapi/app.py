@@ -24,6 +24,7 @@ from .protobuf import PROTOBUF, access_review_from_protobuf, unsupported
 from .resources import ResourceType, copy_json, served
 from .status import ApiStatusError, status_body
 from .store import ApiStore
+from .volcano_admission import VolcanoPodValidation
 
 __all__ = [
     "DENIED",
@@ -674,6 +675,8 @@ def make_app(
     app = web.Application(middlewares=[_record, _warnings, _errors, _auth, _faults])
     app[STORE] = store or ApiStore()
     app[WRITES] = AdmittedWrites(app[STORE])
+    if app[STORE].versions.validates_volcano_pods:
+        app[WRITES].validators.append(VolcanoPodValidation(app[STORE]))
     app[FAULTS] = faults or Faults()
     app[LOG] = []
     app[DENIED] = []

@@ -14,6 +14,7 @@ from .app import DENIED, LOG, WRITES, Settings, make_app
 from .faults import Faults, RequestRecord
 from .store import ApiStore
 from .versions import Versions
+from .volcano_admission import VolcanoPodValidation
 from .webhooks import ADMIN, AdmissionChain
 
 __all__ = ["CLIENT_HEADER", "ApiServer"]
@@ -65,6 +66,14 @@ class ApiServer:
         """The in-process validating admission steps (run after the validating
         webhooks); append to add one."""
         return self.app[WRITES].validators
+
+    @property
+    def volcano_admission(self) -> VolcanoPodValidation | None:
+        """Volcano's ``/pods/validate`` when this stack runs it (its ``denied``)."""
+        for v in self.app[WRITES].validators:
+            if isinstance(v, VolcanoPodValidation):
+                return v
+        return None
 
     @property
     def log(self) -> list[RequestRecord]:

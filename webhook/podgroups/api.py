@@ -68,6 +68,12 @@ def _refs(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [r for r in refs if isinstance(r, Mapping)] if isinstance(refs, list) else []
 
 
+def _ours(obj: Mapping[str, Any]) -> bool:
+    """Whether corral made ``obj`` (its managed-by label)."""
+    labels = (obj.get("metadata") or {}).get("labels")
+    return isinstance(labels, Mapping) and labels.get(MANAGED_BY[0]) == MANAGED_BY[1]
+
+
 def _describe(refs: Sequence[Mapping[str, Any]]) -> str:
     return ", ".join(f"{r.get('kind')}/{r.get('name')}" for r in refs) or "nobody"
 
@@ -131,6 +137,15 @@ class PodGroupApi:
                     },
                 )
                 return Existing.OTHER
+            if not refs and _ours(obj):
+                # Made without owners before its first pod was answered
+                # (PodGroupReconciler.before_answer): the pod becomes its first owner.
+                first = {
+                    "op": "add",
+                    "path": "/metadata/ownerReferences",
+                    "value": [owner.to_json()],
+                }
+                return [first], Existing.JOINED
             if not refs or any(r.get("kind") != "Pod" for r in refs):
                 return Existing.OTHER  # a workload's gang, or one nobody owns
             add = {"op": "add", "path": "/metadata/ownerReferences/-", "value": owner.to_json()}
@@ -177,8 +192,9 @@ class PodGroupApi:
 
     async def remove(self, intent: PodGroupIntent, owner: OwnerRef) -> Removed:
         """Delete the PodGroup of a suspended workload: only one corral made (its
-        managed-by label) that ``owner`` owns, and only the object read (a uid
-        precondition: one made again meanwhile is a new object, and stays)."""
+        managed-by label) that ``owner`` owns (an owner without a uid: one nobody owns),
+        and only the object read (a uid precondition: one made again meanwhile is a new
+        object, and stays)."""
         res = _podgroups(intent)
         try:
             obj = await self.kube.get(res, intent.name, intent.namespace)
@@ -187,9 +203,11 @@ class PodGroupApi:
                 return "absent"
             raise
         meta = obj.get("metadata") or {}
-        labels = meta.get("labels") or {}
-        ours = labels.get(MANAGED_BY[0]) == MANAGED_BY[1] if isinstance(labels, dict) else False
-        if not ours or not owner.uid or not any(r.get("uid") == owner.uid for r in _refs(obj)):
+        # An owner without a uid: a bare pod that never appeared, whose PodGroup was
+        # made before it was answered -- removed only while it still has no owners.
+        refs = _refs(obj)
+        owned = any(r.get("uid") == owner.uid for r in refs) if owner.uid else not refs
+        if not _ours(obj) or not owned:
             log.info(
                 "a PodGroup of that name is not this suspended workload's; left alone",
                 extra={

@@ -33,6 +33,14 @@ Admission only *describes* the PodGroup it wants (a
   function -- only one corral made that this owner owns -- and forgets it was made, so
   that the resume makes it again. A suspended workload has no PodGroup: Volcano would
   hold one without pods ``Inqueue`` (docs/safe-moves.md).
+* Made before a gang's first pod is answered: :meth:`PodGroupReconciler.before_answer`
+  (called on the request path of a pod CREATE, with a deadline) waits for the
+  PodGroup of the pod's gang to exist -- Volcano's ``/pods/validate`` (on by default
+  through Volcano 1.11) refuses a pod whose PodGroup is not there yet. A workload's
+  PodGroup is in progress already (its intent, given the owner's uid by the pod's
+  hint); a bare-pod gang's cannot wait for its owner, the pod being answered, so it is
+  created at once without ownerReferences and the pods join it as owners afterwards.
+  Later pods of the gang find it known to exist and make no call.
 * Made when its pods come without one: a pod of a gang whose PodGroup is neither
   pending, parked nor known to exist (the UPDATE that resumed its workload never
   reached the webhook, or the webhook restarted) makes the reconciler ask the injected
@@ -48,7 +56,7 @@ import logging
 import random
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -64,6 +72,7 @@ __all__ = [
     "ResolveOwnerFn",
     "RetryPolicy",
     "UpdateFn",
+    "Wait",
     "status_of",
 ]
 
@@ -101,6 +110,10 @@ RemoveFn = Callable[[PodGroupIntent, OwnerRef], Awaitable[Removed]]
 # being deleted, not a gang, or of a kind that is not read.
 # False: never (not a gang corral named): the gang's other pods do not ask again.
 EnsureFn = Callable[["OwnerHint"], Awaitable["PodGroupIntent | Literal[False] | None"]]
+# What :meth:`PodGroupReconciler.before_answer` found: "ready" (nothing to wait for),
+# "made" (made or found within the deadline), "late" (not within it; the work goes on),
+# "failed" (the work ended without a PodGroup).
+Wait = Literal["ready", "made", "late", "failed"]
 # on_outcome(intent, outcome): for metrics and logs.
 # "created" | "exists" | "joined" | "updated" | "foreign" | "stale" | "failed" | "no-owner"
 # | "dropped" | "removed" | "absent"
@@ -125,6 +138,10 @@ class RetryPolicy:
     # How long to wait for a hint (a pod or child workload naming the owner with its
     # uid) before looking the owner up; owners that are Pods are looked up at once.
     hint_wait: float = 1.0
+    # How long a PodGroup made or found stays known to exist for the request path: a
+    # bare-pod gang's later pods are answered without a call within it (a gang deleted
+    # and made again under the same names after it gets its PodGroup made again).
+    exists_ttl: float = 30.0
 
     def delay(self, attempt: int, rng: random.Random) -> float:
         """Full jitter over a capped exponential (attempt counts from 1)."""
@@ -140,6 +157,10 @@ class _Pending:
     woken: asyncio.Event = field(default_factory=asyncio.Event)
     again: PodGroupIntent | None = None  # a newer update, applied after this one
     ensure: OwnerHint | None = None  # the intent is to be read from this pod's workload
+    # Set once the PodGroup is known to exist, or the work ended without it.
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+    # True: made or found; None: not corral's to make (someone else's gang).
+    made: bool | None = False
 
 
 class PodGroupReconciler:
@@ -188,6 +209,13 @@ class PodGroupReconciler:
         self._clock = clock
         self._rng = random.Random(seed)
         self._tasks: list[asyncio.Task[None]] = []
+        # PodGroups known to exist (whoever owns them), with when that was learnt: a
+        # gang's later pods are answered without a call (see before_answer).
+        self._exists: OrderedDict[tuple[str, str, str], float] = OrderedDict()
+        # Unowned creates of bare-pod gangs in flight on the request path, by PodGroup.
+        self._early: dict[tuple[str, str, str], asyncio.Task[bool]] = {}
+        # Those it created (not found): removed again if no pod of theirs ever shows up.
+        self._made_unowned: set[tuple[str, str, str]] = set()
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -275,6 +303,130 @@ class PodGroupReconciler:
         self._pending[slot] = _Pending(placeholder, hint.owner, self._clock(), ensure=hint)
         self._idle.clear()
 
+    # --- called on the request path of a pod CREATE: bounded, never raises ---------------
+
+    async def before_answer(
+        self,
+        intents: Sequence[PodGroupIntent],
+        hints: Sequence[OwnerHint],
+        timeout: float,
+    ) -> Wait:
+        """Wait, at most ``timeout`` seconds, until the PodGroups a pod's admission named
+        (already given to :meth:`submit` and :meth:`hint`) exist. A PodGroup known to
+        exist costs nothing. One pending whose owner is known (a workload's, its uid
+        named by this pod) is created now, on the request path, rather than behind the
+        queue; a bare-pod gang's, which would wait for its owner (this pod, not yet
+        created), is created now without ownerReferences. Either is one create shared
+        by every pod of the gang that asks meanwhile; the background work then finds
+        it. One to be read from the pod's workload first (the fallback) is waited for."""
+        waits: list[Awaitable[bool | None]] = []
+        for pend in self._waited(intents, hints):
+            owner = pend.owner or pend.intent.owner
+            if pend.ensure is not None or (
+                owner is not None and not owner.uid and not _is_pod(owner)
+            ):
+                waits.append(_settled(pend))
+            elif owner is not None and not owner.uid:  # a bare pod: this one
+                if not self._known(pend.intent.key):
+                    waits.append(self._early_create(pend.intent, None))
+            elif (pend.intent.key, owner.uid if owner else "") not in self._done:
+                waits.append(self._early_create(pend.intent, owner))
+        if not waits:
+            return "ready"
+        try:
+            got = await asyncio.wait_for(asyncio.gather(*waits), timeout)
+        except TimeoutError:
+            return "late"
+        if any(g is False for g in got):
+            return "failed"
+        return "made" if any(got) else "ready"
+
+    def _waited(
+        self, intents: Sequence[PodGroupIntent], hints: Sequence[OwnerHint]
+    ) -> list[_Pending]:
+        """The work in progress on the PodGroups a pod's admission named."""
+        out: list[_Pending] = []
+        # An update intent (a resumed or scaled workload) creates the PodGroup when it
+        # is not there: waited for like any other. A removal is not.
+        for intent in intents:
+            if not intent.remove:
+                pend = self._pending.get(_slot(intent))
+                if pend is not None:  # else known to exist for this owner
+                    out.append(pend)
+        for hint in hints:
+            pend = self._pending.get((*hint.key, ""))
+            if pend is not None and not pend.intent.remove:
+                out.append(pend)
+        return out
+
+    def _known(self, key: tuple[str, str, str]) -> bool:
+        when = self._exists.get(key)
+        return when is not None and self._clock() - when < self._policy.exists_ttl
+
+    def _known_now(self, key: tuple[str, str, str]) -> None:
+        self._exists[key] = self._clock()
+        self._exists.move_to_end(key)
+        while len(self._exists) > self._remember:
+            self._exists.popitem(last=False)
+
+    def _early_create(self, intent: PodGroupIntent, owner: OwnerRef | None) -> Awaitable[bool]:
+        """The one create of a gang's PodGroup on the request path, shared by its pods
+        and shielded: a pod that stops waiting leaves it running for the next."""
+        key = intent.key
+        task = self._early.get(key)
+        if task is None:
+            task = asyncio.create_task(self._create_early(intent, owner), name="podgroup-early")
+            self._early[key] = task
+            task.add_done_callback(
+                lambda t: self._early.pop(key, None) if self._early.get(key) is t else None
+            )
+        return asyncio.shield(task)
+
+    async def _create_early(self, intent: PodGroupIntent, owner: OwnerRef | None) -> bool:
+        """Create ``intent`` with ``owner`` (a workload with its uid), or without
+        ownerReferences (a bare-pod gang: its pods join it as owners later, the
+        background work of each, :meth:`PodGroupApi.existing`). 409 is success: what is
+        there is the background work's to inspect."""
+        body = intent.render(owner)
+        for attempt in range(1, self._policy.attempts + 1):
+            try:
+                await self._create(intent, body)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                status = status_of(e)
+                if status == 409:
+                    self._known_now(intent.key)
+                    return True
+                if not _retryable(status) or attempt == self._policy.attempts:
+                    log.warning(
+                        "PodGroup not made before its first pod was answered",
+                        extra={
+                            "fields": {
+                                "podgroup": _name(intent.key),
+                                "status": status,
+                                "error": str(e),
+                            }
+                        },
+                    )
+                    return False
+                await self._sleep(self._policy.delay(attempt, self._rng))
+                continue
+            self._known_now(intent.key)
+            if owner is not None:
+                self._mark_done((intent.key, owner.uid))
+            elif intent.owner is None:
+                self._mark_done((intent.key, ""))  # a gang nobody owns
+            else:
+                self._made_unowned.add(intent.key)
+            log.info(
+                "PodGroup created before its first pod was answered",
+                extra={"fields": {"podgroup": _name(intent.key)}},
+            )
+            self._report(intent, "created")
+            return True
+        return False
+
     # --- lifecycle ----------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -288,12 +440,14 @@ class PodGroupReconciler:
         """Finish what is queued (up to ``drain_timeout`` seconds), then stop."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.drain(), drain_timeout)
-        for t in self._tasks:
+        early = list(self._early.values())
+        for t in [*self._tasks, *early]:
             t.cancel()
-        for t in self._tasks:
+        for t in [*self._tasks, *early]:
             with contextlib.suppress(asyncio.CancelledError):
                 await t
         self._tasks = []
+        self._early.clear()
 
     async def drain(self) -> None:
         """Wait until nothing is queued or in progress."""
@@ -331,6 +485,8 @@ class PodGroupReconciler:
                 if pend is not None:
                     self._report(pend.intent, "failed")
             finally:
+                if pend is not None:
+                    pend.settled.set()
                 self._pending.pop(key, None)
                 self._queue.task_done()
                 if not self._pending:
@@ -400,6 +556,7 @@ class PodGroupReconciler:
                 return
             if found is False:
                 self._mark_done((hint.key, hint.owner.uid))
+                pend.made = None
                 return
             if found is None or found.key != intent.key or found.remove:
                 return
@@ -428,10 +585,17 @@ class PodGroupReconciler:
             )
             self._park(intent)
             self._report(intent, "no-owner")
+            await self._discard_unowned(intent)
             return
         assert owner is None or isinstance(owner, OwnerRef)
         done_key = (intent.key, owner.uid if owner else "")
+        early = self._early.get(intent.key)
+        if early is not None:
+            # A pod's admission is creating it on the request path: no second create.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(early)
         if done_key in self._done and not intent.update:
+            self._exists_for(pend)
             return
         body = intent.render(owner)
         for attempt in range(1, self._policy.attempts + 1):
@@ -467,6 +631,8 @@ class PodGroupReconciler:
                         continue
                     if found is not None:
                         self._mark_done(done_key)
+                        self._made_unowned.discard(intent.key)
+                        self._exists_for(pend)
                         self._report(intent, _EXISTING_OUTCOME[found])
                         return
                 if not _retryable(status) or attempt == self._policy.attempts:
@@ -486,6 +652,7 @@ class PodGroupReconciler:
                 await self._sleep(self._policy.delay(attempt, self._rng))
                 continue
             self._mark_done(done_key)
+            self._exists_for(pend)
             log.info("PodGroup created", extra={"fields": {"podgroup": _name(intent.key)}})
             self._report(intent, "created")
             return
@@ -529,8 +696,44 @@ class PodGroupReconciler:
             self._report(intent, "foreign" if got == "foreign" else got)
             return
 
+    async def _discard_unowned(self, intent: PodGroupIntent) -> None:
+        """Delete the PodGroup made without owners for a bare-pod gang whose pod never
+        appeared (refused further down the admission chain), if it still has none:
+        Volcano would hold it, without pods, Inqueue."""
+        key = intent.key
+        owner = intent.owner
+        if key not in self._made_unowned or self._remove is None or owner is None:
+            return
+        if not _is_pod(owner):
+            return
+        self._made_unowned.discard(key)
+        try:
+            got = await self._remove(intent, OwnerRef(owner.api_version, owner.kind, owner.name))
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            log.info(
+                "PodGroup made for a pod that never appeared not removed",
+                extra={"fields": {"podgroup": _name(key), "error": str(e)}},
+            )
+            return
+        if got == "removed":
+            self._exists.pop(key, None)
+            log.info(
+                "PodGroup made for a pod that never appeared removed",
+                extra={"fields": {"podgroup": _name(key)}},
+            )
+            self._report(intent, "removed")
+
     def _forget(self, key: tuple[str, str, str], uid: str) -> None:
         self._done.pop((key, uid), None)
+        self._exists.pop(key, None)
+
+    def _exists_for(self, pend: _Pending) -> None:
+        """The PodGroup of ``pend`` is there: tell the pods that wait for it."""
+        self._known_now(pend.intent.key)
+        pend.made = True
+        pend.settled.set()
 
     async def _inspect(self, intent: PodGroupIntent, owner: OwnerRef | None) -> Existing:
         if intent.update and self._update is not None:
@@ -564,6 +767,11 @@ _EXISTING_OUTCOME: dict[Existing, Outcome] = {
     Existing.JOINED: "joined",
     Existing.OTHER: "foreign",
 }
+
+
+async def _settled(pend: _Pending) -> bool | None:
+    await pend.settled.wait()
+    return pend.made
 
 
 def _names(want: OwnerRef | None, got: OwnerRef) -> bool:
