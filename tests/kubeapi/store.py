@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from .auth import TokenIssuer
-from .defaults import default_job, default_pod
+from .defaults import default_job, default_job_fields, default_pod, drop_disabled_job_fields
 from .deletion import Deletion
 from .disruption import DisruptionBudgets
 from .listing import Continuation, Listing
@@ -29,7 +29,8 @@ from .patches import apply_patch
 from .resources import BUILTIN_TYPES, CUSTOM_TYPES, ResourceType, copy_json, now_iso
 from .status import ApiStatusError
 from .subresources import Subresources
-from .validation import canonical_quantities, check_job_update, validate
+from .job_validation import validate_job_create, validate_job_update
+from .validation import canonical_quantities, validate
 from .versions import Versions
 from .watches import Change, Watch, Watching
 
@@ -293,6 +294,8 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
         for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(k, None)
         self._default(rt, obj)
+        if (rt.group, rt.plural) == ("batch", "jobs"):
+            validate_job_create(obj, self.versions.kube)
         if dry_run:
             return obj
         self._commit(rt, "ADDED", obj, None)
@@ -314,7 +317,7 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
         if rt.group == "" and rt.plural == "pods":
             default_pod(obj, self._priority_of)
         elif (rt.group, rt.plural) == ("batch", "jobs"):
-            default_job(obj)
+            default_job(obj, self.versions.kube)
         elif rt.group == "" and rt.plural == "namespaces":
             obj.setdefault("status", {}).setdefault("phase", "Active")
             labels = obj["metadata"].setdefault("labels", {})
@@ -391,7 +394,10 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
             else:
                 obj.pop("status", None)
         if (rt.group, rt.plural) == ("batch", "jobs"):
-            check_job_update(old, obj)
+            # decoded and defaulted, the disabled fields dropped, then validated
+            default_job_fields(obj, self.versions.kube)
+            drop_disabled_job_fields(obj["spec"], self.versions.kube, old.get("spec"))
+            validate_job_update(old, obj, self.versions.kube)
         if "generation" in meta_old and self._generation_changed(rt, old, obj):
             meta["generation"] = meta_old["generation"] + 1
         validate(rt, obj)
