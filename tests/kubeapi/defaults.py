@@ -20,7 +20,14 @@ from .versions import Release
 
 Json = dict[str, Any]
 
-__all__ = ["default_job", "default_job_fields", "default_pod", "drop_disabled_job_fields", "qos_class", "redefault"]
+__all__ = [
+    "default_job",
+    "default_job_fields",
+    "default_pod",
+    "drop_disabled_job_fields",
+    "qos_class",
+    "redefault",
+]
 
 _MAX_INT32: Final = 2**31 - 1
 # The Job fields of a gate: dropped on create while the gate is off, and on update unless
@@ -223,7 +230,7 @@ def redefault(group: str, plural: str, obj: Json, kube: Release) -> None:
         default_job_fields(obj, kube)
 
 
-def default_job(obj: Json, kube: Release = Release(1, 28)) -> None:
+def default_job(obj: Json, kube: Release) -> None:
     """Default ``obj`` (a new batch/v1 Job, its uid set) in place: the generated selector
     and the labels that go with it, :func:`default_job_fields`, the fields of gates that
     are off dropped, an empty status."""

@@ -79,7 +79,9 @@ class _Errors:
         self._add("FieldValueInvalid", path, f"Invalid value: {detail}")
 
     def required(self, path: str, detail: str) -> None:
-        self._add("FieldValueRequired", path, f"Required value: {detail}" if detail else "Required value")
+        self._add(
+            "FieldValueRequired", path, f"Required value: {detail}" if detail else "Required value"
+        )
 
     def not_supported(self, path: str, value: Any, allowed: Sequence[str]) -> None:
         listed = ", ".join(f'"{a}"' for a in allowed)
@@ -201,12 +203,18 @@ def _pod_failure_policy(spec: Json, errs: _Errors) -> None:
         rpath = f"{path}[{i}]"
         action = rule.get("action")
         if not action:
-            errs.required(f"{rpath}.action", 'valid values: ["Count" "FailIndex" "FailJob" "Ignore"]')
+            errs.required(
+                f"{rpath}.action", 'valid values: ["Count" "FailIndex" "FailJob" "Ignore"]'
+            )
         elif action == "FailIndex":
             if spec.get("backoffLimitPerIndex") is None:
-                errs.invalid(f"{rpath}.action", action, "requires the backoffLimitPerIndex to be set")
+                errs.invalid(
+                    f"{rpath}.action", action, "requires the backoffLimitPerIndex to be set"
+                )
         elif action not in _ACTIONS:
-            errs.not_supported(f"{rpath}.action", action, ("Count", "FailIndex", "FailJob", "Ignore"))
+            errs.not_supported(
+                f"{rpath}.action", action, ("Count", "FailIndex", "FailJob", "Ignore")
+            )
         exit_codes = rule.get("onExitCodes")
         conds = rule.get("onPodConditions") or []
         if not isinstance(conds, list):
@@ -216,9 +224,13 @@ def _pod_failure_policy(spec: Json, errs: _Errors) -> None:
         if conds:
             _on_pod_conditions(conds, f"{rpath}.onPodConditions", errs)
         if exit_codes is not None and conds:
-            errs.invalid_omit(rpath, "specifying both OnExitCodes and OnPodConditions is not supported")
+            errs.invalid_omit(
+                rpath, "specifying both OnExitCodes and OnPodConditions is not supported"
+            )
         if exit_codes is None and not conds:
-            errs.invalid_omit(rpath, "specifying one of OnExitCodes and OnPodConditions is required")
+            errs.invalid_omit(
+                rpath, "specifying one of OnExitCodes and OnPodConditions is required"
+            )
 
 
 def _managed_by(value: Any, errs: _Errors) -> None:
@@ -238,7 +250,9 @@ def _managed_by(value: Any, errs: _Errors) -> None:
         if not _PATH.match(rest):
             errs.invalid(path, rest, "segment of path must be a valid URL path segment")
     if len(text) > _MAX_MANAGED_BY:
-        errs._add("FieldValueTooLong", path, f"Too long: may not be more than {_MAX_MANAGED_BY} bytes")
+        errs._add(
+            "FieldValueTooLong", path, f"Too long: may not be more than {_MAX_MANAGED_BY} bytes"
+        )
 
 
 def _spec(spec: Json, kube: Release, errs: _Errors) -> None:
@@ -321,7 +335,13 @@ def validate_job_update(old: Json, new: Json, kube: Release) -> None:
     if before.get("selector") != after.get("selector"):
         errs.immutable("spec.selector", after.get("selector"))
     _template_update(before, after, _dict(old.get("status")), errs)
-    for key in ("completionMode", "podFailurePolicy", "backoffLimitPerIndex", "managedBy", "successPolicy"):
+    for key in (
+        "completionMode",
+        "podFailurePolicy",
+        "backoffLimitPerIndex",
+        "managedBy",
+        "successPolicy",
+    ):
         if before.get(key) != after.get(key):
             errs.immutable(f"spec.{key}", after.get(key))
     errs.raise_for(new)

@@ -24,12 +24,12 @@ from .auth import TokenIssuer
 from .defaults import default_job, default_job_fields, default_pod, drop_disabled_job_fields
 from .deletion import Deletion
 from .disruption import DisruptionBudgets
+from .job_validation import validate_job_create, validate_job_update
 from .listing import Continuation, Listing
 from .patches import apply_patch
 from .resources import BUILTIN_TYPES, CUSTOM_TYPES, ResourceType, copy_json, now_iso
 from .status import ApiStatusError
 from .subresources import Subresources
-from .job_validation import validate_job_create, validate_job_update
 from .validation import canonical_quantities, validate
 from .versions import Versions
 from .watches import Change, Watch, Watching

@@ -15,6 +15,7 @@ from .objects import RecordError, object_meta
 
 __all__ = [
     "ANNOTATION_SUSPENDED_BY",
+    "DISRUPTION_TARGET",
     "RECREATING_OWNERS",
     "SUSPEND_PATHS",
     "WORKLOAD_KINDS",
