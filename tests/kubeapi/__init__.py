@@ -2,7 +2,9 @@
 real kubernetes-asyncio client, calibrated on recordings of a real v1.28 control plane
 (``../shared/recordings``, replayed by ``tests/contract``; see :mod:`.recording`).
 
-It keeps typed objects with increasing resourceVersions; lists with label and field
+It plays one Kubernetes release (:class:`Versions`: for Jobs, the defaults, feature
+gates and validation of that release, :mod:`.job_validation`, :mod:`.gates`). It keeps
+typed objects with increasing resourceVersions; lists with label and field
 selectors, paging and exact resourceVersions; watches with bookmarks and the 410 ERROR
 event once a resourceVersion leaves its bounded history. It defaults new pods as the API
 server and its admission plugins do, deletes a bound pod gracefully (deletionTimestamp;
@@ -23,10 +25,11 @@ namespace removes its contents at once; one change history serves every kind's w
 (the real server has a watch cache per kind); a pod's spec may be changed by an update
 (the real server allows only images, activeDeadlineSeconds and added tolerations, and
 binding only through the Binding subresource); PodDisruptionBudget status is computed at
-once, and for maxUnavailable or a percentage it counts the pods (and evicted ones not yet
-replaced) where the real disruption controller reads the owner's scale subresource and,
-for owners without one (Jobs, bare pods), fails safe with disruptionsAllowed 0
-(SyncFailed); requests without a token are an admin's unless the server is given static
+once, and for maxUnavailable or a percentage over pods of a workload with a scale
+(ReplicaSet, StatefulSet, ReplicationController) it counts the pods (and evicted ones not
+yet replaced) where the real disruption controller reads that scale (over pods of other
+owners -- Jobs, custom resources, bare pods -- it fails safe with disruptionsAllowed 0 and
+SyncFailed, as the real one does); requests without a token are an admin's unless the server is given static
 tokens, and the bootstrap RBAC policy is reduced to what every authenticated user may do;
 the two Event APIs (core/v1 and events.k8s.io/v1) are stored separately.
 
