@@ -29,8 +29,9 @@ once, and for maxUnavailable or a percentage over pods of a workload with a scal
 (ReplicaSet, StatefulSet, ReplicationController) it counts the pods (and evicted ones not
 yet replaced) where the real disruption controller reads that scale (over pods of other
 owners -- Jobs, custom resources, bare pods -- it fails safe with disruptionsAllowed 0 and
-SyncFailed, as the real one does); requests without a token are an admin's unless the server is given static
-tokens, and the bootstrap RBAC policy is reduced to what every authenticated user may do;
+SyncFailed, as the real one does); requests without a token are an admin's unless the
+server is given static tokens, and the bootstrap RBAC policy is reduced to what every
+authenticated user may do;
 the two Event APIs (core/v1 and events.k8s.io/v1) are stored separately.
 
 Where things are: :mod:`.server` runs it and :mod:`.app` speaks the REST protocol;
