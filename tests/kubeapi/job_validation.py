@@ -315,8 +315,13 @@ def _template_update(old: Json, new: Json, old_status: Json, errs: _Errors) -> N
                 bspec["affinity"] = merged
             else:
                 bspec.pop("affinity", None)
-    if before != after:
+    if _dropped_empty(before) != _dropped_empty(after):
         errs.immutable("spec.template", after)
+
+
+def _dropped_empty(template: Json) -> Json:
+    """A template with empty metadata and spec left out: typed objects compare so."""
+    return {k: v for k, v in template.items() if not (k in ("metadata", "spec") and v == {})}
 
 
 def validate_job_update(old: Json, new: Json, kube: Release) -> None:

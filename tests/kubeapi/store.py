@@ -394,10 +394,13 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
             else:
                 obj.pop("status", None)
         if (rt.group, rt.plural) == ("batch", "jobs"):
-            # decoded and defaulted, the disabled fields dropped, then validated
+            # decoded and defaulted, the disabled fields dropped, then validated against
+            # the old object as the server reads it from storage (defaulted too)
             default_job_fields(obj, self.versions.kube)
-            drop_disabled_job_fields(obj["spec"], self.versions.kube, old.get("spec"))
-            validate_job_update(old, obj, self.versions.kube)
+            stored = copy_json(old)
+            default_job_fields(stored, self.versions.kube)
+            drop_disabled_job_fields(obj["spec"], self.versions.kube, stored.get("spec"))
+            validate_job_update(stored, obj, self.versions.kube)
         if "generation" in meta_old and self._generation_changed(rt, old, obj):
             meta["generation"] = meta_old["generation"] + 1
         validate(rt, obj)
