@@ -251,9 +251,9 @@ def job(
     annotations: dict[str, str] | None = None,
     owner: Json | None = None,
 ) -> Json:
-    """A batch/v1 Job as the API returns it (the pod template left out: the descheduler
-    reads only the Job's own fields). ``ignore_disruption``: its podFailurePolicy
-    ignores the DisruptionTarget condition an eviction sets."""
+    """A batch/v1 Job as the API returns it (the smallest pod template the API server
+    accepts: the descheduler reads only the Job's own fields). ``ignore_disruption``: its
+    podFailurePolicy ignores the DisruptionTarget condition an eviction sets."""
     meta: Json = {"name": name, "namespace": namespace}
     if uid is not None:
         meta["uid"] = uid
@@ -269,6 +269,12 @@ def job(
         "parallelism": parallelism,
         "completions": parallelism,
         "suspend": suspend,
+        "template": {
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "main", "image": "busybox"}],
+            }
+        },
     }
     if ignore_disruption:
         spec["podFailurePolicy"] = {"rules": [dict(IGNORE_DISRUPTION)]}

@@ -15,6 +15,9 @@ from tests.contract.conftest import ReplayFactory
 from tests.kubeapi.kubelet import Kubelet
 from tests.kubeapi.recording import Answer, Replay, Step, assert_same, normalise
 
+# the smallest pod template a Job may have (restartPolicy is required)
+_NEVER = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
+
 # Waits for real bookmarks and watch ends (seconds): not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
@@ -119,7 +122,7 @@ async def test_too_old_watches_end_with_one_error_and_bookmarks_are_real(
         # A watch the server still covers replays the history and stays open.
         step = rec.step("watch jobs")
         jobs = r.store.resource("jobs", "batch")
-        r.store.create(jobs, NS, {"metadata": {"name": "once"}, "spec": {"template": {}}})
+        r.store.create(jobs, NS, {"metadata": {"name": "once"}, "spec": {"template": _NEVER}})
         answer = await r.send(
             step,
             path=step.path.replace("resourceVersion=1", f"resourceVersion={r.store.rv - 1}"),

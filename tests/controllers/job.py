@@ -18,6 +18,10 @@
 - Completions reached: condition Complete and completionTime; activeDeadlineSeconds
   passed: Failed DeadlineExceeded.
 
+- A Job whose ``spec.managedBy`` names another controller is left alone entirely (the
+  API server keeps the field only where the JobManagedBy gate is on: beta 1.32+,
+  ``pkg/controller/job/job_controller.go`` ``isJobManagedByOtherController``).
+
 Not modelled: Indexed completion mode, pod replacement policy, ttlSecondsAfterFinished.
 """
 
@@ -44,6 +48,8 @@ from .runner import wall_clock
 __all__ = ["JOB_TRACKING", "JobController"]
 
 JOB_TRACKING = "batch.kubernetes.io/job-tracking"
+# spec.managedBy of the Jobs this controller manages (also when the field is unset)
+JOB_CONTROLLER = "kubernetes.io/job-controller"
 BATCH = "batch/v1"
 
 
@@ -137,6 +143,8 @@ class JobController:
             if job["metadata"].get("deletionTimestamp"):
                 continue
             live.add(job["metadata"]["uid"])
+            if (job.get("spec") or {}).get("managedBy", JOB_CONTROLLER) != JOB_CONTROLLER:
+                continue  # another controller's Job: its pods and status are not ours
             changed |= await self._sync(job, by_owner.get(job["metadata"]["uid"], []))
         # Pods whose Job is gone (or going) lose the finalizer, so that they can go too.
         for p in pods:

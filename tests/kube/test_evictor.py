@@ -24,6 +24,9 @@ from gangplace.kube import (
 from tests.kubeapi import ApiServer, ApiStore
 from tests.kubeapi import objects as o
 
+# Pods of a workload with a scale (a budget with maxUnavailable needs one to be computed).
+_RS = ("ReplicaSet", "w")
+
 
 class Sleeps:
     """Records backoff delays instead of waiting them out."""
@@ -205,7 +208,7 @@ async def test_gone_and_replaced_pods(
 async def test_dry_run_sends_no_post(api: ApiServer, kube: KubeClient) -> None:
     store = api.store
     store.load(
-        [o.pod(f"g{i}", "ns1", node=f"n{i}", labels={"app": "g"}) for i in range(3)]
+        [o.pod(f"g{i}", "ns1", node=f"n{i}", labels={"app": "g"}, owner=_RS) for i in range(3)]
         + [o.pod("solo", "ns1", node="n0")]
     )
     store.create(
@@ -259,7 +262,7 @@ async def test_each_evicted_pod_gets_an_event(
 
 async def test_gang_is_checked_against_budgets_first(api: ApiServer, kube: KubeClient) -> None:
     store = api.store
-    store.load([o.pod(f"g{i}", "ns1", node="n1", labels={"app": "g"}) for i in range(4)])
+    store.load([o.pod(f"g{i}", "ns1", node="n1", labels={"app": "g"}, owner=_RS) for i in range(4)])
     store.create(
         store.resource("poddisruptionbudgets", "policy"),
         "ns1",

@@ -19,6 +19,9 @@ from gangplace.kube.resources import NODES, NON_TERMINAL_PODS, PODS
 from tests.kubeapi import ApiServer, ApiStore
 from tests.kubeapi import objects as o
 
+# Pods of a workload with a scale (a budget with maxUnavailable needs one to be computed).
+_RS = ("ReplicaSet", "w")
+
 
 async def until(cond: Callable[[], bool], timeout: float = 5.0) -> None:
     async with asyncio.timeout(timeout):
@@ -264,7 +267,10 @@ def _cluster(store: ApiStore) -> None:
     store.load(
         [o.node(f"gpu{i}", gpus=8, gpu_model="A100") for i in range(3)]
         + [o.node(f"cpu{i}") for i in range(2)]
-        + [o.pod(f"w{i}", "ns1", node=f"gpu{i % 3}", gpus=2, labels={"app": "w"}) for i in range(6)]
+        + [
+            o.pod(f"w{i}", "ns1", node=f"gpu{i % 3}", gpus=2, labels={"app": "w"}, owner=_RS)
+            for i in range(6)
+        ]
         + [o.pod(f"c{i}", "ns2", node=f"cpu{i % 2}", cpu="3") for i in range(4)]
         + [o.pod("waiting", "ns1", gpus=4), o.pod("done", "ns2", node="cpu0", phase="Succeeded")]
         + [o.pdb("w", "ns1", match_labels={"app": "w"}, max_unavailable=1)]

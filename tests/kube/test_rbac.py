@@ -24,6 +24,9 @@ from tests.kubeapi import ApiServer, RequestRecord
 from tests.kubeapi import objects as o
 from tests.kubeapi.app import _resolve
 
+# Pods of a workload with a scale (a budget with maxUnavailable needs one to be computed).
+_RS = ("ReplicaSet", "w")
+
 NS = rbac.NAMESPACE
 
 
@@ -258,7 +261,7 @@ async def test_the_descheduler_rules_allow_what_it_does_on_the_wire(
         [
             o.namespace(NS),
             o.node("n1"),
-            o.pod("p", "ns1", node="n1", labels={"app": "p"}),
+            o.pod("p", "ns1", node="n1", labels={"app": "p"}, owner=_RS),
             o.pdb("p", "ns1", match_labels={"app": "p"}, max_unavailable=1),
         ]
     )

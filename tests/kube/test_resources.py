@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from gangplace.kube import (
@@ -32,6 +33,9 @@ from descheduler.ledger_store import LedgerStore
 from tests.kubeapi import ApiServer
 from tests.kubeapi import objects as o
 from tests.kubeapi.app import _resolve
+
+# Pods of a workload with a scale (a budget with maxUnavailable needs one to be computed).
+_RS = ("ReplicaSet", "w")
 
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
@@ -83,7 +87,7 @@ async def test_api_calls_match_the_wire(api: ApiServer, kube: KubeClient) -> Non
         [
             o.namespace("corral"),
             o.node("n1"),
-            o.pod("p", "ns1", node="n1", labels={"app": "p"}),
+            o.pod("p", "ns1", node="n1", labels={"app": "p"}, owner=_RS),
             o.pdb("p", "ns1", match_labels={"app": "p"}, max_unavailable=1),
         ]
     )
@@ -170,7 +174,14 @@ async def descheduler_workload_calls(api: ApiServer, kube: KubeClient) -> None:
     await kube.get(PODS, "first", namespace="ns1")
     merge = "application/merge-patch+json"
     for r in SUSPENDABLE_WORKLOADS:
-        body = {"apiVersion": r.api_version, "kind": r.kind, "metadata": {"name": "w"}}
+        body: dict[str, Any] = {
+            "apiVersion": r.api_version,
+            "kind": r.kind,
+            "metadata": {"name": "w"},
+        }
+        if (r.group, r.kind) == ("batch", "Job"):  # a Job the API server accepts
+            pod = {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}
+            body["spec"] = {"template": {"spec": pod}}
         api.store.create(api.store.resource(r.plural, r.group), "ns1", body)
         note = {"metadata": {"annotations": {"corral.dev/suspended-by": "{}"}}}
         await kube.patch(r, "w", note, namespace="ns1", content_type=merge)

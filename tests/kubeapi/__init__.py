@@ -1,9 +1,11 @@
 """An in-memory Kubernetes API server for tests: real HTTP on 127.0.0.1, spoken to by the
 real kubernetes-asyncio client, calibrated on recordings of a real v1.28 control plane
-(``../shared/recordings``, replayed by ``tests/contract``; see :mod:`.recording`).
+(``tests/recordings``, replayed by ``tests/contract``; see :mod:`.recording`).
 
-It knows the release it plays (:class:`Versions`: ``/version``, the kinds and fields
-served) and serves what kubectl needs: discovery (:mod:`.discovery`), OpenAPI v3
+It plays one release of each component (:class:`Versions`: ``/version``, the kinds and
+fields served; for Jobs, the defaults, feature gates and validation of that release,
+:mod:`.job_validation`, :mod:`.gates`; Volcano's pod admission,
+:mod:`.volcano_admission`) and serves what kubectl needs: discovery (:mod:`.discovery`), OpenAPI v3
 (:mod:`.openapi`) and server-side field validation (:mod:`.fields`), as
 ``python -m tests.kubeapi`` too (:mod:`.__main__`). It starts with the system namespaces
 and a ``default`` ServiceAccount in every namespace, serves CustomResourceDefinitions
@@ -31,14 +33,15 @@ namespace removes its contents at once; one change history serves every kind's w
 (the real server has a watch cache per kind); a pod's spec may be changed by an update
 (the real server allows only images, activeDeadlineSeconds and added tolerations, and
 binding only through the Binding subresource); PodDisruptionBudget status is computed at
-once, and for maxUnavailable or a percentage it counts the pods (and evicted ones not yet
-replaced) where the real disruption controller reads the owner's scale subresource and,
-for owners without one (Jobs, bare pods), fails safe with disruptionsAllowed 0
-(SyncFailed); requests without a token are an admin's unless the server is given static
-tokens (an unknown token is 401, as in a real cluster: :meth:`ApiServer.accept` names
-an admin token), impersonation is not modelled, the bootstrap RBAC policy is reduced to
-what every authenticated user may do; the two Event APIs (core/v1 and events.k8s.io/v1)
-are stored separately.
+once, and for maxUnavailable or a percentage over pods of a workload with a scale
+(ReplicaSet, StatefulSet, ReplicationController) it counts the pods (and evicted ones not
+yet replaced) where the real disruption controller reads that scale (over pods of other
+owners -- Jobs, custom resources, bare pods -- it fails safe with disruptionsAllowed 0 and
+SyncFailed, as the real one does); requests without a token are an admin's unless the
+server is given static tokens (an unknown token is 401, as in a real cluster:
+:meth:`ApiServer.accept` names an admin token), impersonation is not modelled, the
+bootstrap RBAC policy is reduced to what every authenticated user may do; the two Event
+APIs (core/v1 and events.k8s.io/v1) are stored separately.
 
 Where things are: :mod:`.server` runs it and :mod:`.app` speaks the REST protocol;
 :mod:`.auth` authenticates and authorises; :mod:`.admitted` and :mod:`.webhooks` are the

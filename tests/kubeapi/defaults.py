@@ -1,18 +1,43 @@
 """What the API server adds to a new object, as a v1.28 server returns it on create: for a
 pod, defaulted spec fields, the admission plugins' additions (ServiceAccount token volume,
 default tolerations, priority) and the status it starts with (phase Pending, qosClass); for
-a Job, its generated selector and labels and the defaulted spec."""
+a Job, its generated selector and labels and the defaulted spec, per release (the Job
+fields of a feature gate that is off are dropped, :mod:`.gates`).
+
+:func:`default_job_fields` is the Job's defaulting function alone (``SetDefaults_Job``),
+which the API server runs when it decodes a request and again after each mutating
+webhook's patch (:func:`redefault`)."""
 
 from __future__ import annotations
 
 import secrets
 import string
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
+
+from .gates import enabled
+from .versions import Release
 
 Json = dict[str, Any]
 
-__all__ = ["default_job", "default_pod", "qos_class"]
+__all__ = [
+    "default_job",
+    "default_job_fields",
+    "default_pod",
+    "drop_disabled_job_fields",
+    "qos_class",
+    "redefault",
+]
+
+_MAX_INT32: Final = 2**31 - 1
+# The Job fields of a gate: dropped on create while the gate is off, and on update unless
+# the old Job has them (pkg/registry/batch/job/strategy.go dropDisabledFields).
+_GATED_JOB_FIELDS: Final = (
+    ("podReplacementPolicy", "JobPodReplacementPolicy"),
+    ("backoffLimitPerIndex", "JobBackoffLimitPerIndex"),
+    ("maxFailedIndexes", "JobBackoffLimitPerIndex"),
+    ("managedBy", "JobManagedBy"),
+)
 
 _TOKEN_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 _SUFFIX = string.ascii_lowercase + string.digits
@@ -155,10 +180,60 @@ def _default_failure_policy(spec: Json) -> None:
             cond.setdefault("status", "True")
 
 
-def default_job(obj: Json) -> None:
+def default_job_fields(obj: Json, kube: Release) -> None:
+    """``SetDefaults_Job`` of ``pkg/apis/batch/v1/defaults.go`` (v1.28-v1.37) and the pod
+    template's defaults, on a Job in place; only fields still unset change.
+    parallelism and completions (both 1 when both are unset), backoffLimit (6, or the
+    largest int32 with a backoffLimitPerIndex), completionMode NonIndexed, suspend false,
+    a podFailurePolicy pod condition's status True, and since v1.29 (JobPodReplacementPolicy
+    beta) podReplacementPolicy: ``Failed`` with a podFailurePolicy, else
+    ``TerminatingOrFailed``."""
+    spec = obj.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    if spec.get("parallelism") is None:
+        spec["parallelism"] = 1
+    if spec.get("backoffLimit") is None:
+        spec["backoffLimit"] = _MAX_INT32 if spec.get("backoffLimitPerIndex") is not None else 6
+    if spec.get("completionMode") is None:
+        spec["completionMode"] = "NonIndexed"
+    if spec.get("suspend") is None:
+        spec["suspend"] = False
+    _default_failure_policy(spec)
+    if enabled("JobPodReplacementPolicy", kube) and spec.get("podReplacementPolicy") is None:
+        failed = spec.get("podFailurePolicy") is not None
+        spec["podReplacementPolicy"] = "Failed" if failed else "TerminatingOrFailed"
+    template = spec.get("template")
+    if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+        _default_pod_template_spec(template["spec"])
+
+
+def drop_disabled_job_fields(spec: Json, kube: Release, old: Json | None = None) -> None:
+    """The fields of a gate that is off on ``kube`` go, unless the old spec (on update)
+    has them already: ``dropDisabledFields`` of ``pkg/registry/batch/job/strategy.go``
+    (and ``managedBy`` is no field of batch/v1 before v1.30: decoding drops it)."""
+    for key, gate in _GATED_JOB_FIELDS:
+        if key in spec and not enabled(gate, kube) and (old is None or old.get(key) is None):
+            del spec[key]
+
+
+def redefault(group: str, plural: str, obj: Json, kube: Release) -> None:
+    """What the API server's defaulter does to an object a mutating webhook patched
+    (``staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/mutating/
+    dispatcher.go``, ``o.GetObjectDefaulter().Default`` after the patch, every
+    release): unset fields get their defaults again, set ones stay. Modelled for Jobs,
+    the kind whose defaults depend on fields a webhook adds (podReplacementPolicy
+    follows podFailurePolicy); pods are defaulted when stored."""
+    if (group, plural) == ("batch", "jobs"):
+        default_job_fields(obj, kube)
+
+
+def default_job(obj: Json, kube: Release) -> None:
     """Default ``obj`` (a new batch/v1 Job, its uid set) in place: the generated selector
-    and the labels that go with it, parallelism, completions, backoffLimit,
-    completionMode, suspend, the template's pod spec, an empty status."""
+    and the labels that go with it, :func:`default_job_fields`, the fields of gates that
+    are off dropped, an empty status."""
     meta = obj["metadata"]
     spec = obj.setdefault("spec", {})
     template = spec.setdefault("template", {})
@@ -176,12 +251,7 @@ def default_job(obj: Json) -> None:
         spec.setdefault("selector", {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}})
     if not meta.get("labels") and tmeta.get("labels"):
         meta["labels"] = dict(tmeta["labels"])
-    if spec.get("completions") is None and spec.get("parallelism") is None:
-        spec["completions"] = 1
-    spec.setdefault("parallelism", 1)
-    spec.setdefault("backoffLimit", 6)
-    spec.setdefault("completionMode", "NonIndexed")
-    spec.setdefault("suspend", False)
-    _default_failure_policy(spec)
-    _default_pod_template_spec(template.setdefault("spec", {}))
+    template.setdefault("spec", {})
+    default_job_fields(obj, kube)
+    drop_disabled_job_fields(spec, kube)
     obj["status"] = {}

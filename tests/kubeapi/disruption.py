@@ -1,6 +1,13 @@
 """PodDisruptionBudgets in the in-memory API server: the disruption controller's status
 figures, and the eviction subresource with its budget rules (DisruptionTarget, dry run).
 
+Follows ``pkg/registry/core/pod/storage/eviction.go`` (v1.28-v1.37): a Pending, finished
+or terminating pod is evicted whatever its budget says, and every evicted pod gets the
+DisruptionTarget condition first; a pod under more than one budget gets a 500 with no
+reason. And ``pkg/controller/disruption/disruption.go``: a budget with maxUnavailable
+or a string minAvailable over pods whose controller has no scale (Job pods, bare pods)
+cannot be computed, and the controller fails safe (disruptionsAllowed 0, SyncFailed).
+
 :class:`DisruptionBudgets` is a part of :class:`~tests.kubeapi.store.ApiStore`: the
 store calls ``_sync_pdbs`` after every write of a pod or a budget.
 """
@@ -19,6 +26,31 @@ Json = dict[str, Any]
 Key = tuple[str, str]
 
 __all__ = ["DisruptionBudgets"]
+
+# Owners the disruption controller finds a scale for (pkg/controller/disruption/
+# disruption.go, the finders of getExpectedScale: ReplicationController, ReplicaSet with its
+# Deployment, StatefulSet, and the generic scale subresource, which these built-in kinds
+# have). A Job has none; custom resources are taken to have none.
+_SCALABLE = frozenset({"ReplicaSet", "ReplicationController", "StatefulSet", "Deployment"})
+
+
+def _needs_scale(spec: Json) -> bool:
+    """maxUnavailable, or a minAvailable given as a string (a percentage), is computed
+    against the owners' scale; an integer minAvailable against the pods alone."""
+    return spec.get("maxUnavailable") is not None or isinstance(spec.get("minAvailable"), str)
+
+
+def _scale_error(pods: list[Json]) -> str | None:
+    """Why getExpectedScale fails for these pods (the first pod without a controller, or
+    whose controller has no scale), as the controller words it; None when it does not."""
+    for p in pods:
+        meta = p.get("metadata") or {}
+        ref = next((r for r in meta.get("ownerReferences") or () if r.get("controller")), None)
+        if ref is None:
+            return f'found no controller ref for pod "{meta.get("name")}"'
+        if ref.get("kind") not in _SCALABLE:
+            return f'found no controllers for pod "{meta.get("name")}"'
+    return None
 
 
 def _scaled(value: int | str, total: int) -> int:
@@ -63,13 +95,15 @@ class DisruptionBudgets:
         selector = LabelSelector.from_json(spec.get("selector"))
         if pods is None:
             pods = list(self.items(self.types[("", "v1", "pods")], ns))
+        selected = [p for p in pods if selector.matches((p.get("metadata") or {}).get("labels"))]
         matching = [
-            p
-            for p in pods
-            if (p.get("status") or {}).get("phase") not in TERMINAL_PHASES
-            and selector.matches((p.get("metadata") or {}).get("labels"))
+            p for p in selected if (p.get("status") or {}).get("phase") not in TERMINAL_PHASES
         ]
         old = pdb.get("status") or {}
+        if _needs_scale(spec):
+            error = _scale_error(selected)
+            if error is not None:
+                return self._fail_safe(old, error)
         by_name = {p["metadata"]["name"]: p for p in matching}
         disrupted: dict[str, str] = {
             n: t
@@ -113,6 +147,38 @@ class DisruptionBudgets:
         }
         if disrupted:
             status["disruptedPods"] = disrupted
+        return status
+
+    @staticmethod
+    def _fail_safe(old: Json, error: str) -> Json:
+        """``failSafe``: the figures kept, disruptionsAllowed 0, DisruptionAllowed False
+        with reason SyncFailed; observedGeneration not advanced, so a new budget stays
+        "still being processed" for the eviction subresource."""
+        status: Json = {
+            "disruptionsAllowed": 0,
+            "currentHealthy": old.get("currentHealthy", 0),
+            "desiredHealthy": old.get("desiredHealthy", 0),
+            "expectedPods": old.get("expectedPods", 0),
+        }
+        if "observedGeneration" in old:
+            status["observedGeneration"] = old["observedGeneration"]
+        old_cond = next(
+            (c for c in old.get("conditions") or () if c.get("type") == "DisruptionAllowed"), {}
+        )
+        status["conditions"] = [
+            {
+                "type": "DisruptionAllowed",
+                "status": "False",
+                "reason": "SyncFailed",
+                "message": error,
+                "observedGeneration": old.get("observedGeneration", 0),
+                "lastTransitionTime": old_cond.get("lastTransitionTime")
+                if old_cond.get("status") == "False"
+                else now_iso(),
+            }
+        ]
+        if old.get("disruptedPods"):
+            status["disruptedPods"] = old["disruptedPods"]
         return status
 
     def _sync_pdbs(
@@ -185,9 +251,6 @@ class DisruptionBudgets:
                 )
             dry_run = True
         grace = options.get("gracePeriodSeconds")
-        if pod["metadata"].get("deletionTimestamp"):
-            # Already terminating: the eviction is done as far as the server is concerned.
-            return status_body(201, "", "", success=True)
         pre = (options.get("preconditions")) or {}
         uid, rv = pre.get("uid"), pre.get("resourceVersion")
         if uid and uid != pod["metadata"].get("uid"):
@@ -218,9 +281,10 @@ class DisruptionBudgets:
                 if LabelSelector.from_json((p.get("spec") or {}).get("selector")).matches(labels)
             ]
             if len(matching) > 1:
+                # a bare Status: code 500 and no reason (eviction.go)
                 raise ApiStatusError(
                     500,
-                    "InternalError",
+                    "",
                     "This pod has more than one PodDisruptionBudget, which the eviction "
                     "subresource does not support.",
                 )
@@ -230,6 +294,8 @@ class DisruptionBudgets:
                     self._mark_disrupted(matching[0], name)
                     self._evicted.add(f"{namespace}/{name}")
         if not dry_run:
+            # Also on a Pending, finished or already terminating pod (canIgnorePDB, then
+            # addConditionAndDeletePod), where PodDisruptionConditions is on (1.26+).
             self._disruption_target(pods, pod)
             self.delete(
                 pods,
@@ -241,14 +307,17 @@ class DisruptionBudgets:
         return status_body(201, "", "", success=True)
 
     def _disruption_target(self, pods: ResourceType, pod: Json) -> None:
-        """The condition the eviction handler sets before it deletes the pod."""
+        """The condition the eviction handler sets before it deletes the pod
+        (``podutil.UpdatePodCondition``: a condition already True is kept as it is, and
+        an unchanged pod is not written)."""
+        conditions = list((pod.get("status") or {}).get("conditions") or ())
+        if any(
+            c.get("type") == "DisruptionTarget" and c.get("status") == "True" for c in conditions
+        ):
+            return
         new = copy_json(pod)
-        conditions = [
-            c
-            for c in (new.setdefault("status", {}).get("conditions") or ())
-            if c.get("type") != "DisruptionTarget"
-        ]
-        conditions.append(
+        kept = [c for c in conditions if c.get("type") != "DisruptionTarget"]
+        kept.append(
             {
                 "type": "DisruptionTarget",
                 "status": "True",
@@ -258,7 +327,7 @@ class DisruptionBudgets:
                 "message": "Eviction API: evicting",
             }
         )
-        new["status"]["conditions"] = conditions
+        new.setdefault("status", {})["conditions"] = kept
         self._commit(pods, "MODIFIED", new, pod)
         self._after_write(pods, new)
 

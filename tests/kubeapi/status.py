@@ -24,8 +24,8 @@ def status_body(
     }
     if details:
         body["details"] = {k: v for k, v in details.items() if v != ""}
-    if success:
-        del body["reason"]
+    if success or not reason:
+        del body["reason"]  # omitted when empty, as the API server's encoding does
         if not message:
             del body["message"]
     return body

@@ -22,15 +22,16 @@ from typing import Any
 
 from .auth import TokenIssuer
 from .crds import crd_defaults, crd_status, prune, schema_of, validate_crd
-from .defaults import default_job, default_pod
+from .defaults import default_job, default_job_fields, default_pod, drop_disabled_job_fields
 from .deletion import Deletion
 from .disruption import DisruptionBudgets
+from .job_validation import validate_job_create, validate_job_update
 from .listing import Continuation, Listing
 from .patches import apply_patch
 from .resources import BUILTIN_TYPES, CUSTOM_TYPES, ResourceType, copy_json, now_iso
 from .status import ApiStatusError
 from .subresources import Subresources
-from .validation import canonical_quantities, check_job_update, validate
+from .validation import canonical_quantities, validate
 from .versions import Versions
 from .watches import Change, Watch, Watching
 from .workloads import default_workload
@@ -395,6 +396,8 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
         for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(k, None)
         self._default(rt, obj)
+        if (rt.group, rt.plural) == ("batch", "jobs"):
+            validate_job_create(obj, self.versions.kube)
         if dry_run:
             return obj
         self._commit(rt, "ADDED", obj, None)
@@ -416,7 +419,7 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
         if rt.group == "" and rt.plural == "pods":
             default_pod(obj, self._priority_of)
         elif (rt.group, rt.plural) == ("batch", "jobs"):
-            default_job(obj)
+            default_job(obj, self.versions.kube)
         elif default_workload(rt.group, rt.plural, obj):
             pass
         elif (rt.group, rt.plural) == _CRDS:
@@ -499,7 +502,13 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
             else:
                 obj.pop("status", None)
         if (rt.group, rt.plural) == ("batch", "jobs"):
-            check_job_update(old, obj)
+            # decoded and defaulted, the disabled fields dropped, then validated against
+            # the old object as the server reads it from storage (defaulted too)
+            default_job_fields(obj, self.versions.kube)
+            stored = copy_json(old)
+            default_job_fields(stored, self.versions.kube)
+            drop_disabled_job_fields(obj["spec"], self.versions.kube, stored.get("spec"))
+            validate_job_update(stored, obj, self.versions.kube)
         if (rt.group, rt.plural) == _CRDS:
             obj.update(crd_defaults(obj))
             validate_crd(obj)

@@ -15,6 +15,9 @@ from tests.kubeapi.kubelet.kubelet import finish_pod
 from tests.kubeapi.recording import assert_same, load
 from tests.kubeapi.strategic import strategic_merge
 
+# the smallest pod template a Job may have (restartPolicy is required)
+_NEVER = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
+
 SMP = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
 EVICT = {"apiVersion": "policy/v1", "kind": "Eviction"}
@@ -116,7 +119,7 @@ def test_propagation_policies_add_their_finalizers() -> None:
     store = _store()
     jobs = store.resource("jobs", "batch")
     for name in ("fg", "orphan", "bg"):
-        store.create(jobs, "ns", {"metadata": {"name": name}, "spec": {"template": {}}})
+        store.create(jobs, "ns", {"metadata": {"name": name}, "spec": {"template": _NEVER}})
     fg = store.delete(jobs, "ns", "fg", propagation_policy="Foreground")
     assert fg["metadata"]["finalizers"] == ["foregroundDeletion"]
     assert fg["metadata"]["deletionTimestamp"] and fg["metadata"]["deletionGracePeriodSeconds"] == 0

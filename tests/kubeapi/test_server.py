@@ -252,8 +252,9 @@ async def test_bounded_history_expires_old_versions() -> None:
 
 async def test_pdb_status_follows_pods(api: ApiServer, typed: k8s.ApiClient) -> None:
     store = api.store
-    store.load([o.pod(f"w{i}", "ns1", node="n1", labels={"app": "w"}) for i in range(4)])
-    store.load([o.pod("sick", "ns1", node="n1", labels={"app": "w"}, ready=False)])
+    rs = ("ReplicaSet", "w")  # an owner with a scale: every kind of budget is computed
+    store.load([o.pod(f"w{i}", "ns1", node="n1", labels={"app": "w"}, owner=rs) for i in range(4)])
+    store.load([o.pod("sick", "ns1", node="n1", labels={"app": "w"}, ready=False, owner=rs)])
     policy = k8s.PolicyV1Api(typed)
     cases = [
         ({"min_available": 2}, 2, 2),

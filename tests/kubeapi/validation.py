@@ -1,12 +1,11 @@
-"""What the in-memory API server refuses in an object it is given (names, budgets, the
-Job fields an update may not change), and the canonical form it stores quantities in."""
+"""What the in-memory API server refuses in an object it is given (names, budgets; a
+Job's rules are in :mod:`.job_validation`), and the canonical form it stores quantities in."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-import orjson
 from gangplace.kube.selectors import LabelSelector, SelectorError
 
 from .quantity import canonical_resources
@@ -15,7 +14,7 @@ from .status import ApiStatusError
 
 Json = dict[str, Any]
 
-__all__ = ["canonical_quantities", "check_job_update", "validate"]
+__all__ = ["canonical_quantities", "validate"]
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -42,55 +41,6 @@ def canonical_quantities(rt: ResourceType, obj: Json) -> None:
         if isinstance(status, dict):
             canonical_resources(status.get("capacity"))
             canonical_resources(status.get("allocatable"))
-
-
-def _go_value(value: Any) -> str:
-    """A value as the API server's validation messages print it."""
-    if isinstance(value, str):
-        return f'"{value}"'
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(value)
-    return orjson.dumps(value).decode()
-
-
-def check_job_update(old: Json, new: Json) -> None:
-    """The Job fields an update may not change (422, worded as the API server words it):
-    completions (but for an Indexed Job scaled with completions == parallelism),
-    completionMode, selector, podFailurePolicy, and the pod template unless the Job is
-    suspended."""
-    before, after = old.get("spec") or {}, new.get("spec") or {}
-    fields = ["completionMode", "selector", "podFailurePolicy"]
-    elastic = after.get("completionMode") == "Indexed" and after.get("completions") == after.get(
-        "parallelism"
-    )
-    if not elastic:
-        fields.insert(0, "completions")
-    if not (before.get("suspend") and after.get("suspend")):
-        fields.append("template")
-    causes = [
-        {
-            "reason": "FieldValueInvalid",
-            "message": f"Invalid value: {_go_value(after.get(f))}: field is immutable",
-            "field": f"spec.{f}",
-        }
-        for f in fields
-        if before.get(f) != after.get(f)
-    ]
-    if not causes:
-        return
-    listed = [f"{c['field']}: {c['message']}" for c in causes]
-    text = listed[0] if len(listed) == 1 else f"[{', '.join(listed)}]"
-    name = new["metadata"]["name"]
-    raise ApiStatusError(
-        422,
-        "Invalid",
-        f'Job.batch "{name}" is invalid: {text}',
-        {"name": name, "group": "batch", "kind": "Job", "causes": causes},
-    )
 
 
 def validate(rt: ResourceType, obj: Json) -> None:

@@ -24,6 +24,8 @@ What it does, in the API server's order and with its messages:
   webhook" 500s under failurePolicy Fail and skipped under Ignore; ``allowed: false``
   is the webhook's status with its code (at least 400) and "admission webhook ... denied
   the request"; a JSONPatch that cannot be applied is a 500 whatever the policy;
+- the patched object is defaulted again (only fields still unset, :func:`.defaults.redefault`),
+  as the dispatcher does after each patch;
 - ``warnings`` are collected for the response's ``Warning: 299 - "..."`` headers;
 - reinvocationPolicy IfNeeded: when a later webhook changed the object, every earlier
   IfNeeded webhook is called once more (one extra round at most).
@@ -46,6 +48,7 @@ import jsonpointer
 import orjson
 from gangplace.kube.selectors import LabelSelector, SelectorError
 
+from .defaults import redefault
 from .resources import ResourceType
 from .status import ApiStatusError
 from .store import ApiStore
@@ -650,6 +653,10 @@ class AdmissionChain:
             raise ApiStatusError(
                 500, "InternalError", "Internal error occurred: the patched object is not an object"
             )
+        if not a.subresource:
+            # The dispatcher defaults the patched object again: fields still unset get
+            # their defaults (a Job given a podFailurePolicy: podReplacementPolicy Failed).
+            redefault(a.rt.group, a.rt.plural, patched, self.store.versions.kube)
         return _Call(patched != obj, patched)
 
     def _target(self, hook: Json, timeout: int) -> tuple[str, str | None]:

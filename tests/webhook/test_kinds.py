@@ -406,12 +406,25 @@ def test_an_update_never_adds_the_rule() -> None:
     assert res.patch == [] and "podFailurePolicy" not in patched["spec"]
 
 
-def test_a_user_rule_that_already_ignores_disruptions_is_enough() -> None:
+def test_a_user_rule_that_already_ignores_disruptions_first_is_enough() -> None:
+    rev = fixture("job-create-podfailurepolicy.json")
+    user = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}
+    obj_of(rev)["spec"]["podFailurePolicy"]["rules"].insert(0, user)
+    _, patched = checked(rev)
+    assert patched["spec"]["podFailurePolicy"] == obj_of(rev)["spec"]["podFailurePolicy"]
+
+
+def test_a_user_rule_after_an_exit_code_rule_is_not_enough() -> None:
+    """An evicted pod's exit code (143 after SIGTERM) may match the exit-code rule first."""
     rev = fixture("job-create-podfailurepolicy.json")
     user = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}
     obj_of(rev)["spec"]["podFailurePolicy"]["rules"].append(user)
     _, patched = checked(rev)
-    assert patched["spec"]["podFailurePolicy"] == obj_of(rev)["spec"]["podFailurePolicy"]
+    assert patched["spec"]["podFailurePolicy"]["rules"][0] == DISRUPTION_RULE
+    assert (
+        patched["spec"]["podFailurePolicy"]["rules"][1:]
+        == obj_of(rev)["spec"]["podFailurePolicy"]["rules"]
+    )
 
 
 def test_a_full_policy_gets_a_warning_instead() -> None:
@@ -445,20 +458,23 @@ def test_the_rule_is_added_once_before_the_users(rules: list[dict[str, Any]]) ->
     obj_of(rev)["spec"]["podFailurePolicy"]["rules"] = copy.deepcopy(rules)
     _, patched = checked(rev)  # a second pass adds nothing
     got = patched["spec"]["podFailurePolicy"]["rules"]
-    already = any(
-        r["action"] == "Ignore"
-        and any(
-            c["type"] == "DisruptionTarget" and c.get("status", "True") == "True"
-            for c in r["onPodConditions"]
-        )
-        for r in rules
+    # the first rule an evicted pod matches decides (condition rules only here)
+    first = next(
+        (
+            r
+            for r in rules
+            if any(
+                c["type"] == "DisruptionTarget" and c.get("status", "True") == "True"
+                for c in r["onPodConditions"]
+            )
+        ),
+        None,
     )
+    already = first is not None and first["action"] == "Ignore"
     if already or len(rules) >= MAX_RULES:
         assert got == rules
     else:
         assert got == [DISRUPTION_RULE, *rules]
-    assert sum(r == DISRUPTION_RULE for r in got) <= max(
-        1, sum(r == DISRUPTION_RULE for r in rules)
-    )
+    assert sum(r == DISRUPTION_RULE for r in got) <= 1 + sum(r == DISRUPTION_RULE for r in rules)
     again = admit(with_object(rev, patched), None, WebhookConfig())
     assert again.patch == []

@@ -19,7 +19,8 @@ __all__ = ["JobRule", "allow", "cap", "deny", "finish", "review_of"]
 _WARNING_MAX = 250
 
 
-# A Job's podFailurePolicy with the disruption rule first (None: unchanged), warnings.
+# The Job spec fields that put the disruption rule first (podFailurePolicy, and
+# podReplacementPolicy where needed; None: unchanged), warnings (webhook.disruption).
 JobRule = tuple[dict[str, Any] | None, list[str]]
 
 
@@ -71,9 +72,10 @@ def finish(
 ) -> AdmitResult:
     ops = ed.ops()
     if job_rule is not None and job_rule[0] is not None:
-        # Its own operation: the Editor's diff is not needed for a field set whole
-        # ("add" replaces a podFailurePolicy that is there).
-        ops.append({"op": "add", "path": "/spec/podFailurePolicy", "value": job_rule[0]})
+        # Their own operations: the Editor's diff is not needed for fields set whole
+        # ("add" replaces a value that is there).
+        for key, value in job_rule[0].items():
+            ops.append({"op": "add", "path": f"/spec/{key}", "value": value})
     response: dict[str, Any] = {"uid": req.uid, "allowed": True}
     if ops:
         response["patchType"] = "JSONPatch"

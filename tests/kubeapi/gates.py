@@ -1,0 +1,41 @@
+"""The feature gates whose defaults change what the in-memory API server does with a Job,
+per Kubernetes release: ``enabled("JobPodReplacementPolicy", release)``.
+
+Each gate's stages follow ``pkg/features/kube_features.go`` of kubernetes/kubernetes at
+each release (the versioned specs since v1.31) and the feature-gate pages of
+kubernetes/website (``content/en/docs/reference/command-line-tools-reference/
+feature-gates/``): the release a stage starts, and whether it is on by default there.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from .versions import Release
+
+__all__ = ["GATES", "enabled"]
+
+# gate -> [(first release of a stage, on by default in it)], oldest first.
+GATES: Final[dict[str, tuple[tuple[Release, bool], ...]]] = {
+    # alpha 1.28 (off), beta 1.29 (on), GA 1.34
+    "JobPodReplacementPolicy": ((Release(1, 28), False), (Release(1, 29), True)),
+    # alpha 1.28 (off), beta 1.29 (on), GA 1.33
+    "JobBackoffLimitPerIndex": ((Release(1, 28), False), (Release(1, 29), True)),
+    # alpha 1.30 (off), beta 1.32 (on), GA 1.35; the field does not exist before 1.30
+    "JobManagedBy": ((Release(1, 30), False), (Release(1, 32), True)),
+    # beta 1.26 (on), GA 1.31
+    "JobPodFailurePolicy": ((Release(1, 26), True),),
+    # beta 1.26 (on), GA 1.31: an eviction sets the DisruptionTarget condition
+    "PodDisruptionConditions": ((Release(1, 26), True),),
+    # GA 1.27: a suspended Job never started may change its template's scheduling fields
+    "JobMutableNodeSchedulingDirectives": ((Release(1, 23), True),),
+}
+
+
+def enabled(gate: str, release: Release) -> bool:
+    """Whether ``gate`` is on by default on ``release`` (False before it exists)."""
+    on = False
+    for since, default in GATES[gate]:
+        if release >= since:
+            on = default
+    return on
