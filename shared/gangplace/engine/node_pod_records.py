@@ -23,6 +23,7 @@ from .model import (
     parse_taints,
     shape_from_pod,
 )
+from .quantity import to_milli
 from .resources import ResourceError, parse_resource_list
 
 __all__ = [
@@ -99,6 +100,21 @@ def _as_str_map(raw: Any, what: str) -> dict[str, str]:
     return dict(raw)
 
 
+def _whole_gpus(name: str, field: str, raw: Any, cfg: EngineConfig) -> None:
+    """A GPU is a device: a node advertising 1.5 would be rounded to 2 and its pods'
+    use would no longer add up, so a fraction is refused, naming the field."""
+    if not isinstance(raw, Mapping):
+        return
+    for res in cfg.gpu_resources:
+        value = raw.get(res)
+        if value is not None and to_milli(value) % 1000:
+            raise SnapshotError(
+                f'node {name}: status.{field}["{res}"]: "{value}" is not a whole number '
+                'of GPUs; allowed: a whole number, such as "8" (a device plugin counts '
+                "devices)"
+            )
+
+
 def node_from_json(obj: Mapping[str, Any], config: EngineConfig | None = None) -> NodeRecord:
     """A Node object as the API returns it."""
     cfg = config or EngineConfig()
@@ -108,11 +124,13 @@ def node_from_json(obj: Mapping[str, Any], config: EngineConfig | None = None) -
         raise SnapshotError("node without metadata.name")
     status = obj.get("status") or {}
     spec = obj.get("spec") or {}
+    listed = "allocatable" if status.get("allocatable") else "capacity"
     try:
-        alloc = parse_resource_list(status.get("allocatable") or status.get("capacity"))
+        alloc = parse_resource_list(status.get(listed))
         taints = parse_taints(spec.get("taints"))
     except (ResourceError, ShapeError) as e:
         raise SnapshotError(f"node {name}: {e}") from None
+    _whole_gpus(name, listed, status.get(listed), cfg)
     labels = _as_str_map(meta.get("labels"), f"node {name}: metadata.labels")
     alloc.setdefault("pods", cfg.default_pods_per_node)
     gpu_res, gpu_count = None, 0
