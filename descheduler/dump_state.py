@@ -10,15 +10,23 @@ from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 
-from gangplace.engine import EngineConfig
+from gangplace.engine import EngineConfig, SnapshotError
 from gangplace.engine.dump_checks import dump_warnings
-from gangplace.engine.timeparse import parse_time
+from gangplace.engine.timeparse import TimeFormatError, parse_time
 from gangplace.snapshot_io import load_list
 
 from .config import ConfigError
 from .state import ClusterState, StateError, state_from_list
 
-__all__ = ["SAMPLE", "SAMPLES", "SNAPSHOT_TIME", "DumpState", "read_dump"]
+__all__ = [
+    "DUMP_ERRORS",
+    "SAMPLE",
+    "SAMPLES",
+    "SNAPSHOT_TIME",
+    "DumpState",
+    "dump_objects",
+    "read_dump",
+]
 
 # The bundled sample clusters, by the name `--snapshot sample:NAME` gives them; the
 # first is the default of `plan`.
@@ -29,6 +37,10 @@ SAMPLES = {
 SAMPLE = SAMPLES["trace"]
 # A dump may say when it was taken; plans on it are then reproducible without --now.
 SNAPSHOT_TIME = "corral.dev/snapshot-time"
+
+
+# What read_dump raises on a dump (or --now) that cannot be used; each names the file.
+DUMP_ERRORS = (StateError, SnapshotError, ConfigError, TimeFormatError)
 
 
 @dataclass(slots=True)
@@ -76,3 +88,9 @@ def read_dump(path: str | None, now: str | None, engine: EngineConfig) -> DumpSt
         raise StateError(f"{source}: {e}") from None
     notes = [f"{source}: {n}" for n in dump_warnings(state.snapshot)]
     return DumpState(state, source, doc, notes)
+
+
+def dump_objects(dump: DumpState, kind: str) -> list[dict[str, Any]]:
+    """The dump's objects of ``kind`` (Pod, Namespace...), as the file holds them."""
+    items = dump.doc.get("items") or []
+    return [x for x in items if isinstance(x, dict) and x.get("kind") == kind]
