@@ -203,7 +203,10 @@ class Session:
             return await self.reader.namespace_labels(name)
         found = next((x for x in dump_objects(self.dump, "Namespace") if _named(x, name)), None)
         if found is None:
-            return None, f"namespace {name} is not in the dump (dump namespaces too to check it)"
+            return (
+                None,
+                f"namespace {name} is not in the dump; add namespaces to the dump to check it",
+            )
         labels = (found.get("metadata") or {}).get("labels") or {}
         return (dict(labels) if isinstance(labels, dict) else {}), ""
 
