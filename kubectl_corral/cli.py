@@ -10,7 +10,8 @@ It finds the cluster as kubectl does (``--kubeconfig``, ``$KUBECONFIG``, in-clus
 context's, else ``default``). Exit codes: 0 done, 1 the cluster could not be read or
 the pod was not found (or the demo could not run, or a step of it went wrong), 2 bad
 usage (a flag, config or ``--snapshot`` dump that cannot be used). With ``--snapshot``
-it reads a dump, as ``corral-descheduler plan --snapshot`` does, and no cluster. ``demo`` is the one command that writes (in namespaces of its own).
+it reads a dump, as ``corral-descheduler plan --snapshot`` does, and no cluster.
+``demo`` is the one command that writes (in namespaces of its own).
 """
 
 from __future__ import annotations

@@ -135,6 +135,7 @@ def _one(err: Any, model: type[BaseModel] | None) -> str:
 def describe_validation_error(
     error: ValidationError, where: str, model: type[BaseModel] | None = None
 ) -> str:
-    """Every error of ``error`` on one line, each naming its key: ``WHERE: KEY: ...``
-    the errors joined by ``; ``. With the config's ``model``, an unknown key lists the known ones."""
+    """Every error of ``error`` on one line, each naming its key: ``WHERE: KEY: ...``,
+    the errors joined by ``; ``. With the config's ``model``, an unknown key lists the
+    known ones."""
     return f"{where}: " + "; ".join(_one(e, model) for e in error.errors())

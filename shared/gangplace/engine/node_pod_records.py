@@ -115,8 +115,39 @@ def _whole_gpus(name: str, field: str, raw: Any, cfg: EngineConfig) -> None:
             )
 
 
+# A field of the wrong type deep in an object (a container that is a number) shows up
+# as one of these while it is read; it is reported naming the object, never raised.
+_WRONG_TYPE = (AttributeError, TypeError, KeyError, IndexError)
+
+
+def _sections(obj: Any, kind: str) -> str:
+    """Check the object and its top-level sections are objects; its name for messages."""
+    if not isinstance(obj, Mapping):
+        raise SnapshotError(f"a {kind} that is not an object: {str(obj)[:40]!r}")
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    ns = meta.get("namespace") if isinstance(meta, Mapping) else None
+    who = f"{kind.lower()} {f'{ns}/' if ns and kind == 'Pod' else ''}{name or '(no name)'}"
+    for key in ("metadata", "spec", "status"):
+        if obj.get(key) is not None and not isinstance(obj[key], Mapping):
+            raise SnapshotError(f"{who}: {key}: expected an object")
+    return who
+
+
 def node_from_json(obj: Mapping[str, Any], config: EngineConfig | None = None) -> NodeRecord:
-    """A Node object as the API returns it."""
+    """A Node object as the API returns it. A field of the wrong type is a
+    SnapshotError naming the node."""
+    who = _sections(obj, "Node")
+    try:
+        return _node_from_json(obj, config)
+    except _WRONG_TYPE:
+        raise SnapshotError(
+            f"{who}: a field holds a value of the wrong type (not as kubectl get -o json "
+            "writes a Node)"
+        ) from None
+
+
+def _node_from_json(obj: Mapping[str, Any], config: EngineConfig | None) -> NodeRecord:
     cfg = config or EngineConfig()
     meta = obj.get("metadata") or {}
     name = meta.get("name")
@@ -185,7 +216,23 @@ def pod_from_json(
     config: EngineConfig | None = None,
     shapes: dict[PodShape, PodShape] | None = None,
 ) -> PodRecord:
-    """A Pod object as the API returns it. ``shapes`` interns equal shapes."""
+    """A Pod object as the API returns it. ``shapes`` interns equal shapes. A field of
+    the wrong type is a SnapshotError naming the pod."""
+    try:
+        return _pod_from_json(obj, config, shapes)
+    except _WRONG_TYPE:
+        who = _sections(obj, "Pod")
+        raise SnapshotError(
+            f"{who}: a field holds a value of the wrong type (not as kubectl get -o json "
+            "writes a Pod)"
+        ) from None
+
+
+def _pod_from_json(
+    obj: Mapping[str, Any],
+    config: EngineConfig | None,
+    shapes: dict[PodShape, PodShape] | None,
+) -> PodRecord:
     cfg = config or EngineConfig()
     meta = obj.get("metadata") or {}
     name = meta.get("name") or meta.get("generateName") or ""

@@ -10,6 +10,7 @@ allowed models joined by ``|``. Errors name the file and line.
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,26 +73,38 @@ def _rows(path: Path, needed: tuple[str, ...]) -> Iterator[tuple[int, dict[str, 
     except OSError as e:
         raise TraceError(f"{path}: {e.strerror or e}") from None
     with f:
-        reader = csv.DictReader(f)
-        missing = [c for c in needed if c not in (reader.fieldnames or ())]
-        if missing:
-            raise TraceError(f"{path}: missing column(s) {', '.join(missing)}")
-        for row in reader:
-            yield reader.line_num, row
+        try:
+            reader = csv.DictReader(f)
+            missing = [c for c in needed if c not in (reader.fieldnames or ())]
+            if missing:
+                raise TraceError(f"{path}: missing column(s) {', '.join(missing)}")
+            for row in reader:
+                yield reader.line_num, row
+        except UnicodeDecodeError:
+            raise TraceError(f"{path}: not a CSV file (not UTF-8 text)") from None
+        except csv.Error as e:
+            raise TraceError(f"{path}: not a CSV file ({e})") from None
+
+
+# Counts beyond this are no cluster's (and beyond what the engine's int64 arrays hold).
+_LARGEST = 2**53
 
 
 def _int(path: Path, line: int, row: dict[str, str], col: str) -> int:
     raw = (row.get(col) or "").strip()
     try:
-        return int(raw)
+        n = int(raw) if len(raw) <= 20 else _LARGEST + 1
     except ValueError:
         try:
             f = float(raw)
         except ValueError:
             raise TraceError(f"{path}:{line}: {col}={raw!r} is not a number") from None
-        if f != int(f):
+        if not math.isfinite(f) or f != int(f):
             raise TraceError(f"{path}:{line}: {col}={raw!r} is not a whole number") from None
-        return int(f)
+        n = int(f)
+    if abs(n) > _LARGEST:
+        raise TraceError(f"{path}:{line}: {col}={raw[:24]!r}: out of range (at most {_LARGEST})")
+    return n
 
 
 def load_nodes(path: str | Path) -> list[NodeRecord]:
