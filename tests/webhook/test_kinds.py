@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.builders.reviews import checked, review, with_object
-from tests.kubeapi.recording import RECORDINGS
 from tests.builders.reviews import fixture as captured
+from tests.kubeapi.recording import RECORDINGS
 from webhook.admit import admit
 from webhook.config import WebhookConfig, parse_config
 from webhook.disruption import DISRUPTION_RULE, MAX_RULES
