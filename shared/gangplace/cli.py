@@ -21,7 +21,7 @@ from .engine import (
     TaskRole,
     place_gang,
 )
-from .engine.fragmentation import TargetWorkload
+from .engine.fragmentation import TargetWorkload, typical_workload
 from .engine.gang import GangError, GangPlacement
 from .engine.report import fragmentation_report, render_nodes, render_report
 from .snapshot_io import load_snapshot
@@ -30,6 +30,9 @@ __all__ = ["main"]
 
 # Subcommands contributed by other modules: each adds its parser to the subparsers.
 EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = []
+
+
+PROBES_FROM = "probes of 1, 4 and 8 GPUs per pod"
 
 
 def _probe_shapes() -> list[PodShape]:
@@ -41,9 +44,9 @@ def _probe_shapes() -> list[PodShape]:
 
 
 def workload_of(snap: Snapshot) -> TargetWorkload:
-    """FGD's target workload from the pods in the cluster (falls back to the probes)."""
-    shapes = [p.shape for p in snap.pods]
-    return TargetWorkload.from_shapes(shapes or _probe_shapes())
+    """FGD's target workload: the cluster's typical pods, as the descheduler reads
+    them (one rule for every report; none when the dump has no pods)."""
+    return typical_workload(snap)
 
 
 def _shape_from_args(args: argparse.Namespace) -> PodShape:
@@ -71,7 +74,7 @@ def _load(path: str | None) -> Snapshot:
 
 def cmd_report(args: argparse.Namespace) -> int:
     snap = _load(args.snapshot)
-    rep = fragmentation_report(snap, workload_of(snap), _probe_shapes())
+    rep = fragmentation_report(snap, workload_of(snap), _probe_shapes(), probes_from=PROBES_FROM)
     if args.json:
         print(json.dumps(rep.to_dict(with_nodes=args.per_node), indent=2))
         return EXIT_OK
@@ -131,7 +134,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     snap = _load(None)
     print(
         render_report(
-            fragmentation_report(snap, workload_of(snap), _probe_shapes()),
+            fragmentation_report(snap, workload_of(snap), _probe_shapes(), probes_from=PROBES_FROM),
             "GPU fragmentation of the bundled sample cluster",
         )
     )

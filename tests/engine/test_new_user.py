@@ -173,3 +173,58 @@ def test_an_unexpected_error_is_one_line_and_exit_1(
     monkeypatch.setenv("CORRAL_TRACEBACK", "1")
     with pytest.raises(KeyError):
         main(["report"])
+
+
+# --- figures that say what they count ---------------------------------------------------
+
+
+def test_the_worked_example_of_docs_engine_md() -> None:
+    from gangplace.engine import Snapshot
+    from gangplace.engine.fragmentation import TargetWorkload, TaskShape
+    from gangplace.engine.node_pod_records import pod_from_json
+    from gangplace.engine.report import fragmentation_report, render_report
+
+    node = node_from_json(node_json("gpu-0", cpu="96", memory="1024Gi", gpus=8))
+    pod = pod_from_json(pod_json("train-0", "gpu-0", cpu="8", memory="64Gi", gpus=5))
+    m = TargetWorkload(
+        (TaskShape(8000, 1000, 1), TaskShape(8000, 1000, 4), TaskShape(8000, 0, 0)),
+        (0.5, 0.25, 0.25),
+    )
+    rep = fragmentation_report(Snapshot([node], [pod]), m)
+    assert (rep.total.idle, rep.total.fragmented, rep.total.frag_rate) == (3, 1.5, 50.0)
+    text = render_report(rep)
+    row = "(unlabelled)        1      8        5        3        1.50         0      50.0%"
+    assert row in text
+    doc = (Path(__file__).parents[2] / "docs" / "engine.md").read_text()
+    assert row in doc  # the docs show what the engine prints
+    assert "measured against the running pods' typical tasks: 50% cpu=8 gpu=1" in text
+    assert "a task that needs no GPU counts every idle GPU of a node as fragmented" in text
+
+
+def test_a_cluster_without_pods_has_nothing_fragmented_or_stranded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _dump(tmp_path, [node_json("gpu-0", gpus=8), node_json("t4-0", gpus=4)])
+    code, out, _ = _run(["report", "--snapshot", path, "--json"], capsys)
+    total = json.loads(out)["total"]
+    assert code == 0 and total["idle"] == 12
+    assert (total["fragmented"], total["stranded"], total["frag_rate_pct"]) == (0, 0, 0)
+    code, out, _ = _run(["report", "--snapshot", path], capsys)
+    assert "no pods to learn the typical workload from" in out
+
+
+def test_gangplace_and_the_descheduler_agree_on_one_dump_or_say_why(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from descheduler.cli import main as descheduler_main
+
+    dump = Path(__file__).parents[2] / "descheduler" / "data" / "sample-fragmented.json"
+    assert main(["report", "--snapshot", str(dump), "--json"]) == 0
+    ours = json.loads(capsys.readouterr().out)
+    assert descheduler_main(["plan", "--snapshot", str(dump), "--output", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)["report_before"]
+    assert report["total"]["fragmented"] == ours["total"]["fragmented"]
+    assert report["workload"] == ours["workload"]
+    # The largest gangs differ, and each report says which probes it used.
+    assert ours["probes_from"] == "probes of 1, 4 and 8 GPUs per pod"
+    assert report["probes_from"].startswith("the waiting gangs' largest members")

@@ -84,4 +84,3 @@ def test_a_dump_that_cannot_be_used_is_exit_2(tmp_path: Path, content: str, says
         code, out, err = corral(command, "--snapshot", str(f))
         assert (code, out) == (2, "")
         assert err.startswith(f"kubectl corral: {f}: ") and says in err and err.count("\n") == 1
-

@@ -81,7 +81,7 @@ def _config(tmp_path: Path, text: str) -> str:
         (
             'defaultMinAvailable: {"*": 3}\n',
             "Input should be a valid string",
-            'defaultMinAvailable.*: 3 is not a string; allowed: a string; in YAML quote it, '
+            "defaultMinAvailable.*: 3 is not a string; allowed: a string; in YAML quote it, "
             'such as "3"',
         ),
         (
