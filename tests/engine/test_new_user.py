@@ -228,3 +228,25 @@ def test_gangplace_and_the_descheduler_agree_on_one_dump_or_say_why(
     # The largest gangs differ, and each report says which probes it used.
     assert ours["probes_from"] == "probes of 1, 4 and 8 GPUs per pod"
     assert report["probes_from"].startswith("the waiting gangs' largest members")
+
+
+def test_shared_gpu_use_is_explained_and_the_comparison_fits_its_columns() -> None:
+    from gangplace.engine import Snapshot
+    from gangplace.engine.fragmentation import typical_workload
+    from gangplace.engine.model import PodShape
+    from gangplace.engine.node_pod_records import pod_from_json
+    from gangplace.engine.report import fragmentation_report, render_comparison, render_report
+
+    node = node_from_json(node_json("gpu-0", cpu="96", memory="1024Gi", gpus=8))
+    shared = pod_json("infer-0", "gpu-0", cpu="2", memory="8Gi")
+    shared["metadata"]["annotations"] = {"alibabacloud.com/gpu-milli": "500"}
+    pods = [pod_from_json(pod_json("train-0", "gpu-0", gpus=2)), pod_from_json(shared)]
+    snap = Snapshot([node], pods)
+    probe = PodShape.of({"cpu": 8000}, gpus=8, node_selector=(("nvidia.com/gpu.product", "H100"),))
+    rep = fragmentation_report(snap, typical_workload(snap), [probe], probes_from="test")
+    assert rep.total.allocated == 2.5
+    assert "a pod holding 500m of one (GPU sharing) uses 0.5 GPU" in render_report(rep)
+    table = render_comparison(rep, rep)
+    assert "largest gang, probe 1" in table
+    assert "  probe 1: cpu=8 gpu=8 (nvidia.com/gpu.product=H100)" in table
+    assert max(len(line) for line in table.splitlines()) <= 88

@@ -229,6 +229,11 @@ def render_report(rep: FragmentationReport, title: str = "GPU fragmentation") ->
             f"{m.model:<14}{m.nodes:>7}{m.gpus:>7}{_fmt(m.allocated):>9}{_fmt(m.idle):>9}"
             f"{_fmt(m.fragmented):>12}{_fmt(m.stranded):>10}{m.frag_rate:>10.1f}%"
         )
+    if any(abs(m.allocated - round(m.allocated)) > 0.0005 for m in rep.models):
+        lines.append(
+            "used and idle count shares of a GPU: a pod holding 500m of one (GPU sharing) "
+            "uses 0.5 GPU"
+        )
     lines.extend(render_workload(rep))
     if rep.largest:
         lines.append("")
@@ -302,16 +307,21 @@ def render_nodes(rep: FragmentationReport, limit: int | None = None) -> str:
 def render_comparison(before: FragmentationReport, after: FragmentationReport) -> str:
     """Before and after a plan, side by side: the cluster, then each GPU model."""
     b, a = before.total, after.total
-    lines = [f"{'':<22}{'before':>10}{'after':>10}{'change':>10}"]
+    w = 22
+    lines = [f"{'':<{w}}{'before':>10}{'after':>10}{'change':>10}"]
     for label, x, y in (
         ("idle GPUs", b.idle, a.idle),
         ("fragmented GPUs", b.fragmented, a.fragmented),
         ("stranded GPUs", b.stranded, a.stranded),
         ("fragmentation rate %", b.frag_rate, a.frag_rate),
     ):
-        lines.append(f"{label:<22}{_fmt(x):>10}{_fmt(y):>10}{_fmt(y - x):>10}")
-    for (shape, n0), (_, n1) in zip(before.largest, after.largest, strict=False):
-        lines.append(f"{'largest gang ' + shape:<22}{n0:>10}{n1:>10}{n1 - n0:>10}")
+        lines.append(f"{label:<{w}}{_fmt(x):>10}{_fmt(y):>10}{_fmt(y - x):>10}")
+    # A probe's shape (with its node selector) is longer than the label column: the
+    # rows are numbered and the shapes follow the table.
+    largest = list(zip(before.largest, after.largest, strict=False))
+    for i, ((_, n0), (_, n1)) in enumerate(largest, 1):
+        lines.append(f"{f'largest gang, probe {i}':<{w}}{n0:>10}{n1:>10}{n1 - n0:>10}")
+    lines.extend(f"  probe {i}: {shape}" for i, ((shape, _), _) in enumerate(largest, 1))
     deltas = [d for d in compare_reports(before, after) if d.model != "all"]
     if deltas:
         lines.append("")
