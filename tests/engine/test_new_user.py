@@ -250,3 +250,25 @@ def test_shared_gpu_use_is_explained_and_the_comparison_fits_its_columns() -> No
     assert "largest gang, probe 1" in table
     assert "  probe 1: cpu=8 gpu=8 (nvidia.com/gpu.product=H100)" in table
     assert max(len(line) for line in table.splitlines()) <= 88
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("cpu", "1Ei", "'1Ei' is too large (at most 2^62"),
+        (
+            "nvidia.com/gpu",
+            "524289",
+            '"524289" is too many GPUs for one node; allowed: at most 256',
+        ),
+    ],
+)
+def test_quantities_beyond_what_the_engine_holds_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: str, says: str
+) -> None:
+    """Found by tests/project/test_junk_inputs.py: these overflowed int64 sums or asked
+    for terabytes of per-device state."""
+    node = node_json("gpu-0", gpus=8)
+    node["status"]["allocatable"][field] = value
+    code, out, err = _run(["report", "--snapshot", _dump(tmp_path, [node])], capsys)
+    assert (code, out) == (2, "") and says in err and err.count("\n") == 1

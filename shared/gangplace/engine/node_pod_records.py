@@ -38,6 +38,11 @@ __all__ = [
 _DROP_ANNOTATIONS = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})
 
 
+# The engine keeps a row of per-device state for every node, as wide as the node with
+# the most GPUs; real nodes have 8 or 16, and a count beyond this is a typo.
+MAX_GPUS_PER_NODE = 256
+
+
 class SnapshotError(ValueError):
     """An object that cannot be read into a snapshot; the message names it."""
 
@@ -169,6 +174,11 @@ def _node_from_json(obj: Mapping[str, Any], config: EngineConfig | None) -> Node
         if alloc.get(res, 0) > 0:
             gpu_res, gpu_count = res, alloc.pop(res)
             break
+    if gpu_count > MAX_GPUS_PER_NODE:
+        raise SnapshotError(
+            f'node {name}: {gpu_res}: "{gpu_count}" is too many GPUs for one node; '
+            f"allowed: at most {MAX_GPUS_PER_NODE}"
+        )
     for res in cfg.gpu_resources:
         alloc.pop(res, None)
     model = next((labels[k] for k in cfg.gpu_model_labels if labels.get(k)), "")
