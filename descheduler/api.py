@@ -13,6 +13,7 @@ from .config import (
     SchedulingConfig,
     load_config,
 )
+from .dump_state import DUMP_ERRORS, DumpState, dump_objects, read_dump
 from .gang_demand import Demand, demand_of
 from .gang_views import GangView, build_views
 from .planner import fragmentation_now, move_verdict, plan
@@ -21,10 +22,12 @@ from .run_process import RunOptions, run_command
 from .state import ClusterState, StateError, state_from_objects
 
 __all__ = [
+    "DUMP_ERRORS",
     "ClusterState",
     "ConfigError",
     "Demand",
     "DeschedulerConfig",
+    "DumpState",
     "EvictionRules",
     "GangView",
     "RunOptions",
@@ -32,10 +35,12 @@ __all__ = [
     "StateError",
     "build_views",
     "demand_of",
+    "dump_objects",
     "fragmentation_now",
     "load_config",
     "move_verdict",
     "plan",
+    "read_dump",
     "render_plan",
     "run_command",
     "state_from_objects",

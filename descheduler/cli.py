@@ -18,67 +18,32 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
-from importlib import resources
-from typing import Any
 
+from gangplace.cli_exit import run_command, warn
 from gangplace.engine import SnapshotError
-from gangplace.engine.timeparse import TimeFormatError, parse_duration, parse_time
-from gangplace.snapshot_io import load_list
+from gangplace.engine.timeparse import TimeFormatError, parse_duration
 
 from .config import ConfigError, DeschedulerConfig, load_config, render_defaults
+from .dump_state import SAMPLE, SAMPLES, SNAPSHOT_TIME, read_dump
 from .planner import plan
 from .render import render_plan
 from .simulate_command import add_simulate_command
-from .state import StateError, state_from_list
+from .state import StateError
 
 __all__ = ["SAMPLE", "SAMPLES", "SNAPSHOT_TIME", "main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-# The bundled sample clusters, by the name `--snapshot sample:NAME` gives them; the
-# first is the default of `plan`.
-SAMPLES = {
-    "trace": "sample-trace.json",
-    "small": "sample-fragmented.json",
-}
-SAMPLE = SAMPLES["trace"]
-# A dump may say when it was taken; plans on it are then reproducible without --now.
-SNAPSHOT_TIME = "corral.dev/snapshot-time"
-
-
-def _load(path: str | None) -> tuple[dict[str, Any], str]:
-    name = path.removeprefix("sample:") if path and path.startswith("sample:") else None
-    if path is None or name is not None:
-        file = SAMPLE if name is None else SAMPLES.get(name)
-        if file is None:
-            raise ConfigError(
-                f"--snapshot {path}: no such sample; choose from "
-                + ", ".join(f"sample:{n}" for n in SAMPLES)
-            )
-        text = resources.files("descheduler.data").joinpath(file).read_text()
-        return json.loads(text), f"the bundled sample cluster ({file})"
-    return load_list(path), path
-
-
-def _now(arg: str | None, doc: dict[str, Any]) -> datetime:
-    if arg:
-        return parse_time(arg)
-    stamp = ((doc.get("metadata") or {}).get("annotations") or {}).get(SNAPSHOT_TIME)
-    return parse_time(stamp) if stamp else datetime.now(UTC)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    doc, source = _load(args.snapshot)
-    try:
-        state = state_from_list(doc, _now(args.now, doc), config.engine)
-    except StateError as e:
-        raise StateError(f"{source}: {e}") from None
-    result = plan(state, config)
+    dump = read_dump(args.snapshot, args.now, config.engine)
+    warn("corral-descheduler", dump.notes)
+    result = plan(dump.state, config)
     if args.output == "json":
         print(json.dumps(result.to_dict(), indent=2))
     else:
-        print(render_plan(result, source))
+        print(render_plan(result, dump.source))
     return EXIT_OK
 
 
@@ -240,12 +205,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        code: int = args.func(args)
-    except (ConfigError, StateError, SnapshotError, TimeFormatError) as e:
-        print(f"corral-descheduler: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    return code
+    return run_command(
+        "corral-descheduler",
+        lambda: int(args.func(args)),
+        (ConfigError, StateError, SnapshotError, TimeFormatError),
+    )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
+from gangplace.config_errors import describe_validation_error
 from gangplace.engine import EngineConfig
 from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_duration
 from gangplace.yamlfile import YamlFileError, read_yaml
@@ -290,22 +291,6 @@ class DeschedulerConfig(_Section):
     queue_default: str = Field(default="default", description="queue of gangs that name none")
 
 
-def _describe(e: ValidationError, where: str) -> str:
-    lines = []
-    for err in e.errors():
-        path = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        if err["type"] == "extra_forbidden":
-            lines.append(f"{where}: unknown key {path!r}")
-            continue
-        msg = err["msg"].removeprefix("Value error, ")
-        got = err.get("input")
-        text = repr(got)
-        text = text if len(text) <= 60 else f"{text[:60]}... ({len(text)} characters)"
-        shown = "" if isinstance(got, dict | list) else f" (got {text})"
-        lines.append(f"{where}: {path}: {msg}{shown}")
-    return "\n".join(lines)
-
-
 def parse_config(raw: Any, where: str = "config") -> DeschedulerConfig:
     """A config from parsed YAML (``None`` for an empty file)."""
     if raw is None:
@@ -315,7 +300,7 @@ def parse_config(raw: Any, where: str = "config") -> DeschedulerConfig:
     try:
         return DeschedulerConfig.model_validate(raw)
     except ValidationError as e:
-        raise ConfigError(_describe(e, where)) from None
+        raise ConfigError(describe_validation_error(e, where, DeschedulerConfig)) from None
 
 
 def load_config(path: str | Path | None) -> DeschedulerConfig:

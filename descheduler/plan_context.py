@@ -21,7 +21,7 @@ from gangplace.engine import (
     deserved_shares,
     order_waiting,
 )
-from gangplace.engine.fragmentation import TargetWorkload, TaskShape
+from gangplace.engine.fragmentation import TargetWorkload, typical_workload
 from gangplace.engine.timeparse import (
     TimeFormatError,
     format_duration,
@@ -67,13 +67,8 @@ class Victim:
 
 
 def _workload(snap: Snapshot, coverage: float) -> TargetWorkload:
-    """FGD's typical shapes from the running pods (every pod when none runs)."""
-    shapes = [p.shape for p in snap.pods if p.node >= 0] or [p.shape for p in snap.pods]
-    task: dict[PodShape, TaskShape] = {}
-    for s in shapes:
-        if s not in task:
-            task[s] = TaskShape.of(s)
-    return TargetWorkload.from_shapes([task[s] for s in shapes], coverage)
+    """FGD's typical shapes, as every report measures them (the engine's rule)."""
+    return typical_workload(snap, coverage)
 
 
 def cluster_total(snap: Snapshot) -> dict[str, int]:

@@ -55,7 +55,9 @@ def plan(
     snap = ctx.snap
     probes = _probes(ctx) if largest else []
     out = Plan(now=state.now)
-    out.report_before = fragmentation_report(snap, ctx.workload, probes)
+    out.report_before = fragmentation_report(
+        snap, ctx.workload, probes, probes_from=_probes_from(ctx)
+    )
     out.fragmentation_before = fragmentation(snap, ctx.workload)
     started, out.waiting_before = evaluate_waiting(ctx, ctx.demands)
     largest_now = _largest_per_model(snap) if largest else {}
@@ -140,7 +142,7 @@ def fragmentation_now(
     """The fragmentation report a plan starts from (its ``report_before``), without
     planning: the same typical workload and probe shapes. ``kubectl corral frag``."""
     ctx = PlanContext.build(state, config or DeschedulerConfig())
-    return fragmentation_report(ctx.snap, ctx.workload, _probes(ctx))
+    return fragmentation_report(ctx.snap, ctx.workload, _probes(ctx), probes_from=_probes_from(ctx))
 
 
 def _blocked_after_release(ctx: PlanContext, released: set[str], started: set[str]) -> list[Demand]:
@@ -243,7 +245,9 @@ def _settle(
     while True:
         with snap.what_if():
             apply_moves(snap, moves, pods)
-            report: FragmentationReport = fragmentation_report(snap, ctx.workload, probes)
+            report: FragmentationReport = fragmentation_report(
+                snap, ctx.workload, probes, probes_from=_probes_from(ctx)
+            )
             frag = fragmentation(snap, ctx.workload)
         with snap.what_if():
             blocked = [
@@ -338,6 +342,13 @@ def _final(
             blocked.add(d.key)
         land(i)
     return blocked, lost
+
+
+def _probes_from(ctx: PlanContext) -> str:
+    """Where :func:`_probes` took its shapes, said beside the largest gangs."""
+    if ctx.demands:
+        return "the waiting gangs' largest members, with their node selectors"
+    return "the typical GPU tasks"
 
 
 def _probes(ctx: PlanContext) -> list[PodShape]:

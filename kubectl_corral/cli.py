@@ -1,15 +1,17 @@
 """``kubectl corral``: gangs, fragmentation and one pod explained, read-only.
 
-    kubectl corral gangs [-n NS | -A] [-o json]
-    kubectl corral frag [--plan] [-o json]
-    kubectl corral explain POD [-n NS] [-o json]
+    kubectl corral gangs [-n NS | -A] [-o json] [--snapshot FILE]
+    kubectl corral frag [--plan] [-o json] [--snapshot FILE]
+    kubectl corral explain POD [-n NS] [-o json] [--snapshot FILE]
     kubectl corral demo [--local | --add-gpus] [--timeout SECONDS]
 
 It finds the cluster as kubectl does (``--kubeconfig``, ``$KUBECONFIG``, in-cluster,
 ``~/.kube/config``; ``--context``), and the namespace as kubectl does (``-n``, else the
 context's, else ``default``). Exit codes: 0 done, 1 the cluster could not be read or
 the pod was not found (or the demo could not run, or a step of it went wrong), 2 bad
-usage. ``demo`` is the one command that writes (in namespaces of its own).
+usage (a flag, config or ``--snapshot`` dump that cannot be used). With ``--snapshot``
+it reads a dump, as ``corral-descheduler plan --snapshot`` does, and no cluster.
+``demo`` is the one command that writes (in namespaces of its own).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from gangplace.cli_exit import one_line, run_command
 from gangplace.engine.gangs import membership
 from gangplace.engine.node_pod_records import SnapshotError, pod_from_json
 from gangplace.engine.report import render_report
@@ -36,19 +39,24 @@ from gangplace.kube import (
 from gangplace.kube.resources import PODS
 
 from descheduler.api import (
+    DUMP_ERRORS,
+    ClusterState,
     ConfigError,
     DeschedulerConfig,
+    DumpState,
+    dump_objects,
     fragmentation_now,
     load_config,
     move_verdict,
     plan,
+    read_dump,
     render_plan,
 )
 
 from .explain import explain_pod, render_explanation
 from .gangs import gang_rows, render_gangs
 from .kubeconfig import context_namespace
-from .reader import PluginError, Reader, state_of
+from .reader import PluginError, Reader, UsageError, state_of
 
 __all__ = ["build_parser", "main", "run"]
 
@@ -67,6 +75,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common.add_argument(
         "--request-timeout", type=float, default=30.0, metavar="SECONDS", help="per request"
+    )
+    common.add_argument(
+        "--snapshot",
+        metavar="FILE",
+        help="read a cluster dump instead of the cluster: the input of `corral-descheduler "
+        "plan --snapshot` (a file, or sample:trace / sample:small); add namespaces to the "
+        "dump for explain's namespace check",
+    )
+    common.add_argument(
+        "--now",
+        help="with --snapshot: as of this RFC 3339 time (default: the dump's "
+        "corral.dev/snapshot-time annotation, else the clock)",
     )
     p = argparse.ArgumentParser(
         prog="kubectl corral",
@@ -133,13 +153,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class Session:
-    """What one command needs: the client, the namespace, the descheduler config."""
+    """What one command needs: where the cluster comes from (the API server, or a dump
+    with ``--snapshot``), the namespace and the descheduler config."""
 
     def __init__(
-        self, args: argparse.Namespace, client: KubeClient, server: str, environ: Mapping[str, str]
+        self,
+        args: argparse.Namespace,
+        client: KubeClient | None,
+        server: str,
+        environ: Mapping[str, str],
     ) -> None:
         self.args = args
-        self.reader = Reader(client)
+        self.reader = Reader(client) if client is not None else None
         self.server = server
         self.namespace: str = getattr(args, "namespace", None) or context_namespace(
             args.kubeconfig, args.context, environ
@@ -147,7 +172,49 @@ class Session:
         try:
             self.config = load_config(args.config) if args.config else DeschedulerConfig()
         except ConfigError as e:
-            raise PluginError(str(e)) from None
+            raise UsageError(str(e)) from None
+        self.dump: DumpState | None = None
+        if args.snapshot:
+            try:
+                self.dump = read_dump(args.snapshot, args.now, self.config.engine)
+            except DUMP_ERRORS as e:
+                raise UsageError(str(e)) from None
+            self.server = self.dump.source
+        elif args.now:
+            raise UsageError("--now: only with --snapshot (a live cluster is read as it is now)")
+
+    async def state(self, namespace: str | None, planner: bool) -> tuple[ClusterState, list[str]]:
+        """The planner's state and notes on what was left out: the dump's (the same
+        reader and state as ``corral-descheduler plan --snapshot``), else the cluster's."""
+        if self.dump is not None:
+            return self.dump.state, list(self.dump.notes)
+        assert self.reader is not None
+        reading = await self.reader.cluster(namespace=namespace, planner=planner)
+        return state_of(reading, self.config.engine, datetime.now(UTC)), reading.notes
+
+    async def pod(self, name: str, namespace: str) -> dict[str, Any] | None:
+        if self.dump is None:
+            assert self.reader is not None
+            return await self.reader.one(PODS, name, namespace)
+        return next((x for x in dump_objects(self.dump, "Pod") if _named(x, name, namespace)), None)
+
+    async def namespace_labels(self, name: str) -> tuple[dict[str, str] | None, str]:
+        if self.dump is None:
+            assert self.reader is not None
+            return await self.reader.namespace_labels(name)
+        found = next((x for x in dump_objects(self.dump, "Namespace") if _named(x, name)), None)
+        if found is None:
+            return (
+                None,
+                f"namespace {name} is not in the dump; add namespaces to the dump to check it",
+            )
+        labels = (found.get("metadata") or {}).get("labels") or {}
+        return (dict(labels) if isinstance(labels, dict) else {}), ""
+
+
+def _named(obj: Mapping[str, Any], name: str, namespace: str | None = None) -> bool:
+    meta = obj.get("metadata") or {}
+    return meta.get("name") == name and (namespace is None or meta.get("namespace") == namespace)
 
 
 def _json(out: TextIO, doc: Any) -> None:
@@ -161,15 +228,14 @@ def _notes(err: TextIO, notes: Sequence[str]) -> None:
 
 async def cmd_gangs(s: Session, out: TextIO, err: TextIO) -> int:
     ns = None if s.args.all_namespaces else s.namespace
-    reading = await s.reader.cluster(namespace=ns)
-    state = state_of(reading, s.config.engine, datetime.now(UTC))
+    state, notes = await s.state(ns, planner=False)
     rows = gang_rows(
         state, namespace=ns, scheduling=s.config.scheduling, default_queue=s.config.queue_default
     )
     if s.args.output == "json":
-        _json(out, {"namespace": ns, "gangs": [r.to_dict() for r in rows], "notes": reading.notes})
+        _json(out, {"namespace": ns, "gangs": [r.to_dict() for r in rows], "notes": notes})
     else:
-        _notes(err, reading.notes)
+        _notes(err, notes)
         if not rows:
             where = "any namespace" if ns is None else f"namespace {ns}"
             out.write(f"No gangs found in {where}.\n")
@@ -179,17 +245,16 @@ async def cmd_gangs(s: Session, out: TextIO, err: TextIO) -> int:
 
 
 async def cmd_frag(s: Session, out: TextIO, err: TextIO) -> int:
-    reading = await s.reader.cluster(planner=True)
-    state = state_of(reading, s.config.engine, datetime.now(UTC))
+    state, notes = await s.state(None, planner=True)
     report = fragmentation_now(state, s.config)
     result = plan(state, s.config) if s.args.plan else None
     if s.args.output == "json":
-        doc: dict[str, Any] = {"fragmentation": report.to_dict(), "notes": reading.notes}
+        doc: dict[str, Any] = {"fragmentation": report.to_dict(), "notes": notes}
         if result is not None:
             doc["plan"] = result.to_dict()
         _json(out, doc)
         return EXIT_OK
-    _notes(err, reading.notes)
+    _notes(err, notes)
     if result is None:
         out.write(render_report(report, f"GPU fragmentation of {s.server}") + "\n")
     else:
@@ -198,31 +263,31 @@ async def cmd_frag(s: Session, out: TextIO, err: TextIO) -> int:
 
 
 async def cmd_explain(s: Session, out: TextIO, err: TextIO) -> int:
-    pod = await s.reader.one(PODS, s.args.pod, s.namespace)
+    pod = await s.pod(s.args.pod, s.namespace)
     if pod is None:
-        raise PluginError(f'pod "{s.args.pod}" not found in namespace {s.namespace}')
+        where = " in the dump" if s.dump is not None else ""
+        raise PluginError(f'pod "{s.args.pod}" not found in namespace {s.namespace}{where}')
     try:
         record = pod_from_json(pod, s.config.engine)
     except SnapshotError as e:
         raise PluginError(str(e)) from None
-    reading = await s.reader.cluster(namespace=s.namespace, planner=True)
-    state = state_of(reading, s.config.engine, datetime.now(UTC))
+    state, notes = await s.state(s.namespace, planner=True)
     rows = gang_rows(
         state,
         namespace=s.namespace,
         scheduling=s.config.scheduling,
         default_queue=s.config.queue_default,
     )
-    labels, why = await s.reader.namespace_labels(s.namespace)
+    labels, why = await s.namespace_labels(s.namespace)
     ex = explain_pod(pod, record, labels, why, rows)
     if record.node_name:
         m = membership(record)
         unit = f"{record.namespace}/{m.gang}" if m else f"{record.namespace}/pod:{record.name}"
         ex.moves = move_verdict(state, s.config, unit)
     if s.args.output == "json":
-        _json(out, {**ex.to_dict(), "notes": reading.notes})
+        _json(out, {**ex.to_dict(), "notes": notes})
     else:
-        _notes(err, reading.notes)
+        _notes(err, notes)
         out.write(render_explanation(ex) + "\n")
     return EXIT_OK
 
@@ -243,6 +308,16 @@ async def run(
         return int(e.code or 0)
     if args.command == "demo":
         return await cmd_demo(args, out, err, env)
+    if args.snapshot:
+        try:
+            code: int = await args.func(Session(args, None, "", env), out, err)
+            return code
+        except UsageError as e:
+            err.write(f"kubectl corral: {one_line(e)}\n")
+            return EXIT_USAGE
+        except PluginError as e:
+            err.write(f"kubectl corral: {one_line(e)}\n")
+            return EXIT_FAILED
     try:
         cfg = await load_configuration(
             args.kubeconfig, context=args.context, environ=env, prefer_kubeconfig=True
@@ -253,10 +328,13 @@ async def run(
     client = client_for(cfg, request_timeout=args.request_timeout)
     try:
         session = Session(args, client, str(cfg.host), env)
-        code: int = await args.func(session, out, err)
+        code = await args.func(session, out, err)
         return code
+    except UsageError as e:
+        err.write(f"kubectl corral: {one_line(e)}\n")
+        return EXIT_USAGE
     except PluginError as e:
-        err.write(f"kubectl corral: {e}\n")
+        err.write(f"kubectl corral: {one_line(e)}\n")
         return EXIT_FAILED
     finally:
         await client.close()
@@ -310,7 +388,7 @@ async def cmd_demo(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return asyncio.run(run(argv))
+    return run_command("kubectl corral", lambda: asyncio.run(run(argv)), (UsageError,))
 
 
 if __name__ == "__main__":

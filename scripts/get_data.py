@@ -202,6 +202,10 @@ class FetchError(Exception):
     """A file that could not be fetched or written; the message says which and what to do."""
 
 
+class OfflineError(FetchError):
+    """The source could not be reached: every file still missing will fail the same way."""
+
+
 Opener = Callable[..., Any]
 
 
@@ -219,11 +223,7 @@ def fetch(item: Item, dest: Path, timeout: float, opener: Opener) -> str:
     except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
         part.unlink(missing_ok=True)
         reason = getattr(e, "reason", None) or e
-        raise FetchError(
-            f"could not fetch {item.url}: {reason}\n"
-            f"  (no internet access here?) Fetch it where you have it and put it in {target},\n"
-            f"  or point ${DATA_ENV} at a folder that has data/ and crds/ laid out so."
-        ) from None
+        raise OfflineError(f"could not fetch {item.url}: {reason}") from None
     except OSError as e:
         part.unlink(missing_ok=True)
         raise FetchError(f"cannot write {target}: {e.strerror or e}") from None
@@ -276,6 +276,19 @@ def main(argv: Sequence[str] | None = None, opener: Opener = urllib.request.urlo
     for i, it in enumerate(missing, 1):
         try:
             status = fetch(it, dest, args.timeout, opener)
+        except OfflineError as e:
+            left = missing[i - 1 :]
+            only = "".join(f" --only {o}" for o in args.only or ())
+            print(
+                f"get_data.py: {e}\n"
+                f"  (no internet access here?) {len(left)} file(s) are missing, the first "
+                f"{dest / it.path}. `python -m scripts.get_data --list{only}` names each "
+                f"file and its public source: fetch them where you have access and put "
+                f"them under {dest}, or point ${DATA_ENV} at a folder that has data/ and "
+                "crds/ laid out so.",
+                file=sys.stderr,
+            )
+            return 1
         except FetchError as e:
             print(f"get_data.py: {e}", file=sys.stderr)
             return 1

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gangplace.cli_exit import run_command
 from gangplace.engine import SnapshotError
 from gangplace.logs import setup_logging
 
@@ -236,10 +237,13 @@ def _run(coro: Any) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import run_demo
+    from .demo import FixtureError, run_demo
 
     setup_logging("warning")
-    return _run(run_demo(args.fixtures, out=sys.stdout))
+    try:
+        return _run(run_demo(args.fixtures, out=sys.stdout))
+    except FixtureError as e:
+        raise UsageError(str(e)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -345,17 +349,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        code: int = args.func(args)
-        return code
-    except UsageError as e:
-        print(f"corral-webhook: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except StartupError as e:
-        print(f"corral-webhook: {e}", file=sys.stderr)
-        return EXIT_FAILED
-    except KeyboardInterrupt:
-        return EXIT_FAILED
+    return run_command(
+        "corral-webhook", lambda: int(args.func(args)), (UsageError,), (StartupError,)
+    )
 
 
 if __name__ == "__main__":

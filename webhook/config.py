@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
+from gangplace.config_errors import describe_validation_error
 from gangplace.engine import EngineConfig
 from gangplace.yamlfile import YamlFileError, read_yaml
 from pydantic import (
@@ -25,7 +26,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from .validate import InvalidValue, check_queue, parse_duration, parse_min_available
+from .validate import InvalidValue, check_default_min_available, check_queue, parse_duration
 from .workloads import BUILTIN_KINDS, WorkloadKind, WorkloadTable
 
 __all__ = ["Backend", "ConfigError", "NodePool", "WebhookConfig", "load_config"]
@@ -101,40 +102,28 @@ class WebhookConfig(_Model):
     @classmethod
     def _min_values(cls, v: dict[str, str]) -> dict[str, str]:
         for kind, raw in v.items():
-            try:
-                parse_min_available(f"defaultMinAvailable.{kind}", raw, 10**9)
-            except InvalidValue as e:
-                raise ValueError(str(e)) from None
+            check_default_min_available(f"defaultMinAvailable.{kind}", raw)
         return v
 
     @field_validator("namespace_queues")
     @classmethod
     def _queues(cls, v: dict[str, str]) -> dict[str, str]:
         for ns, q in v.items():
-            try:
-                check_queue(f"namespaceQueues.{ns}", q)
-            except InvalidValue as e:
-                raise ValueError(str(e)) from None
+            check_queue(f"namespaceQueues.{ns}", q)
         return v
 
     @field_validator("default_queue")
     @classmethod
     def _queue(cls, v: str | None) -> str | None:
         if v is not None:
-            try:
-                check_queue("defaultQueue", v)
-            except InvalidValue as e:
-                raise ValueError(str(e)) from None
+            check_queue("defaultQueue", v)
         return v
 
     @field_validator("gang_timeout")
     @classmethod
     def _timeout(cls, v: str | None) -> str | None:
         if v is not None:
-            try:
-                parse_duration("gangTimeout", v)
-            except InvalidValue as e:
-                raise ValueError(str(e)) from None
+            parse_duration("gangTimeout", v)
         return v
 
     @field_validator("pod_group_wait")
@@ -142,21 +131,14 @@ class WebhookConfig(_Model):
     def _wait(cls, v: str) -> str:
         if v.strip() in ("0", "0s"):
             return v
-        try:
-            seconds = parse_duration("podGroupWait", v)
-        except InvalidValue as e:
-            raise ValueError(str(e)) from None
+        seconds = parse_duration("podGroupWait", v)
         if seconds > _MAX_WAIT:
-            raise ValueError(
-                str(
-                    InvalidValue(
-                        "podGroupWait",
-                        v,
-                        f"is too long: at most {_MAX_WAIT}s",
-                        '"0s" (off) or a duration below the webhook\'s timeoutSeconds '
-                        "(5s in the manifests, at most 30s)",
-                    )
-                )
+            raise InvalidValue(
+                "podGroupWait",
+                v,
+                f"is too long: at most {_MAX_WAIT}s",
+                '"0s" (off) or a duration below the webhook\'s timeoutSeconds '
+                "(5s in the manifests, at most 30s)",
             )
         return v
 
@@ -214,17 +196,6 @@ class WebhookConfig(_Model):
         return v or self.default_min_available.get("*") or "100%"
 
 
-def _format_errors(err: ValidationError) -> str:
-    parts = []
-    for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"]) or "(top level)"
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
-            msg = "unknown key"
-        parts.append(f"{loc}: {msg}")
-    return "; ".join(parts)
-
-
 def load_config(path: str | Path | None) -> WebhookConfig:
     """The config in ``path`` (None: all defaults). Raises ConfigError naming the file
     and the bad field."""
@@ -246,4 +217,4 @@ def parse_config(doc: dict[str, Any], where: str = "config") -> WebhookConfig:
     try:
         return WebhookConfig.model_validate(doc)
     except ValidationError as e:
-        raise ConfigError(f"{where}: {_format_errors(e)}") from None
+        raise ConfigError(describe_validation_error(e, where, WebhookConfig)) from None

@@ -25,7 +25,12 @@ from .server import init_app, start
 from .tls.certificates import new_bundle
 from .tls.contexts import client_context, load_pair, server_context
 
-__all__ = ["find_fixtures", "run_demo"]
+__all__ = ["FixtureError", "find_fixtures", "read_reviews", "run_demo"]
+
+
+class FixtureError(ValueError):
+    """A fixture folder or file the demo cannot use; the message names it."""
+
 
 _ORDER = (
     "job-create-mpi-train.json",
@@ -204,12 +209,43 @@ def _infeasible_job() -> dict[str, Any]:
     }
 
 
-async def run_demo(fixtures: Path | None, out: TextIO) -> int:
-    folder = find_fixtures(fixtures)
+def read_reviews(folder: Path) -> list[tuple[str, dict[str, Any]]]:
+    """Every AdmissionReview in ``folder``, checked before the webhook starts: a file
+    that is not one is refused by name (FixtureError), none is posted half-read."""
+    if not folder.is_dir():
+        raise FixtureError(f"--fixtures {folder}: not a folder")
     files = _files(folder)
     if not files:
-        out.write(f"no AdmissionReview JSON files in {folder}\n")
-        return 1
+        raise FixtureError(f"--fixtures {folder}: no AdmissionReview *.json files in it")
+    out: list[tuple[str, dict[str, Any]]] = []
+    for p in files:
+        try:
+            review = json.loads(p.read_bytes())
+        except OSError as e:
+            raise FixtureError(f"{p}: {e.strerror or e}") from None
+        except UnicodeDecodeError:
+            raise FixtureError(f"{p}: not JSON (not UTF-8 text)") from None
+        except json.JSONDecodeError as e:
+            raise FixtureError(
+                f"{p}: not JSON ({e.msg} at line {e.lineno}, column {e.colno})"
+            ) from None
+        if (
+            not isinstance(review, dict)
+            or review.get("kind") != "AdmissionReview"
+            or not isinstance(review.get("request"), dict)
+            or not isinstance(review["request"].get("object"), dict)
+        ):
+            raise FixtureError(
+                f"{p}: not an AdmissionReview; expected an object with kind "
+                '"AdmissionReview" and a request.object, as the API server sends'
+            )
+        out.append((p.name, review))
+    return out
+
+
+async def run_demo(fixtures: Path | None, out: TextIO) -> int:
+    folder = find_fixtures(fixtures)
+    reviews = read_reviews(folder)
     bundle = new_bundle(
         "corral-webhook", "corral-system", dt.datetime.now(dt.UTC), ips=["127.0.0.1"]
     )
@@ -226,7 +262,6 @@ async def run_demo(fixtures: Path | None, out: TextIO) -> int:
         f"Posting the AdmissionReviews in {folder}\n"
         "  (bodies a real kube-apiserver sent to a mutating webhook):\n"
     )
-    reviews = [(p.name, json.loads(p.read_text())) for p in files]
     connector = aiohttp.TCPConnector(ssl=client_ssl)
     try:
         async with aiohttp.ClientSession(connector=connector) as session:

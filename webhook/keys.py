@@ -11,6 +11,8 @@ from typing import Any, Final
 
 from gangplace.engine import gangs
 
+from .validate import InvalidValue
+
 __all__ = [
     "EVICTABLE",
     "GANG",
@@ -90,8 +92,18 @@ def user_values(meta: Mapping[str, Any] | None) -> dict[str, str]:
     return out
 
 
-def is_skipped(values: Mapping[str, str]) -> bool:
+_SKIP_ALLOWED = '"true" (the webhook leaves the object alone) or "false"'
+
+
+def is_skipped(values: Mapping[str, str], where: str = "") -> bool:
     """``corral.dev/skip: "true"`` (case-insensitive) among an object's
-    :func:`user_values`."""
+    :func:`user_values`. Any other value than "true" or "false" ("yes", "1") is
+    refused (InvalidValue): read as "not skipped" it would make a gang of an object
+    its author meant to leave alone, without a word."""
     v = values.get(SKIP)
-    return v is not None and v.strip().lower() == "true"
+    if v is None:
+        return False
+    word = v.strip().lower()
+    if word not in ("true", "false"):
+        raise InvalidValue(f"{where}{SKIP}", v, 'is not "true" or "false"', _SKIP_ALLOWED)
+    return word == "true"

@@ -12,9 +12,12 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from gangplace.config_errors import KeyedValueError
+
 __all__ = [
     "InvalidValue",
     "MinAvailable",
+    "check_default_min_available",
     "check_gang_name",
     "check_queue",
     "derived_name",
@@ -30,6 +33,7 @@ MAX_COUNT = 2**31 - 1
 MAX_NAME = 63
 
 _COUNT = re.compile(r"^[+]?[0-9]+$")
+_NEGATIVE = re.compile(r"^-[0-9]+%?$")
 _PERCENT = re.compile(r"^[+]?([0-9]+)%$")
 _DURATION = re.compile(r"^(?:[0-9]+(?:\.[0-9]+)?(?:h|m|s))+$")
 _DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(h|m|s)")
@@ -38,7 +42,7 @@ _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _QUEUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
-class InvalidValue(ValueError):
+class InvalidValue(KeyedValueError):
     """A user value that is refused; ``str()`` is the whole message for the user."""
 
     def __init__(self, key: str, value: str, problem: str, allowed: str) -> None:
@@ -125,7 +129,24 @@ def _parse_min(key: str, raw: str, size: int | None) -> MinAvailable:
         if size is not None and n > size:
             raise InvalidValue(key, raw, f"is more than the gang size {size}", allowed)
         return MinAvailable(count=n)
+    if _NEGATIVE.match(text):
+        raise InvalidValue(key, raw, "is negative", allowed)
     raise InvalidValue(key, raw, "is neither a number of pods nor a percentage", allowed)
+
+
+_DEFAULT_MIN_ALLOWED = (
+    'a whole number of pods, at least 1, such as "4", or a percentage from 1% to 100%, '
+    'such as "80%"'
+)
+
+
+def check_default_min_available(key: str, raw: str) -> MinAvailable:
+    """A config's default min-available: for gangs of any size, so a count or a
+    percentage, and the message says so (not a gang size of its own)."""
+    try:
+        return parse_min_available(key, raw, MAX_COUNT)
+    except InvalidValue as e:
+        raise InvalidValue(key, raw, e.problem, _DEFAULT_MIN_ALLOWED) from None
 
 
 _DURATION_ALLOWED = (

@@ -8,6 +8,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
+from .cli_exit import EXIT_FAILED, EXIT_OK, run_command, warn
 from .engine import (
     EngineConfig,
     Gang,
@@ -20,17 +21,18 @@ from .engine import (
     TaskRole,
     place_gang,
 )
-from .engine.fragmentation import TargetWorkload
+from .engine.fragmentation import TargetWorkload, typical_workload
 from .engine.gang import GangError, GangPlacement
 from .engine.report import fragmentation_report, render_nodes, render_report
 from .snapshot_io import load_snapshot
 
 __all__ = ["main"]
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-
 # Subcommands contributed by other modules: each adds its parser to the subparsers.
 EXTRA_COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = []
+
+
+PROBES_FROM = "probes of 1, 4 and 8 GPUs per pod"
 
 
 def _probe_shapes() -> list[PodShape]:
@@ -42,9 +44,9 @@ def _probe_shapes() -> list[PodShape]:
 
 
 def workload_of(snap: Snapshot) -> TargetWorkload:
-    """FGD's target workload from the pods in the cluster (falls back to the probes)."""
-    shapes = [p.shape for p in snap.pods]
-    return TargetWorkload.from_shapes(shapes or _probe_shapes())
+    """FGD's target workload: the cluster's typical pods, as the descheduler reads
+    them (one rule for every report; none when the dump has no pods)."""
+    return typical_workload(snap)
 
 
 def _shape_from_args(args: argparse.Namespace) -> PodShape:
@@ -62,9 +64,17 @@ def _print_placement(res: GangPlacement) -> None:
         print(f"  {a.pod:<14} -> {a.node_name}{gpus}")
 
 
+def _load(path: str | None) -> Snapshot:
+    """The dump (or the sample), its warnings printed on stderr."""
+    notes: list[str] = []
+    snap = load_snapshot(path, EngineConfig(), notes)
+    warn("gangplace", notes)
+    return snap
+
+
 def cmd_report(args: argparse.Namespace) -> int:
-    snap = load_snapshot(args.snapshot, EngineConfig())
-    rep = fragmentation_report(snap, workload_of(snap), _probe_shapes())
+    snap = _load(args.snapshot)
+    rep = fragmentation_report(snap, workload_of(snap), _probe_shapes(), probes_from=PROBES_FROM)
     if args.json:
         print(json.dumps(rep.to_dict(with_nodes=args.per_node), indent=2))
         return EXIT_OK
@@ -76,8 +86,27 @@ def cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _check_pods(pods: int) -> None:
+    """The engine places gangs of any size, 0 included (a role may have none); a gang
+    asked for on the command line has at least one pod."""
+    if pods < 1:
+        raise GangError(f"--pods {pods}: a gang needs at least 1 pod")
+
+
+def _check_topology_key(snap: Snapshot, key: str | None) -> None:
+    """A ``--topology-key`` no node carries is a typo: with it the gang would be kept
+    within nothing and spread over any nodes, so it is refused, with the keys there are."""
+    if not key or any(key in n.labels for n in snap.nodes):
+        return
+    seen = sorted({k for n in snap.nodes for k in n.labels if "topology" in k or "zone" in k})
+    there = f"; topology labels on the nodes: {', '.join(seen)}" if seen else ""
+    raise GangError(f"--topology-key {key}: no node in the dump has this label{there}")
+
+
 def cmd_place(args: argparse.Namespace) -> int:
-    snap = load_snapshot(args.snapshot, EngineConfig())
+    _check_pods(args.pods)
+    snap = _load(args.snapshot)
+    _check_topology_key(snap, args.topology_key)
     gang = Gang.uniform(args.name, _shape_from_args(args), args.pods, args.min_available)
     res = place_gang(snap, gang, options=GangOptions(topology_key=args.topology_key))
     if args.json:
@@ -102,10 +131,10 @@ def cmd_place(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    snap = load_snapshot(None)
+    snap = _load(None)
     print(
         render_report(
-            fragmentation_report(snap, workload_of(snap), _probe_shapes()),
+            fragmentation_report(snap, workload_of(snap), _probe_shapes(), probes_from=PROBES_FROM),
             "GPU fragmentation of the bundled sample cluster",
         )
     )
@@ -176,12 +205,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        code: int = args.func(args)
-    except (SnapshotError, ShapeError, QuantityError, GangError, ValueError) as e:
-        print(f"gangplace: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    return code
+    return run_command(
+        "gangplace",
+        lambda: int(args.func(args)),
+        (SnapshotError, ShapeError, QuantityError, GangError, ValueError, OSError),
+    )
 
 
 if __name__ == "__main__":

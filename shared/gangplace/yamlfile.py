@@ -30,9 +30,11 @@ def yaml_problem(e: yaml.YAMLError) -> str:
 def read_yaml(path: str | Path) -> Any:
     """The document in ``path`` (None for an empty file)."""
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_bytes().decode("utf-8")
     except OSError as e:
         raise YamlFileError(e.strerror or str(e)) from None
+    except UnicodeDecodeError as e:
+        raise YamlFileError(f"not YAML: not UTF-8 text (byte {e.start})") from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as e:

@@ -58,8 +58,11 @@ engine:
 @pytest.mark.parametrize(
     ("raw", "names"),
     [
-        ({"limits": {"max_evicts": 3}}, "unknown key 'limits.max_evicts'"),
-        ({"limit": {}}, "unknown key 'limit'"),
+        (
+            {"limits": {"max_evicts": 3}},
+            "limits.max_evicts: unknown key; allowed: max_evictions_per_run,",
+        ),
+        ({"limit": {}}, "limit: unknown key; allowed: engine, scheduling,"),
         ({"limits": {"max_evictions_per_run": -1}}, "limits.max_evictions_per_run"),
         ({"limits": {"max_evictions_per_node": "many"}}, "limits.max_evictions_per_node"),
         ({"eviction": {"cooldown": "an hour"}}, "eviction.cooldown"),

@@ -107,6 +107,10 @@ def test_no_internet_is_a_clear_error_and_leaves_no_part_file(
     assert f"could not fetch {first.url}: [Errno -2] Name or service not known" in err
     assert str(tmp_path / first.path) in err and "$CORRAL_DATA" in err
     assert list(tmp_path.rglob("*.part")) == [] and list(tmp_path.rglob("*.csv")) == []
+    # Every missing file is counted, and the command that lists them all is named.
+    n = len(get_data.items(["trace"]))
+    assert f"{n} file(s) are missing, the first {tmp_path / first.path}" in err
+    assert "`python -m scripts.get_data --list --only trace` names each file" in err
 
 
 def test_fetched_files_land_where_the_tests_look(

@@ -59,8 +59,10 @@ def test_demo_falls_back_to_the_bundled_fixtures(tmp_path: Path) -> None:
 
 
 def test_demo_with_an_empty_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--fixtures", str(tmp_path)]) == 1
-    assert "no AdmissionReview JSON files" in capsys.readouterr().out
+    assert main(["demo", "--fixtures", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"corral-webhook: --fixtures {tmp_path}: no AdmissionReview *.json files in it\n"
+    )
 
 
 @pytest.mark.parametrize(

@@ -272,7 +272,7 @@ def test_default_min_available_per_kind_from_config() -> None:
         ("0", "at least 1"),
         ("150%", "from 1% to 100%"),
         ("abc", "neither a number of pods nor a percentage"),
-        ("-1", "neither"),
+        ("-1", "is negative"),
     ],
 )
 def test_bad_min_available_on_a_workload(value: str, fragment: str) -> None:

@@ -67,7 +67,13 @@ def admit(review: Any, cluster: ClusterState | None, config: WebhookConfig) -> A
         return allow(req, kind_label, "skipped", f"namespace {req.namespace} is excluded")
     # Every corral.dev key on the object, read once: the skip key here, the rest by a pod.
     given = K.user_values(meta)
-    if K.is_skipped(given):
+    try:
+        skipped = K.is_skipped(given)
+    except InvalidValue as e:
+        if req.operation == "CREATE":
+            return deny(req, kind_label, 400, "BadRequest", str(e))
+        skipped = False  # an UPDATE is not refused for what the object was created with
+    if skipped:
         return allow(req, kind_label, "skipped", f"{K.SKIP} is set")
     if not is_pod and entry is None:
         return allow(

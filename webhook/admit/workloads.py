@@ -16,7 +16,7 @@ from ..patch import Editor
 from ..podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
 from ..spark import pod_view
 from ..suspension import change, is_suspended, suspended_by_descheduler
-from ..validate import derived_name, parse_min_available
+from ..validate import InvalidValue, derived_name, parse_min_available
 from ..workloads import ResolvedRole, WorkloadError, WorkloadKind, is_set, read_count, resolve_roles
 from .gangs import (
     GangShapes,
@@ -41,6 +41,33 @@ def _role_meta(r: ResolvedRole) -> Mapping[str, Any] | None:
 
 def _role_spec(r: ResolvedRole) -> Any:
     return r.template if r.format == "sparkPod" else r.template.get("spec")
+
+
+def _templates_skipped(roles: list[ResolvedRole], strict: bool) -> bool:
+    """``corral.dev/skip: "true"`` on every pod template skips the workload too: its
+    pods are left alone, so a gang made of it would wait for members that never join.
+    On some templates only, it is refused (InvalidValue) for the same reason, as is a
+    value other than "true"/"false" -- when ``strict`` (at CREATE); an UPDATE of a
+    workload made before is not refused for what it was created with."""
+    marks: list[bool] = []
+    for r in roles:
+        try:
+            marks.append(K.is_skipped(K.user_values(_role_meta(r)), f"{r.name} template: "))
+        except InvalidValue:
+            if strict:
+                raise
+            marks.append(False)
+    if all(marks):
+        return True
+    if any(marks) and strict:
+        on = ", ".join(r.name for r, m in zip(roles, marks, strict=True) if m)
+        raise InvalidValue(
+            K.SKIP,
+            "true",
+            f"is on some pod templates only ({on}): a gang cannot leave some of its members out",
+            "on every pod template, or on the workload, to leave the whole workload alone",
+        )
+    return False
 
 
 def _per_instance(
@@ -174,6 +201,8 @@ def admit_workload(
         chosen = foreign_scheduler(_role_spec(r), config.effective_scheduler_name)
         if chosen is not None:
             return allow(req, kind, "unchanged", f"a pod template asks for scheduler {chosen}")
+    if _templates_skipped(roles, strict=req.operation == "CREATE"):
+        return allow(req, kind, "skipped", f"{K.SKIP} is set on its pod templates")
     existing = next((g for g in (dialect.membership(_role_meta(r)) for r in roles) if g), None)
     if req.operation == "UPDATE":
         return _rescale(req, obj, meta, entry, roles, existing, config)

@@ -29,6 +29,7 @@ from .model import PodShape
 from .snapshot import Snapshot
 
 __all__ = [
+    "DEFAULT_COVERAGE",
     "FragTable",
     "TargetWorkload",
     "TaskShape",
@@ -38,6 +39,7 @@ __all__ = [
     "node_fragmentation",
     "node_satisfiable",
     "stranded_gpus",
+    "typical_workload",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -258,7 +260,11 @@ def node_satisfiable(
     snap: Snapshot, workload: TargetWorkload, nodes: IntArray | slice = slice(None)
 ) -> BoolArray:
     """Nodes where at least one GPU shape of M could start now: CPU, memory (the least
-    any pod of the shape asked for), model and GPUs all fit."""
+    any pod of the shape asked for), model and GPUs all fit. With no GPU shape in M
+    (no pods at all, or none with GPUs) every node is: no typical GPU task is kept from
+    an idle GPU, so none is stranded."""
+    if not any(t.gpu_milli for t in workload.shapes):
+        return np.ones(snap.gpu_free[nodes].shape[0], dtype=bool)
     cpu_j = snap.res_index["cpu"]
     free_cpu = snap.alloc[nodes, cpu_j] - snap.used[nodes, cpu_j]
     mem_j = snap.res_index.get("memory")
@@ -298,3 +304,21 @@ def fragmentation_rate(snap: Snapshot, workload: TargetWorkload) -> float:
     """F(M) / idle GPUs, in percent (0 when nothing is idle)."""
     idle = float(snap.gpu_free_total().sum())
     return 100.0 * float(node_fragmentation(snap, workload).sum()) / idle if idle > 0 else 0.0
+
+
+# The paper keeps the most frequent shapes covering 95% of the pods.
+DEFAULT_COVERAGE = 0.95
+
+
+def typical_workload(snap: Snapshot, coverage: float = DEFAULT_COVERAGE) -> TargetWorkload:
+    """FGD's typical workload of a cluster: the shapes of its running pods (of every
+    pod when none runs), the most frequent covering ``coverage``. The one answer for
+    every report -- ``gangplace report``, ``corral-descheduler plan`` and ``kubectl
+    corral frag`` measure against the same workload. No pods: an empty workload, and
+    nothing counts as fragmented (there is no typical task to be kept from a GPU)."""
+    shapes = [p.shape for p in snap.pods if p.node >= 0] or [p.shape for p in snap.pods]
+    task: dict[PodShape, TaskShape] = {}
+    for s in shapes:
+        if s not in task:
+            task[s] = TaskShape.of(s)
+    return TargetWorkload.from_shapes([task[s] for s in shapes], coverage)

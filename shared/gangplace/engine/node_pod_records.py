@@ -23,6 +23,7 @@ from .model import (
     parse_taints,
     shape_from_pod,
 )
+from .quantity import to_milli
 from .resources import ResourceError, parse_resource_list
 
 __all__ = [
@@ -35,6 +36,11 @@ __all__ = [
 
 # Annotations that are large and never needed for placement decisions.
 _DROP_ANNOTATIONS = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})
+
+
+# The engine keeps a row of per-device state for every node, as wide as the node with
+# the most GPUs; real nodes have 8 or 16, and a count beyond this is a typo.
+MAX_GPUS_PER_NODE = 256
 
 
 class SnapshotError(ValueError):
@@ -99,8 +105,54 @@ def _as_str_map(raw: Any, what: str) -> dict[str, str]:
     return dict(raw)
 
 
+def _whole_gpus(name: str, field: str, raw: Any, cfg: EngineConfig) -> None:
+    """A GPU is a device: a node advertising 1.5 would be rounded to 2 and its pods'
+    use would no longer add up, so a fraction is refused, naming the field."""
+    if not isinstance(raw, Mapping):
+        return
+    for res in cfg.gpu_resources:
+        value = raw.get(res)
+        if value is not None and to_milli(value) % 1000:
+            raise SnapshotError(
+                f'node {name}: status.{field}["{res}"]: "{value}" is not a whole number '
+                'of GPUs; allowed: a whole number, such as "8" (a device plugin counts '
+                "devices)"
+            )
+
+
+# A field of the wrong type deep in an object (a container that is a number) shows up
+# as one of these while it is read; it is reported naming the object, never raised.
+_WRONG_TYPE = (AttributeError, TypeError, KeyError, IndexError)
+
+
+def _sections(obj: Any, kind: str) -> str:
+    """Check the object and its top-level sections are objects; its name for messages."""
+    if not isinstance(obj, Mapping):
+        raise SnapshotError(f"a {kind} that is not an object: {str(obj)[:40]!r}")
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    ns = meta.get("namespace") if isinstance(meta, Mapping) else None
+    who = f"{kind.lower()} {f'{ns}/' if ns and kind == 'Pod' else ''}{name or '(no name)'}"
+    for key in ("metadata", "spec", "status"):
+        if obj.get(key) is not None and not isinstance(obj[key], Mapping):
+            raise SnapshotError(f"{who}: {key}: expected an object")
+    return who
+
+
 def node_from_json(obj: Mapping[str, Any], config: EngineConfig | None = None) -> NodeRecord:
-    """A Node object as the API returns it."""
+    """A Node object as the API returns it. A field of the wrong type is a
+    SnapshotError naming the node."""
+    who = _sections(obj, "Node")
+    try:
+        return _node_from_json(obj, config)
+    except _WRONG_TYPE:
+        raise SnapshotError(
+            f"{who}: a field holds a value of the wrong type (not as kubectl get -o json "
+            "writes a Node)"
+        ) from None
+
+
+def _node_from_json(obj: Mapping[str, Any], config: EngineConfig | None) -> NodeRecord:
     cfg = config or EngineConfig()
     meta = obj.get("metadata") or {}
     name = meta.get("name")
@@ -108,11 +160,13 @@ def node_from_json(obj: Mapping[str, Any], config: EngineConfig | None = None) -
         raise SnapshotError("node without metadata.name")
     status = obj.get("status") or {}
     spec = obj.get("spec") or {}
+    listed = "allocatable" if status.get("allocatable") else "capacity"
     try:
-        alloc = parse_resource_list(status.get("allocatable") or status.get("capacity"))
+        alloc = parse_resource_list(status.get(listed))
         taints = parse_taints(spec.get("taints"))
     except (ResourceError, ShapeError) as e:
         raise SnapshotError(f"node {name}: {e}") from None
+    _whole_gpus(name, listed, status.get(listed), cfg)
     labels = _as_str_map(meta.get("labels"), f"node {name}: metadata.labels")
     alloc.setdefault("pods", cfg.default_pods_per_node)
     gpu_res, gpu_count = None, 0
@@ -120,6 +174,11 @@ def node_from_json(obj: Mapping[str, Any], config: EngineConfig | None = None) -
         if alloc.get(res, 0) > 0:
             gpu_res, gpu_count = res, alloc.pop(res)
             break
+    if gpu_count > MAX_GPUS_PER_NODE:
+        raise SnapshotError(
+            f'node {name}: {gpu_res}: "{gpu_count}" is too many GPUs for one node; '
+            f"allowed: at most {MAX_GPUS_PER_NODE}"
+        )
     for res in cfg.gpu_resources:
         alloc.pop(res, None)
     model = next((labels[k] for k in cfg.gpu_model_labels if labels.get(k)), "")
@@ -167,7 +226,23 @@ def pod_from_json(
     config: EngineConfig | None = None,
     shapes: dict[PodShape, PodShape] | None = None,
 ) -> PodRecord:
-    """A Pod object as the API returns it. ``shapes`` interns equal shapes."""
+    """A Pod object as the API returns it. ``shapes`` interns equal shapes. A field of
+    the wrong type is a SnapshotError naming the pod."""
+    try:
+        return _pod_from_json(obj, config, shapes)
+    except _WRONG_TYPE:
+        who = _sections(obj, "Pod")
+        raise SnapshotError(
+            f"{who}: a field holds a value of the wrong type (not as kubectl get -o json "
+            "writes a Pod)"
+        ) from None
+
+
+def _pod_from_json(
+    obj: Mapping[str, Any],
+    config: EngineConfig | None,
+    shapes: dict[PodShape, PodShape] | None,
+) -> PodRecord:
     cfg = config or EngineConfig()
     meta = obj.get("metadata") or {}
     name = meta.get("name") or meta.get("generateName") or ""

@@ -29,9 +29,11 @@ __all__ = [
     "compare_reports",
     "fragmentation_report",
     "largest_gang",
+    "probe_label",
     "render_comparison",
     "render_nodes",
     "render_report",
+    "render_workload",
 ]
 
 
@@ -70,6 +72,10 @@ class FragmentationReport:
     largest: list[tuple[str, int]] = field(default_factory=list)
     worst_nodes: list[NodeRow] = field(default_factory=list)
     nodes: list[NodeRow] = field(default_factory=list)
+    # What "fragmented" was measured against: each typical task and its share.
+    workload: list[tuple[str, float]] = field(default_factory=list)
+    # Where the probe shapes of ``largest`` come from, said beside them.
+    probes_from: str = ""
 
     def to_dict(self, with_nodes: bool = False) -> dict[str, Any]:
         row = {**asdict(self.total), "frag_rate_pct": round(self.total.frag_rate, 2)}
@@ -78,6 +84,8 @@ class FragmentationReport:
             "models": [{**asdict(m), "frag_rate_pct": round(m.frag_rate, 2)} for m in self.models],
             "largest_gang": [{"shape": s, "pods": n} for s, n in self.largest],
             "worst_nodes": [asdict(n) for n in self.worst_nodes],
+            "workload": [{"task": t, "share": round(w, 4)} for t, w in self.workload],
+            "probes_from": self.probes_from,
         }
         if with_nodes:
             out["nodes"] = [asdict(n) for n in self.nodes]
@@ -117,8 +125,11 @@ def fragmentation_report(
     workload: TargetWorkload,
     probes: Sequence[PodShape] = (),
     worst: int = 5,
+    probes_from: str = "",
 ) -> FragmentationReport:
-    """Per node, per GPU model and cluster figures, in GPUs."""
+    """Per node, per GPU model and cluster figures, in GPUs. ``probes_from`` says where
+    the probe shapes come from (two reports with different probes then say why their
+    largest gangs differ)."""
     gpu_nodes = np.flatnonzero(snap.gpu_total > 0)
     frag = node_fragmentation(snap, workload, gpu_nodes) / 1000.0
     idle = snap.gpu_free_total(gpu_nodes) / 1000.0
@@ -159,8 +170,20 @@ def fragmentation_report(
     all_nodes = [node_row(i) for i in range(gpu_nodes.size)]
     order = np.argsort(-frag, kind="stable")[:worst]
     worst_nodes = [all_nodes[int(i)] for i in order if frag[i] > 0]
-    largest = [(p.describe(), largest_gang(snap, p)) for p in probes]
-    return FragmentationReport(rows, total, largest, worst_nodes, all_nodes)
+    largest = [(probe_label(p), largest_gang(snap, p)) for p in probes]
+    tasks = [(t.describe(), w) for t, w in zip(workload.shapes, workload.weights, strict=True)]
+    return FragmentationReport(rows, total, largest, worst_nodes, all_nodes, tasks, probes_from)
+
+
+def probe_label(shape: PodShape) -> str:
+    """A probe's shape with where it may run: a probe made from a waiting gang carries
+    its node selector and GPU models, and fits only where they allow."""
+    where = [f"{k}={v}" for k, v in shape.node_selector]
+    if shape.gpu_models:
+        where.append(f"GPU {'|'.join(shape.gpu_models)}")
+    if shape.affinity:
+        where.append("node affinity")
+    return shape.describe() + (f" ({', '.join(where)})" if where else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,9 +229,17 @@ def render_report(rep: FragmentationReport, title: str = "GPU fragmentation") ->
             f"{m.model:<14}{m.nodes:>7}{m.gpus:>7}{_fmt(m.allocated):>9}{_fmt(m.idle):>9}"
             f"{_fmt(m.fragmented):>12}{_fmt(m.stranded):>10}{m.frag_rate:>10.1f}%"
         )
+    if any(abs(m.allocated - round(m.allocated)) > 0.0005 for m in rep.models):
+        lines.append(
+            "used and idle count shares of a GPU: a pod holding 500m of one (GPU sharing) "
+            "uses 0.5 GPU"
+        )
+    lines.extend(render_workload(rep))
     if rep.largest:
         lines.append("")
         lines.append("Largest gang that fits all-or-nothing now:")
+        if rep.probes_from:
+            lines.append(f"  (probe shapes: {rep.probes_from})")
         lines.extend(f"  {n:>6} pods of {s}" for s, n in rep.largest)
     if rep.worst_nodes:
         lines.append("")
@@ -219,6 +250,42 @@ def render_report(rep: FragmentationReport, title: str = "GPU fragmentation") ->
             for n in rep.worst_nodes
         )
     return "\n".join(lines)
+
+
+def _wrap_items(head: str, items: list[str], width: int = 88) -> list[str]:
+    """``head`` then ``items`` joined by commas, broken between items, never inside."""
+    lines, line = [], head
+    for i, item in enumerate(items):
+        text = item + ("," if i < len(items) - 1 else "")
+        if len(line) + len(text) + 1 > width and line.strip() != head.strip():
+            lines.append(line.rstrip())
+            line = "    "
+        line += text + " "
+    lines.append(line.rstrip())
+    return lines
+
+
+def render_workload(rep: FragmentationReport) -> list[str]:
+    """What "fragmented" counts, and the workload it was measured against."""
+    if not rep.workload:
+        return [
+            "fragmented: no pods to learn the typical workload from, so no idle GPU is "
+            "counted as fragmented"
+        ]
+    lines = [
+        "fragmented: idle GPUs that a share of the typical workload cannot use where they "
+        "are (FGD),",
+        *_wrap_items(
+            "  measured against the running pods' typical tasks: ",
+            [f"{100 * w:.0f}% {t}" for t, w in rep.workload],
+        ),
+    ]
+    if any(t.endswith("no GPU") for t, _ in rep.workload):
+        lines.append(
+            "  (a task that needs no GPU counts every idle GPU of a node as fragmented; "
+            "docs/engine.md)"
+        )
+    return lines
 
 
 def render_nodes(rep: FragmentationReport, limit: int | None = None) -> str:
@@ -240,16 +307,21 @@ def render_nodes(rep: FragmentationReport, limit: int | None = None) -> str:
 def render_comparison(before: FragmentationReport, after: FragmentationReport) -> str:
     """Before and after a plan, side by side: the cluster, then each GPU model."""
     b, a = before.total, after.total
-    lines = [f"{'':<22}{'before':>10}{'after':>10}{'change':>10}"]
+    w = 22
+    lines = [f"{'':<{w}}{'before':>10}{'after':>10}{'change':>10}"]
     for label, x, y in (
         ("idle GPUs", b.idle, a.idle),
         ("fragmented GPUs", b.fragmented, a.fragmented),
         ("stranded GPUs", b.stranded, a.stranded),
         ("fragmentation rate %", b.frag_rate, a.frag_rate),
     ):
-        lines.append(f"{label:<22}{_fmt(x):>10}{_fmt(y):>10}{_fmt(y - x):>10}")
-    for (shape, n0), (_, n1) in zip(before.largest, after.largest, strict=False):
-        lines.append(f"{'largest gang ' + shape:<22}{n0:>10}{n1:>10}{n1 - n0:>10}")
+        lines.append(f"{label:<{w}}{_fmt(x):>10}{_fmt(y):>10}{_fmt(y - x):>10}")
+    # A probe's shape (with its node selector) is longer than the label column: the
+    # rows are numbered and the shapes follow the table.
+    largest = list(zip(before.largest, after.largest, strict=False))
+    for i, ((_, n0), (_, n1)) in enumerate(largest, 1):
+        lines.append(f"{f'largest gang, probe {i}':<{w}}{n0:>10}{n1:>10}{n1 - n0:>10}")
+    lines.extend(f"  probe {i}: {shape}" for i, ((shape, _), _) in enumerate(largest, 1))
     deltas = [d for d in compare_reports(before, after) if d.model != "all"]
     if deltas:
         lines.append("")

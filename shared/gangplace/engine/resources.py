@@ -53,7 +53,17 @@ def _to_engine_units(resource: str, value: str | int | float) -> int:
         raise ResourceError(f"resource {resource!r}: {e}") from None
     if n < 0:
         raise ResourceError(f"resource {resource!r}: negative quantity {value!r}")
+    if n > MAX_QUANTITY:
+        raise ResourceError(
+            f"resource {resource!r}: {str(value)[:24]!r} is too large (at most 2^62 "
+            "engine units: milli-CPU, bytes or counts)"
+        )
     return n
+
+
+# The engine sums quantities in int64 arrays; nothing real comes near this (2^62 bytes
+# is 4 EiB), and a larger value would overflow them.
+MAX_QUANTITY = 2**62
 
 
 def parse_resource_list(raw: Mapping[str, Any] | None) -> Resources:

@@ -16,9 +16,9 @@ from .objects import RecordError, object_meta
 __all__ = [
     "ANNOTATION_SUSPENDED_BY",
     "ANNOTATION_SUSPEND_IGNORED",
+    "DISRUPTION_TARGET",
     "KUEUE_QUEUE_LABEL",
     "RAYJOB_SUSPENDABLE",
-    "DISRUPTION_TARGET",
     "RECREATING_OWNERS",
     "SUSPEND_PATHS",
     "WORKLOAD_KINDS",

@@ -299,13 +299,13 @@ def cmd_gangstudy(args: argparse.Namespace) -> int:
 def guarded(
     fn: Callable[[argparse.Namespace], int], prog: str = "gangplace"
 ) -> Callable[[argparse.Namespace], int]:
-    """``fn`` with a :class:`CliError` (or a cluster the run cannot start from) printed
-    as ``PROG COMMAND: message`` on stderr and exit code 2."""
+    """``fn`` with a :class:`CliError`, a trace that cannot be read or a cluster the run
+    cannot start from printed as ``PROG COMMAND: message`` on stderr and exit code 2."""
 
     def run(args: argparse.Namespace) -> int:
         try:
             return fn(args)
-        except (CliError, TraceSetupError) as e:
+        except (CliError, TraceError, TraceSetupError) as e:
             print(f"{prog} {args.command}: {e}", file=sys.stderr)
             return EXIT_BAD_INPUT
 

@@ -10,10 +10,13 @@ allowed models joined by ``|``. Errors name the file and line.
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
 from ..engine import NodeRecord, PodShape
+from ..engine.node_pod_records import MAX_GPUS_PER_NODE
+from ..engine.resources import MAX_QUANTITY
 from ..thirdparty import GET_DATA_HINT, TRACE, TRACE_NODE_FILE, trace_dir
 from .arrivals import TracePod
 
@@ -72,26 +75,44 @@ def _rows(path: Path, needed: tuple[str, ...]) -> Iterator[tuple[int, dict[str, 
     except OSError as e:
         raise TraceError(f"{path}: {e.strerror or e}") from None
     with f:
-        reader = csv.DictReader(f)
-        missing = [c for c in needed if c not in (reader.fieldnames or ())]
-        if missing:
-            raise TraceError(f"{path}: missing column(s) {', '.join(missing)}")
-        for row in reader:
-            yield reader.line_num, row
+        try:
+            reader = csv.DictReader(f)
+            missing = [c for c in needed if c not in (reader.fieldnames or ())]
+            if missing:
+                raise TraceError(f"{path}: missing column(s) {', '.join(missing)}")
+            for row in reader:
+                yield reader.line_num, row
+        except UnicodeDecodeError:
+            raise TraceError(f"{path}: not a CSV file (not UTF-8 text)") from None
+        except csv.Error as e:
+            raise TraceError(f"{path}: not a CSV file ({e})") from None
+
+
+# Counts beyond this are no cluster's (and beyond what the engine's int64 arrays hold).
+_LARGEST = 2**53
+
+
+def _bounded(path: Path, line: int, cpu: int, mem_mib: int) -> None:
+    """CPU and memory the engine's int64 sums can hold."""
+    if cpu > MAX_QUANTITY or mem_mib * MIB > MAX_QUANTITY:
+        raise TraceError(f"{path}:{line}: cpu_milli or memory_mib too large for any node")
 
 
 def _int(path: Path, line: int, row: dict[str, str], col: str) -> int:
     raw = (row.get(col) or "").strip()
     try:
-        return int(raw)
+        n = int(raw) if len(raw) <= 20 else _LARGEST + 1
     except ValueError:
         try:
             f = float(raw)
         except ValueError:
             raise TraceError(f"{path}:{line}: {col}={raw!r} is not a number") from None
-        if f != int(f):
+        if not math.isfinite(f) or f != int(f):
             raise TraceError(f"{path}:{line}: {col}={raw!r} is not a whole number") from None
-        return int(f)
+        n = int(f)
+    if abs(n) > _LARGEST:
+        raise TraceError(f"{path}:{line}: {col}={raw[:24]!r}: out of range (at most {_LARGEST})")
+    return n
 
 
 def load_nodes(path: str | Path) -> list[NodeRecord]:
@@ -109,6 +130,11 @@ def load_nodes(path: str | Path) -> list[NodeRecord]:
         cpu, mem, gpus = (_int(path, line, row, c) for c in ("cpu_milli", "memory_mib", "gpu"))
         if cpu < 0 or mem < 0 or gpus < 0:
             raise TraceError(f"{path}:{line}: negative capacity on node {name}")
+        _bounded(path, line, cpu, mem)
+        if gpus > MAX_GPUS_PER_NODE:
+            raise TraceError(
+                f"{path}:{line}: node {name}: gpu={gpus}: at most {MAX_GPUS_PER_NODE} per node"
+            )
         model = (row.get("model") or "").strip()
         out.append(
             NodeRecord(
@@ -137,6 +163,9 @@ def load_pods(path: str | Path) -> list[TracePod]:
         cpu, mem, k = (_int(path, line, row, c) for c in ("cpu_milli", "memory_mib", "num_gpu"))
         if cpu < 0 or mem < 0 or k < 0:
             raise TraceError(f"{path}:{line}: negative request in pod {name}")
+        _bounded(path, line, cpu, mem)
+        if k > MAX_GPUS_PER_NODE:
+            raise TraceError(f"{path}:{line}: pod {name}: num_gpu={k}: more than any node has")
         d = min(max(_int(path, line, row, "gpu_milli"), 0), 1000) if k else 0
         if d == 0:
             k = 0
