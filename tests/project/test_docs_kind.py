@@ -141,3 +141,20 @@ async def test_the_example_jobs_do_what_the_section_says() -> None:
         big = await pods("train")
         assert len(big) == 4
         assert [p["spec"].get("nodeName") for p in big] == [None] * 4
+
+
+def test_the_node_image_fits_the_volcano_release() -> None:
+    """The kind cluster pins one node image, and the Volcano release the section applies
+    supports that Kubernetes release (the bounds the support matrix quotes from Volcano's
+    compatibility table)."""
+    images = {n.get("image") for n in kind_config()["nodes"]}
+    assert len(images) == 1 and None not in images, "every node pins the same image"
+    [image] = images
+    m = re.fullmatch(r"kindest/node:v1\.(\d+)\.\d+@sha256:[0-9a-f]{64}", str(image))
+    assert m, image
+    kube_minor = int(m.group(1))
+    [volcano] = re.findall(r"volcano-sh/volcano/v1\.(\d+)\.\d+/installer", section())
+    text = DOC.read_text()
+    bounds = dict(re.findall(r"(1\.\d+) up to (1\.\d+)", text.split("## Support matrix", 1)[1]))
+    assert f"1.{volcano}" in bounds, "the support matrix bounds the pinned Volcano release"
+    assert kube_minor <= int(bounds[f"1.{volcano}"].split(".")[1])
