@@ -18,14 +18,36 @@ CRD_TYPE = ("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomRe
 _VERSIONS = {"kubeflow.org": "v1", "jobset.x-k8s.io": "v1alpha2", "ray.io": "v1"}
 
 
+# What runPolicy holds beside ``suspend`` in the training operator's CRDs: an old CRD
+# declares these and not the switch, so the API server prunes only the switch.
+_RUN_POLICY = (
+    "cleanPodPolicy",
+    "ttlSecondsAfterFinished",
+    "activeDeadlineSeconds",
+    "backoffLimit",
+    "schedulingPolicy",
+    "managedBy",
+)
+_OPEN: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+
 def _schema(path: tuple[str, ...], switch: bool) -> dict[str, Any]:
-    """An object schema declaring the parents of ``path``, and its last part (a boolean)
-    only with ``switch``."""
-    props: dict[str, Any] = {path[-1]: {"type": "boolean"}} if switch else {}
-    node: dict[str, Any] = {"type": "object", "properties": props}
+    """An object schema that keeps every field (``x-kubernetes-preserve-unknown-fields``,
+    so the in-memory server's structural pruning leaves the objects whole) but, without
+    ``switch``, the switch itself: under ``runPolicy`` its parent is declared field by
+    field, as the training operator's CRD before v1.7 declares it, so the switch is
+    pruned; a switch in ``spec`` is only left undeclared."""
+    if switch:
+        parent: dict[str, Any] = {**_OPEN, "properties": {path[-1]: {"type": "boolean"}}}
+    elif path[-2] == "runPolicy":
+        parent = {"type": "object", "properties": {k: dict(_OPEN) for k in _RUN_POLICY}}
+    else:
+        # a switch in spec itself: spec keeps its fields, the switch is only undeclared
+        parent = dict(_OPEN)
+    node = parent
     for part in reversed(path[1:-1]):
-        node = {"type": "object", "properties": {part: node}}
-    return {"type": "object", "properties": {path[0]: node, "status": {"type": "object"}}}
+        node = {**_OPEN, "properties": {part: node}}
+    return {**_OPEN, "properties": {path[0]: node, "status": dict(_OPEN)}}
 
 
 def workload_crd(kind: str, *, switch: bool = True) -> dict[str, Any]:
