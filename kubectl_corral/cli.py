@@ -20,7 +20,7 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -292,6 +292,22 @@ async def cmd_explain(s: Session, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+async def _command(
+    args: argparse.Namespace, session: Callable[[], Session], out: TextIO, err: TextIO
+) -> int:
+    """Run the chosen command on the session ``session()`` makes (a snapshot is read
+    there); a usage error or a failure it names is one line."""
+    try:
+        code: int = await args.func(session(), out, err)
+        return code
+    except UsageError as e:
+        err.write(f"kubectl corral: {one_line(e)}\n")
+        return EXIT_USAGE
+    except PluginError as e:
+        err.write(f"kubectl corral: {one_line(e)}\n")
+        return EXIT_FAILED
+
+
 async def run(
     argv: Sequence[str] | None = None,
     out: TextIO = sys.stdout,
@@ -309,15 +325,7 @@ async def run(
     if args.command == "demo":
         return await cmd_demo(args, out, err, env)
     if args.snapshot:
-        try:
-            code: int = await args.func(Session(args, None, "", env), out, err)
-            return code
-        except UsageError as e:
-            err.write(f"kubectl corral: {one_line(e)}\n")
-            return EXIT_USAGE
-        except PluginError as e:
-            err.write(f"kubectl corral: {one_line(e)}\n")
-            return EXIT_FAILED
+        return await _command(args, lambda: Session(args, None, "", env), out, err)
     try:
         cfg = await load_configuration(
             args.kubeconfig, context=args.context, environ=env, prefer_kubeconfig=True
@@ -327,15 +335,7 @@ async def run(
         return EXIT_FAILED
     client = client_for(cfg, request_timeout=args.request_timeout)
     try:
-        session = Session(args, client, str(cfg.host), env)
-        code = await args.func(session, out, err)
-        return code
-    except UsageError as e:
-        err.write(f"kubectl corral: {one_line(e)}\n")
-        return EXIT_USAGE
-    except PluginError as e:
-        err.write(f"kubectl corral: {one_line(e)}\n")
-        return EXIT_FAILED
+        return await _command(args, lambda: Session(args, client, str(cfg.host), env), out, err)
     finally:
         await client.close()
 
