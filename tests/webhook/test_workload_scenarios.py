@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import datetime as dt
+import functools
 import json
 import time
 import uuid
@@ -21,6 +22,7 @@ import jsonpatch
 import pytest
 import yaml
 from gangplace.kube import KubeClient
+from gangplace.thirdparty import crds_dir
 
 from tests.controllers import ControllerSet, GarbageCollector, Rest
 from tests.kubeapi import ApiServer, ResourceType
@@ -36,7 +38,8 @@ from webhook.tls.contexts import client_context, load_pair, server_context
 # Stories over the API server and the webhook served over TLS: not in `make test-fast`.
 pytestmark = pytest.mark.scenario
 
-CRDS = Path(__file__).resolve().parents[2].parent / "shared" / "crds"
+# Other projects' CRDs ($CORRAL_DATA or ../shared): the kinds of the tests marked crds.
+CRDS = crds_dir(Path(__file__).resolve().parents[2])
 FIXTURES = Path(__file__).parent / "fixtures" / "workloads"
 BUNDLE = new_bundle("corral-webhook", "corral-system", dt.datetime.now(dt.UTC), ips=["127.0.0.1"])
 NS = "ml"
@@ -128,10 +131,19 @@ class Cluster:
         return {pg["metadata"]["name"]: pg for pg in self.store.items(rt, NS)}
 
 
+@functools.cache
+def _crds() -> tuple[Json, ...]:
+    """The published CRDs, parsed once per run (some are hundreds of kilobytes of YAML:
+    parsed for every test they took most of this module's time)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    paths = sorted(CRDS.glob("*.yaml")) if CRDS is not None else []
+    return tuple(yaml.load(p.read_text(), Loader=loader) for p in paths)
+
+
 @pytest.fixture
 async def cluster(api: ApiServer, kube: KubeClient) -> AsyncIterator[Cluster]:
-    for path in sorted(CRDS.glob("*.yaml")):
-        api.store.register_crd(yaml.safe_load(path.read_text()))
+    for crd in _crds():
+        api.store.register_crd(copy.deepcopy(crd))
     api.store.register(ResourceType("batch", "v1", "cronjobs", "CronJob", True))
     api.store.load([o.namespace(NS)])
     pg = PodGroupApi(kube)
@@ -189,6 +201,7 @@ def executor_pod(app: Json, driver: Json, i: int) -> Json:
     return pod
 
 
+@pytest.mark.crds  # its kind is served from another project's CRD
 async def test_spark_driver_and_executors_end_in_one_podgroup(cluster: Cluster) -> None:
     app = await cluster.create(fixture_object("sparkapp-create-pi.json"))
     driver = await cluster.create(driver_pod(app))
@@ -327,6 +340,7 @@ async def test_a_podgroup_that_is_not_the_workloads_is_not_scaled(cluster: Clust
 # --- existing gangs and steps ---------------------------------------------------------------
 
 
+@pytest.mark.crds  # its kind is served from another project's CRD
 async def test_a_volcano_jobs_pods_keep_volcanos_queue(cluster: Cluster) -> None:
     vcjob = cluster.store.create(
         cluster.store.resource("jobs", "batch.volcano.sh"),
@@ -381,6 +395,7 @@ async def test_a_volcano_jobs_pods_keep_volcanos_queue(cluster: Cluster) -> None
     assert cluster.podgroups()[pg_name]["spec"]["queue"] == "research"
 
 
+@pytest.mark.crds  # its kind is served from another project's CRD
 async def test_an_argo_step_pod_is_left_alone(cluster: Cluster) -> None:
     wf = cluster.store.create(
         cluster.store.resource("workflows", "argoproj.io"),
@@ -405,6 +420,7 @@ async def test_an_argo_step_pod_is_left_alone(cluster: Cluster) -> None:
 # --- LeaderWorkerSet ---------------------------------------------------------------------
 
 
+@pytest.mark.crds  # its kind is served from another project's CRD
 async def test_a_leaderworkersets_groups_get_a_podgroup_each(cluster: Cluster) -> None:
     lws = await cluster.create(fixture_object("lws-create-vllm.json"))
     leader = fixture_object("pod-create-lws-leader.json")
