@@ -46,8 +46,7 @@ from bench._common import die
 from tests.builders.reviews import review
 from tests.kubeapi import ApiServer
 from webhook.config import WebhookConfig
-from webhook.podgroups.api import PodGroupApi
-from webhook.podgroups.from_workload import OwnerPodGroups
+from webhook.podgroups.api import live_reconciler
 from webhook.podgroups.reconciler import PodGroupReconciler
 from webhook.server import init_app, start
 from webhook.tls.certificates import new_bundle
@@ -111,15 +110,7 @@ class Webhook:
         self._runner: Any = None
 
     async def start(self, api: ApiServer, ctx: ssl.SSLContext) -> None:
-        pg = PodGroupApi(api.client(self.name))
-        self.reconciler = PodGroupReconciler(
-            pg.create,
-            pg.resolve_owner,
-            existing=pg.existing,
-            update=pg.update,
-            remove=pg.remove,
-            ensure=OwnerPodGroups(pg.read_owner, self.config),
-        )
+        self.reconciler = live_reconciler(api.client(self.name), self.config)
         app = init_app(self.config, reconciler=self.reconciler)
         self._runner, port = await start(app, "127.0.0.1", 0, ctx, shutdown_timeout=0.5)
         self.url = f"https://127.0.0.1:{port}/mutate?timeout=5s"

@@ -90,18 +90,10 @@ def _reconciler(
     """PodGroups are made when there is an API server and the backend has them."""
     if kube is None or dialect_for(config).podgroup is None:
         return None
-    from .podgroups.api import PodGroupApi
-    from .podgroups.from_workload import OwnerPodGroups
+    from .podgroups.api import live_reconciler
 
-    api = PodGroupApi(kube)
-    return PodGroupReconciler(
-        api.create,
-        api.resolve_owner,
-        existing=api.existing,
-        update=api.update,
-        remove=api.remove,
-        ensure=OwnerPodGroups(api.read_owner, config),
-        on_outcome=lambda _intent, outcome: metrics.podgroup(outcome),
+    return live_reconciler(
+        kube, config, on_outcome=lambda _intent, outcome: metrics.podgroup(outcome)
     )
 
 

@@ -18,8 +18,7 @@ from aiohttp import web
 
 from tests.kubeapi import ApiServer
 from webhook.config import WebhookConfig
-from webhook.podgroups.api import PodGroupApi
-from webhook.podgroups.from_workload import OwnerPodGroups
+from webhook.podgroups.api import live_reconciler
 from webhook.podgroups.reconciler import PodGroupReconciler
 from webhook.server import init_app, start
 from webhook.tls.certificates import new_bundle
@@ -46,15 +45,7 @@ class CorralWebhook:
         bundle = new_bundle(name, ns, dt.datetime.now(dt.UTC))
         ctx = server_context()
         load_pair(ctx, bundle.cert, bundle.key)
-        pg = PodGroupApi(self.api.client("corral-webhook"))
-        self.reconciler = PodGroupReconciler(
-            pg.create,
-            pg.resolve_owner,
-            existing=pg.existing,
-            update=pg.update,
-            remove=pg.remove,
-            ensure=OwnerPodGroups(pg.read_owner, self.config),
-        )
+        self.reconciler = live_reconciler(self.api.client("corral-webhook"), self.config)
         app = init_app(self.config, reconciler=self.reconciler)
         self._runner, port = await start(app, "127.0.0.1", 0, ctx, shutdown_timeout=0.5)
         self.api.admission.map_service(ns, name, f"https://127.0.0.1:{port}")

@@ -31,8 +31,11 @@ from gangplace.kube.resources import (
     Resource,
 )
 
+from ..config import WebhookConfig
 from ..keys import MANAGED_BY
+from .from_workload import OwnerPodGroups
 from .intent import Existing, OwnerRef, PodGroupIntent, Removed
+from .reconciler import Outcome, PodGroupReconciler
 
 __all__ = ["PodGroupApi", "owner_resource"]
 
@@ -281,3 +284,23 @@ def _scale_ops(have: Any, want: Mapping[str, Any]) -> list[dict[str, Any]]:
         elif key not in want and key in have:
             ops.append({"op": "remove", "path": f"/spec/{key}"})
     return ops
+
+
+def live_reconciler(
+    kube: KubeClient,
+    config: WebhookConfig,
+    on_outcome: Callable[[PodGroupIntent, Outcome], None] | None = None,
+) -> PodGroupReconciler:
+    """The reconciler the webhook runs on a cluster: every PodGroup call over ``kube``,
+    and a gang's missing PodGroup made from its live workload by ``config``'s rules.
+    One wiring for the server, the benchmarks and the scenario tests."""
+    api = PodGroupApi(kube)
+    return PodGroupReconciler(
+        api.create,
+        api.resolve_owner,
+        existing=api.existing,
+        update=api.update,
+        remove=api.remove,
+        ensure=OwnerPodGroups(api.read_owner, config),
+        on_outcome=on_outcome,
+    )
