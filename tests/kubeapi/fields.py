@@ -199,6 +199,15 @@ SPEC_FIELDS_SINCE: dict[tuple[str, str, str], Release] = {
     ("batch", "jobs", "successPolicy"): Release(1, 30),
     ("batch", "jobs", "managedBy"): Release(1, 30),
     ("", "pods", "resources"): Release(1, 32),
+    # the native gang API's reference from a pod to its group (KEP-4671; core/v1
+    # types.go PodSpec at v1.35 and v1.36): workloadRef in 1.35 alone, replaced by
+    # schedulingGroup in 1.36 (tests/kubeapi/native_gangs.py)
+    ("", "pods", "workloadRef"): Release(1, 35),
+    ("", "pods", "schedulingGroup"): Release(1, 36),
+}
+# Fields a later release removed: (group, plural, field) -> the last release with it.
+SPEC_FIELDS_UNTIL: dict[tuple[str, str, str], Release] = {
+    ("", "pods", "workloadRef"): Release(1, 35),
 }
 
 
@@ -209,7 +218,9 @@ def known_fields(rt: ResourceType, kube: Release) -> tuple[tuple[str, ...], tupl
     top = ("apiVersion", "kind", "metadata", *TOP_FIELDS.get(key, ()))
     spec = SPEC_FIELDS.get(key, ())
     later = tuple(
-        f for (g, p, f), since in SPEC_FIELDS_SINCE.items() if (g, p) == key and kube >= since
+        f
+        for (g, p, f), since in SPEC_FIELDS_SINCE.items()
+        if (g, p) == key and kube >= since and kube <= SPEC_FIELDS_UNTIL.get((g, p, f), kube)
     )
     return top, (*spec, *later) if spec else ()
 

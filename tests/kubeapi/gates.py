@@ -29,6 +29,15 @@ GATES: Final[dict[str, tuple[tuple[Release, bool], ...]]] = {
     "PodDisruptionConditions": ((Release(1, 26), True),),
     # GA 1.27: a suspended Job never started may change its template's scheduling fields
     "JobMutableNodeSchedulingDirectives": ((Release(1, 23), True),),
+    # The native gang API (KEP-4671; pkg/features/kube_features.go at v1.35-v1.37): alpha
+    # 1.35 (off) serving scheduling.k8s.io/v1alpha1 Workload, v1alpha2 in 1.36, v1beta1
+    # (still off by default) in 1.37; GangScheduling is the scheduler plugin's gate.
+    "GenericWorkload": ((Release(1, 35), False),),
+    "GangScheduling": ((Release(1, 35), False),),
+    # alpha 1.36 (off): the Job controller writes Workload and PodGroup itself (KEP-5547)
+    "WorkloadWithJob": ((Release(1, 36), False),),
+    # alpha 1.37 (off): CompositePodGroup (scheduling.k8s.io/v1alpha3), KEP-6089
+    "CompositePodGroup": ((Release(1, 37), False),),
 }
 
 

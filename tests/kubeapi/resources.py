@@ -14,6 +14,8 @@ from .versions import Release, Versions
 __all__ = [
     "BUILTIN_TYPES",
     "CUSTOM_TYPES",
+    "NATIVE_GROUP",
+    "NATIVE_TYPES",
     "SERVED_FROM",
     "TERMINAL_PHASES",
     "ResourceType",
@@ -158,20 +160,50 @@ CUSTOM_TYPES: tuple[ResourceType, ...] = (
     ),
 )
 
+# The native gang API (KEP-4671), built in but served only by the releases that have it
+# and only when the cluster switched it on (``Versions.native_gangs``): the group
+# versions of kubernetes ``staging/src/k8s.io/api/scheduling/`` at v1.35 (v1alpha1:
+# Workload), v1.36 (v1alpha2: Workload, PodGroup) and v1.37 (v1beta1: Workload,
+# PodGroup; CompositePodGroup alpha in v1alpha3). Each release serves only its own
+# version here (a real 1.37 also serves v1alpha3 Workload and PodGroup when asked to;
+# not modelled). Shapes and rules: :mod:`.native_gangs`.
+NATIVE_GROUP = "scheduling.k8s.io"
+NATIVE_TYPES: tuple[ResourceType, ...] = (
+    ResourceType(NATIVE_GROUP, "v1alpha1", "workloads", "Workload", True, False),
+    ResourceType(NATIVE_GROUP, "v1alpha2", "workloads", "Workload", True, False),
+    ResourceType(NATIVE_GROUP, "v1alpha2", "podgroups", "PodGroup", True, True),
+    ResourceType(NATIVE_GROUP, "v1beta1", "workloads", "Workload", True, False),
+    ResourceType(NATIVE_GROUP, "v1beta1", "podgroups", "PodGroup", True, True),
+    ResourceType(NATIVE_GROUP, "v1alpha3", "compositepodgroups", "CompositePodGroup", True, True),
+)
+
 # Built-in resources not served by every Kubernetes release of the support matrix
 # (1.28-1.37): (group, version, plural) -> (first release, last release or None). The one
 # place a release adds or removes a group: discovery, OpenAPI and request routing all ask
-# :func:`served`. (The native gang API, scheduling.k8s.io Workload and PodGroup of
-# 1.35-1.37, is added here with its types.)
+# :func:`served`.
 VOLCANO_GROUP = "scheduling.volcano.sh"
-SERVED_FROM: dict[tuple[str, str, str], tuple[Release, Release | None]] = {}
+KAI_GROUP = "scheduling.run.ai"
+SERVED_FROM: dict[tuple[str, str, str], tuple[Release, Release | None]] = {
+    (NATIVE_GROUP, "v1alpha1", "workloads"): (Release(1, 35), Release(1, 35)),
+    (NATIVE_GROUP, "v1alpha2", "workloads"): (Release(1, 36), Release(1, 36)),
+    (NATIVE_GROUP, "v1alpha2", "podgroups"): (Release(1, 36), Release(1, 36)),
+    (NATIVE_GROUP, "v1beta1", "workloads"): (Release(1, 37), None),
+    (NATIVE_GROUP, "v1beta1", "podgroups"): (Release(1, 37), None),
+    (NATIVE_GROUP, "v1alpha3", "compositepodgroups"): (Release(1, 37), None),
+}
+_NATIVE_GVRS = frozenset(rt.gvr for rt in NATIVE_TYPES)
 
 
 def served(rt: ResourceType, versions: Versions) -> bool:
     """Whether the stack ``versions`` serves ``rt``: Volcano's kinds only with Volcano,
-    other custom resources while registered."""
+    KAI's only with KAI, the native gang API only when switched on, other custom
+    resources while registered."""
     if rt.group == VOLCANO_GROUP:
         return versions.volcano is not None
+    if rt.group == KAI_GROUP:
+        return versions.kai
+    if rt.gvr in _NATIVE_GVRS and not versions.native_gangs:
+        return False
     span = SERVED_FROM.get(rt.gvr) if rt.builtin else None
     if span is None:
         return True

@@ -27,8 +27,16 @@ from .deletion import Deletion
 from .disruption import DisruptionBudgets
 from .job_validation import validate_job_create, validate_job_update
 from .listing import Continuation, Listing
+from .native_gangs import check_native, check_pod_group_ref, drop_disabled_pod_fields
 from .patches import apply_patch
-from .resources import BUILTIN_TYPES, CUSTOM_TYPES, ResourceType, copy_json, now_iso
+from .resources import (
+    BUILTIN_TYPES,
+    CUSTOM_TYPES,
+    NATIVE_TYPES,
+    ResourceType,
+    copy_json,
+    now_iso,
+)
 from .status import ApiStatusError
 from .subresources import Subresources
 from .validation import canonical_quantities, validate
@@ -124,7 +132,7 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
         self.schemas: dict[tuple[str, str, str], Mapping[str, Any]] = {}
         # the CA certificate (PEM) clients verify the server with, once it has one
         self.root_ca: str | None = None
-        for rt in (*BUILTIN_TYPES, *CUSTOM_TYPES):
+        for rt in (*BUILTIN_TYPES, *NATIVE_TYPES, *CUSTOM_TYPES):
             self.register(rt)
         if system_namespaces:
             ns_type = self.types[("", "v1", "namespaces")]
@@ -398,6 +406,7 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
         self._default(rt, obj)
         if (rt.group, rt.plural) == ("batch", "jobs"):
             validate_job_create(obj, self.versions.kube)
+        self._check_gangs(rt, obj, None)
         if dry_run:
             return obj
         self._commit(rt, "ADDED", obj, None)
@@ -406,6 +415,16 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
         answer = copy_json(obj)
         self._after_write(rt, obj, created=True)
         return answer
+
+    def _check_gangs(self, rt: ResourceType, obj: Json, old: Json | None) -> None:
+        """The native gang API's rules (:mod:`.native_gangs`): a pod's reference to its
+        group, and the Workload, PodGroup and CompositePodGroup objects."""
+        if (rt.group, rt.plural) == ("", "pods"):
+            if isinstance(obj.get("spec"), dict):
+                drop_disabled_pod_fields(obj["spec"], self.versions)
+            check_pod_group_ref(obj, old, self.versions)
+        else:
+            check_native(rt, obj, old, self.versions)
 
     def _priority_of(self, name: str | None) -> int | None:
         classes = self.types[("scheduling.k8s.io", "v1", "priorityclasses")]
@@ -516,6 +535,7 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
         if "generation" in meta_old and self._generation_changed(rt, old, obj):
             meta["generation"] = meta_old["generation"] + 1
         validate(rt, obj)
+        self._check_gangs(rt, obj, old)
         return obj
 
     @staticmethod

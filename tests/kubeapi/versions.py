@@ -52,11 +52,20 @@ VOLCANO_VERSIONS: tuple[Release, ...] = tuple(Release(1, m) for m in range(7, 16
 class Versions:
     """The stack: the Kubernetes control plane's release, Volcano's (None: no Volcano),
     and whether Volcano's admission webhook (``/pods/validate``) runs. Left None it
-    follows the Volcano release's Helm chart: on by default through 1.11."""
+    follows the Volcano release's Helm chart: on by default through 1.11.
+
+    ``native_gangs``: the cluster was started with the native gang API switched on (the
+    alpha gates GenericWorkload, GangScheduling and, from 1.37, CompositePodGroup, and
+    ``--runtime-config`` for the version's ``scheduling.k8s.io`` group version); a
+    release before 1.35 has no such API, so the flag changes nothing there
+    (:mod:`.native_gangs`). ``kai``: KAI-Scheduler's CRDs are installed (PodGroup
+    ``scheduling.run.ai/v2alpha2``, Queue ``v2``)."""
 
     kube: Release = Release(1, 28)
     volcano: Release | None = Release(1, 7)
     volcano_pod_validation: bool | None = False
+    native_gangs: bool = False
+    kai: bool = False
 
     @classmethod
     def of(
@@ -64,12 +73,17 @@ class Versions:
         kube: str = "1.28",
         volcano: str | None = "1.7",
         volcano_pod_validation: bool | None = None,
+        *,
+        native_gangs: bool = False,
+        kai: bool = False,
     ) -> Versions:
         """From text; ``volcano_pod_validation`` None follows the chart's default."""
         return cls(
             Release.parse(kube),
             Release.parse(volcano) if volcano is not None else None,
             volcano_pod_validation,
+            native_gangs,
+            kai,
         )
 
     @property
@@ -85,4 +99,7 @@ class Versions:
         volcano = "no Volcano" if self.volcano is None else f"Volcano {self.volcano}"
         if self.validates_volcano_pods:
             volcano += " with /pods/validate"
-        return f"Kubernetes {self.kube}, {volcano}"
+        extra = "".join(
+            (", native gangs" if self.native_gangs else "", ", KAI" if self.kai else "")
+        )
+        return f"Kubernetes {self.kube}, {volcano}{extra}"
