@@ -1,6 +1,7 @@
 """Models of the controllers corral meets, run beside the in-memory API server: the Job
 controller, the garbage collector, a gang scheduler with Volcano's rules, a
-pod-by-pod scheduler, and the workload controllers whose suspend corral uses
+pod-by-pod scheduler, kube-scheduler with the native gang rule
+(:mod:`.native_gang_scheduler`), and the workload controllers whose suspend corral uses
 (:mod:`.training_operator`, :mod:`.jobset`, :mod:`.kuberay`, :mod:`.kueue`) (the
 kubelet model is the fake's own, in ``tests.kubeapi.kubelet``, and runs in step with these through
 :class:`StoreController`). They talk to the server over HTTP like any controller, so their
@@ -20,6 +21,7 @@ the schedulers asked for, the kubelet).
 from .gang_scheduler import GROUP_NAME, GangScheduler
 from .gc import GarbageCollector
 from .job import JOB_TRACKING, JobController
+from .native_gang_scheduler import NativeGangScheduler
 from .plane import control_plane
 from .pod_scheduler import PodScheduler
 from .rest import Rest, RestError
@@ -42,6 +44,7 @@ __all__ = [
     "GarbageCollector",
     "JobController",
     "ManualClock",
+    "NativeGangScheduler",
     "NotSettled",
     "PodScheduler",
     "Rest",

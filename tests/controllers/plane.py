@@ -12,6 +12,7 @@ from tests.kubeapi.kubelet import Kubelet
 from .gang_scheduler import GangScheduler
 from .gc import GarbageCollector
 from .job import JobController
+from .native_gang_scheduler import NativeGangScheduler
 from .pod_scheduler import PodScheduler
 from .rest import Rest
 from .runner import StoreController, wall_clock
@@ -29,10 +30,12 @@ def control_plane(
     kubelet: Kubelet | None = None,
 ) -> list[Any]:
     """The models against the API server at ``url`` (the kubelet on its ``store``).
-    ``scheduler``: "gang" (Volcano's rules), "pod" (default-scheduler) or "both";
+    ``scheduler``: "gang" (Volcano's rules), "pod" (default-scheduler), "both", or
+    "native" (default-scheduler with the native gang rule of the release ``store``
+    plays, in place of "pod");
     ``backoff``: the Job controller's pod-failure backoff, in seconds of ``clock``."""
-    if scheduler not in ("gang", "pod", "both"):
-        raise ValueError(f"scheduler {scheduler!r}: expected gang, pod or both")
+    if scheduler not in ("gang", "pod", "both", "native"):
+        raise ValueError(f"scheduler {scheduler!r}: expected gang, pod, both or native")
     models: list[Any] = [
         JobController(Rest(url), clock=clock, backoff=backoff),
         GarbageCollector(Rest(url)),
@@ -41,5 +44,7 @@ def control_plane(
         models.append(GangScheduler(Rest(url), clock=clock))
     if scheduler in ("pod", "both"):
         models.append(PodScheduler(Rest(url), clock=clock))
+    if scheduler == "native":
+        models.append(NativeGangScheduler(Rest(url), store.versions, clock=clock))
     models.append(StoreController("kubelet", kubelet if kubelet is not None else Kubelet(), store))
     return models

@@ -1,0 +1,153 @@
+"""kube-scheduler's native gang rule, per release (1.35 Workload + workloadRef, 1.36
+PodGroup + schedulingGroup, 1.37 v1beta1 and CompositePodGroup): a gang binds all at
+once or not at all, waits for its group object and its minCount pods without a word,
+and says why when it does not fit."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from tests.controllers import ControllerSet, NativeGangScheduler, Rest
+from tests.kubeapi import ApiServer, Versions
+from tests.kubeapi import objects as o
+from tests.kubeapi.native_objects import Group, create_gang_objects, gang_objects, refer
+
+Json = dict[str, Any]
+NS = "ml"
+RELEASES = ["1.35", "1.36", "1.37"]
+
+
+class World:
+    def __init__(self, api: ApiServer) -> None:
+        self.api = api
+        self.versions = api.store.versions
+        self.rest = Rest(api.url)
+        self.models = ControllerSet([NativeGangScheduler(Rest(api.url), self.versions)])
+
+    async def gang(self, name: str, groups: list[Group], **kw: Any) -> None:
+        await create_gang_objects(self.rest, NS, gang_objects(self.versions, name, groups, **kw))
+
+    async def pods(
+        self, workload: str, group: str, n: int, *, gpus: int = 2, first: int = 0, **kw: Any
+    ) -> None:
+        for i in range(first, first + n):
+            pod = refer(
+                self.versions,
+                o.pod(f"{workload}-{group}-{i}", NS, gpus=gpus, **kw),
+                workload,
+                group,
+            )
+            pod["metadata"].pop("namespace", None)
+            await self.rest.create("v1", "pods", NS, pod)
+
+    def pod_list(self, prefix: str = "") -> list[Json]:
+        pods = self.api.store.items(self.api.store.resource("pods"), NS)
+        return sorted(
+            (p for p in pods if p["metadata"]["name"].startswith(prefix)),
+            key=lambda p: p["metadata"]["name"],
+        )
+
+    def bound(self, prefix: str = "") -> list[str]:
+        return [p["metadata"]["name"] for p in self.pod_list(prefix) if p["spec"].get("nodeName")]
+
+    def pod_group(self, name: str) -> Json:
+        version = "v1alpha2" if self.versions.kube.minor == 36 else "v1beta1"
+        return self.api.store.get(
+            self.api.store.types[("scheduling.k8s.io", version, "podgroups")], NS, name
+        )
+
+
+@pytest.fixture(params=RELEASES)
+async def world(request: pytest.FixtureRequest) -> AsyncIterator[World]:
+    async with ApiServer(versions=Versions.of(kube=request.param, native_gangs=True)) as api:
+        api.store.load([o.namespace(NS), *(o.node(f"n{i}", gpus=8) for i in range(3))])
+        w = World(api)
+        yield w
+        await w.models.stop()
+        await w.rest.close()
+
+
+async def test_a_gang_waits_for_its_min_count_then_binds_whole(world: World) -> None:
+    w = world
+    await w.gang("bert", [Group("worker", 4)])
+    await w.pods("bert", "worker", 3)
+    await w.models.settle()
+    assert w.bound() == []
+    # PreEnqueue: waiting for members is silent (no condition, no event)
+    assert all("conditions" not in (p.get("status") or {}) for p in w.pod_list())
+    await w.pods("bert", "worker", 1, first=3)
+    await w.models.settle()
+    assert w.bound() == [f"bert-worker-{i}" for i in range(4)]
+    if w.versions.kube.minor >= 36:
+        (cond,) = w.pod_group("bert-worker")["status"]["conditions"]
+        assert cond["status"] == "True" and cond["reason"] == "Scheduled"
+
+
+async def test_pods_wait_for_their_group_object(world: World) -> None:
+    w = world
+    await w.pods("late", "worker", 2)
+    await w.models.settle()
+    assert w.bound() == []
+    await w.gang("late", [Group("worker", 2)])
+    await w.models.settle()
+    assert w.bound() == ["late-worker-0", "late-worker-1"]
+
+
+async def test_a_gang_that_does_not_fit_binds_nothing_and_says_why(world: World) -> None:
+    w = world
+    await w.gang("huge", [Group("worker", 4)])
+    await w.pods("huge", "worker", 4, gpus=8)  # 32 GPUs asked, 24 in the cluster
+    await w.models.settle()
+    assert w.bound() == []
+    for p in w.pod_list():
+        (cond,) = p["status"]["conditions"]
+        assert cond["reason"] == "Unschedulable" and cond["message"].startswith(
+            "0/3 nodes are available"
+        )
+    if w.versions.kube.minor >= 36:
+        (cond,) = w.pod_group("huge-worker")["status"]["conditions"]
+        assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
+
+
+async def test_pods_beyond_min_count_and_loose_pods_go_one_by_one(world: World) -> None:
+    w = world
+    await w.gang("elastic", [Group("worker", 2)])
+    await w.pods("elastic", "worker", 3)
+    loose = o.pod("loose", NS, gpus=1)
+    loose["metadata"].pop("namespace", None)
+    await w.rest.create("v1", "pods", NS, loose)
+    await w.models.settle()
+    assert w.bound() == ["elastic-worker-0", "elastic-worker-1", "elastic-worker-2", "loose"]
+
+
+async def test_one_scheduler_name_per_group(world: World) -> None:
+    w = world
+    await w.gang("mixed", [Group("worker", 2)])
+    await w.pods("mixed", "worker", 1)
+    await w.pods("mixed", "worker", 1, first=1, scheduler="other-scheduler")
+    await w.models.settle()
+    assert w.bound() == []
+    if w.versions.kube.minor >= 36:
+        (cond,) = w.pod_group("mixed-worker")["status"]["conditions"]
+        assert cond["message"] == "pods of one group must share one schedulerName"
+
+
+async def test_a_composite_group_waits_for_enough_complete_groups() -> None:
+    async with ApiServer(versions=Versions.of(kube="1.37", native_gangs=True)) as api:
+        api.store.load([o.namespace(NS), *(o.node(f"n{i}", gpus=8) for i in range(3))])
+        w = World(api)
+        try:
+            await w.gang("lws", [Group("g0", 2), Group("g1", 2)], composite_min_groups=2)
+            await w.pods("lws", "g0", 2)
+            await w.pods("lws", "g1", 1)
+            await w.models.settle()
+            assert w.bound() == []  # g0 is complete, but 2 groups are needed
+            await w.pods("lws", "g1", 1, first=1)
+            await w.models.settle()
+            assert w.bound() == ["lws-g0-0", "lws-g0-1", "lws-g1-0", "lws-g1-1"]
+        finally:
+            await w.models.stop()
+            await w.rest.close()
