@@ -37,6 +37,7 @@ from .resources import (
     copy_json,
     now_iso,
 )
+from .scheduler_crds import KAI_TYPES, kai_schemas, volcano_podgroup_schema
 from .status import ApiStatusError
 from .subresources import Subresources
 from .validation import canonical_quantities, validate
@@ -112,8 +113,6 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
         *,
         system_namespaces: bool = True,
     ) -> None:
-        # the release of each component the server plays (tests/kubeapi/versions.py)
-        self.versions = versions or Versions()
         self.types: dict[tuple[str, str, str], ResourceType] = {}
         self.objects: dict[tuple[str, str, str], dict[Key, Json]] = {}
         self.rv = 1000
@@ -132,12 +131,34 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
         self.schemas: dict[tuple[str, str, str], Mapping[str, Any]] = {}
         # the CA certificate (PEM) clients verify the server with, once it has one
         self.root_ca: str | None = None
-        for rt in (*BUILTIN_TYPES, *NATIVE_TYPES, *CUSTOM_TYPES):
+        for rt in (*BUILTIN_TYPES, *NATIVE_TYPES, *CUSTOM_TYPES, *KAI_TYPES):
             self.register(rt)
+        # the release of each component the server plays (tests/kubeapi/versions.py)
+        self.versions = versions or Versions()
         if system_namespaces:
             ns_type = self.types[("", "v1", "namespaces")]
             for name in SYSTEM_NAMESPACES:
                 self.create(ns_type, "", {"metadata": {"name": name}})
+
+    @property
+    def versions(self) -> Versions:
+        return self._versions
+
+    @versions.setter
+    def versions(self, versions: Versions) -> None:
+        """The stack; the gang schedulers' CRDs it installs come with it
+        (:mod:`.scheduler_crds`): Volcano's PodGroup schema of its release, KAI's."""
+        self._versions = versions
+        volcano = ("scheduling.volcano.sh", "v1beta1", "podgroups")
+        if versions.volcano is not None:
+            self.schemas[volcano] = volcano_podgroup_schema(versions.volcano)
+        else:
+            self.schemas.pop(volcano, None)
+        for gvr, schema in kai_schemas().items():
+            if versions.kai:
+                self.schemas[gvr] = schema
+            else:
+                self.schemas.pop(gvr, None)
 
     # --- types ------------------------------------------------------------------------
 
