@@ -5,7 +5,9 @@ real kubernetes-asyncio client, calibrated on recordings of a real v1.28 control
 It plays one release of each component (:class:`Versions`: ``/version``, the kinds and
 fields served; for Jobs, the defaults, feature gates and validation of that release,
 :mod:`.job_validation`, :mod:`.gates`; Volcano's pod admission,
-:mod:`.volcano_admission`) and serves what kubectl needs: discovery (:mod:`.discovery`), OpenAPI v3
+:mod:`.volcano_admission`; the native gang API of 1.35-1.37 when switched on,
+:mod:`.native_gangs` and :mod:`.native_objects`; the gang schedulers' CRDs of each release,
+Volcano's and KAI's, :mod:`.scheduler_crds`) and serves what kubectl needs: discovery (:mod:`.discovery`), OpenAPI v3
 (:mod:`.openapi`) and server-side field validation (:mod:`.fields`), as
 ``python -m tests.kubeapi`` too (:mod:`.__main__`). It starts with the system namespaces
 and a ``default`` ServiceAccount in every namespace, serves CustomResourceDefinitions

@@ -59,6 +59,17 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         default="1.7",
         help="the Volcano release beside it, 1.7 to 1.15, or 'none' (default 1.7)",
     )
+    p.add_argument(
+        "--native-gangs",
+        action="store_true",
+        help="switch the native gang API on (1.35 and later: Workload, PodGroup, "
+        "CompositePodGroup of scheduling.k8s.io and the pod's group reference)",
+    )
+    p.add_argument(
+        "--kai",
+        action="store_true",
+        help="install KAI-Scheduler's CRDs (PodGroup scheduling.run.ai/v2alpha2, Queue v2)",
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=0, help="port to listen on (default 0: any free)")
     p.add_argument(
@@ -79,7 +90,11 @@ def versions_of(args: argparse.Namespace) -> Versions:
     )
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port}: must be 0 (any free port) to 65535")
-    return Versions(kube, volcano, None)
+    if args.native_gangs and kube < Release(1, 35):
+        raise UsageError(
+            f"--native-gangs: Kubernetes {kube} has no native gang API; it starts with 1.35"
+        )
+    return Versions(kube, volcano, None, args.native_gangs, args.kai)
 
 
 def write_kubeconfig(path: Path, url: str, token: str, ca: bytes) -> None:

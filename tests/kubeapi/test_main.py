@@ -38,6 +38,10 @@ ROOT = Path(__file__).resolve().parents[2]
             "--volcano '1.20': not a supported release; supported: 1.7 to 1.15",
         ),
         (["--port", "70000"], "--port 70000: must be 0 (any free port) to 65535"),
+        (
+            ["--kube-version", "1.34", "--native-gangs"],
+            "--native-gangs: Kubernetes 1.34 has no native gang API; it starts with 1.35",
+        ),
     ],
 )
 def test_bad_options_are_one_line(
