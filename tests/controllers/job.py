@@ -22,6 +22,16 @@
   API server keeps the field only where the JobManagedBy gate is on: beta 1.32+,
   ``pkg/controller/job/job_controller.go`` ``isJobManagedByOtherController``).
 
+- With the native gang API on at 1.36+ (``WorkloadWithJob``, alpha 1.36, KEP-5547 as
+  first released: only "inferred gang" Jobs), an Indexed Job with ``parallelism ==
+  completions`` whose template names no ``schedulingGroup`` gets, before its pods, a
+  Workload ``<job>-<hash>`` (``controllerRef`` the Job, one template ``job`` with
+  ``gang.minCount`` = parallelism) and a PodGroup ``<workload>-job-<hash>``, both owned by
+  the Job, and each pod ``spec.schedulingGroup.podGroupName`` naming it
+  (``keps/sig-apps/5547-integrate-workload-with-job``: "Object Creation Order", "Naming
+  Conventions"; the hash here is the first five hex digits of the Job's uid, and the
+  template name ``job`` is this model's). ``spec.scheduling`` (1.37) is not modelled.
+
 Not modelled: Indexed completion mode, pod replacement policy, ttlSecondsAfterFinished.
 """
 
@@ -31,6 +41,10 @@ import copy
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
+
+from tests.kubeapi.native_gangs import gate_on, native_version
+from tests.kubeapi.resources import NATIVE_GROUP
+from tests.kubeapi.versions import Release, Versions
 
 from .common import (
     condition,
@@ -111,8 +125,10 @@ class JobController:
         clock: Callable[[], datetime] = wall_clock,
         backoff: float = 10.0,
         max_backoff: float = 360.0,
+        versions: Versions | None = None,
     ) -> None:
         self.rest = rest
+        self.versions = versions or Versions()
         self.clock = clock
         self.backoff = backoff
         self.max_backoff = max_backoff
@@ -321,11 +337,13 @@ class JobController:
                     job, "Normal", "SuccessfulDelete", f"Deleted pod: {p['metadata']['name']}"
                 )
             changed = True
+        group = await self._native_gang(job) if to_create > 0 else None
         for _ in range(to_create):
+            body = self.pod_for(job)
+            if group is not None:
+                body["spec"]["schedulingGroup"] = {"podGroupName": group}
             try:
-                pod = await self.rest.create(
-                    "v1", "pods", job["metadata"]["namespace"], self.pod_for(job)
-                )
+                pod = await self.rest.create("v1", "pods", job["metadata"]["namespace"], body)
             except RestError as e:
                 if e.status >= 500:
                     raise
@@ -344,6 +362,69 @@ class JobController:
             )
             changed = True
         return changed
+
+    # --- the native gang (KEP-5547) -----------------------------------------------------
+
+    def _inferred_gang(self, job: Json) -> bool:
+        spec = job.get("spec") or {}
+        template = (spec.get("template") or {}).get("spec") or {}
+        return (
+            self.versions.kube >= Release(1, 36)
+            and gate_on("WorkloadWithJob", self.versions)
+            and native_version(self.versions) is not None
+            and spec.get("completionMode") == "Indexed"
+            and spec.get("parallelism") is not None
+            and spec.get("parallelism") == spec.get("completions")
+            and "schedulingGroup" not in template
+        )
+
+    async def _native_gang(self, job: Json) -> str | None:
+        """The PodGroup the Job's pods name, made (with its Workload) when missing; None
+        for a Job that is not an inferred gang."""
+        if not self._inferred_gang(job):
+            return None
+        meta = job["metadata"]
+        api = f"{NATIVE_GROUP}/{native_version(self.versions)}"
+        suffix = str(meta["uid"]).replace("-", "")[:5]
+        workload = f"{meta['name']}-{suffix}"
+        group = f"{workload}-job-{suffix}"
+        owner = [owner_ref({**job, "apiVersion": BATCH, "kind": "Job"})]
+        policy = {"gang": {"minCount": int(job["spec"]["parallelism"])}}
+        objects = [
+            (
+                "workloads",
+                {
+                    "metadata": {"name": workload, "ownerReferences": owner},
+                    "spec": {
+                        "controllerRef": {"apiGroup": "batch", "kind": "Job", "name": meta["name"]},
+                        "podGroupTemplates": [{"name": "job", "schedulingPolicy": policy}],
+                    },
+                },
+            ),
+            (
+                "podgroups",
+                {
+                    "metadata": {"name": group, "ownerReferences": owner},
+                    "spec": self._pod_group_spec(workload, policy),
+                },
+            ),
+        ]
+        for plural, body in objects:
+            try:
+                await self.rest.create(api, plural, meta["namespace"], body)
+            except RestError as e:
+                if e.status != 409:
+                    raise
+        return group
+
+    def _pod_group_spec(self, workload: str, policy: Json) -> Json:
+        if native_version(self.versions) == "v1alpha2":
+            ref = {"workload": {"workloadName": workload, "podGroupTemplateName": "job"}}
+            return {"podGroupTemplateRef": ref, "schedulingPolicy": policy}
+        return {
+            "workloadRef": {"workloadName": workload, "templateName": "job"},
+            "schedulingPolicy": policy,
+        }
 
     # --- rules ---------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ def control_plane(
     if scheduler not in ("gang", "pod", "both", "native"):
         raise ValueError(f"scheduler {scheduler!r}: expected gang, pod, both or native")
     models: list[Any] = [
-        JobController(Rest(url), clock=clock, backoff=backoff),
+        JobController(Rest(url), clock=clock, backoff=backoff, versions=store.versions),
         GarbageCollector(Rest(url)),
     ]
     if scheduler in ("gang", "both"):

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.controllers import ControllerSet, NativeGangScheduler, Rest
+from tests.controllers import ControllerSet, JobController, NativeGangScheduler, Rest
 from tests.kubeapi import ApiServer, Versions
 from tests.kubeapi import objects as o
 from tests.kubeapi.native_objects import Group, create_gang_objects, gang_objects, refer
@@ -151,3 +151,62 @@ async def test_a_composite_group_waits_for_enough_complete_groups() -> None:
         finally:
             await w.models.stop()
             await w.rest.close()
+
+
+def _indexed_job(name: str, n: int, gpus: int, mode: str = "Indexed") -> Json:
+    container = {"name": "train", "image": "busybox"}
+    container["resources"] = {"requests": {"nvidia.com/gpu": str(gpus)}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "parallelism": n,
+            "completions": n,
+            "completionMode": mode,
+            "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
+        },
+    }
+
+
+async def test_the_job_controller_gangs_an_indexed_job_itself(world: World) -> None:
+    """KEP-5547 (1.36+): an Indexed Job with parallelism == completions gets its Workload
+    and PodGroup from the Job controller, and its pods bind all or nothing; on 1.35, and
+    for a NonIndexed Job, the pods carry no group and go one by one."""
+    w = world
+    w.models.add(JobController(Rest(w.api.url), backoff=0, versions=w.versions))
+    for body in (
+        _indexed_job("fits", 2, 8),
+        _indexed_job("toobig", 4, 8),
+        _indexed_job("plain", 2, 0, "NonIndexed"),
+    ):
+        await w.rest.create("batch/v1", "jobs", NS, body)
+        await w.models.settle()
+    store = w.api.store
+    kept = w.versions.kube.minor >= 36
+    groups = sorted(
+        (
+            p["metadata"]["name"].split("-")[0],
+            (p["spec"].get("schedulingGroup") or {}).get("podGroupName", ""),
+        )
+        for p in w.pod_list()
+    )
+    if kept:
+        version = "v1alpha2" if w.versions.kube.minor == 36 else "v1beta1"
+        names = sorted(
+            pg["metadata"]["name"]
+            for pg in store.items(store.types[("scheduling.k8s.io", version, "podgroups")], NS)
+        )
+        assert [n.split("-")[0] for n in names] == ["fits", "toobig"]
+        assert {g for job, g in groups if job in ("fits", "toobig")} == set(names)
+        assert all(g == "" for job, g in groups if job == "plain")
+    else:
+        assert all(g == "" for _, g in groups)
+    per_job = {
+        job: sum(1 for p in w.bound() if p.startswith(f"{job}-"))
+        for job in ("fits", "toobig", "plain")
+    }
+    assert per_job["plain"] == 2 and per_job["fits"] == 2
+    # 8 GPUs are left for a 4x8 Job: pod by pod one of its pods runs (and holds the
+    # GPUs the rest will never get); as a gang none does
+    assert per_job["toobig"] == (0 if kept else 1)
