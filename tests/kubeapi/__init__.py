@@ -6,13 +6,13 @@ It plays one release of each component (:class:`Versions`: ``/version``, the kin
 fields served; for Jobs, the defaults, feature gates and validation of that release,
 :mod:`.job_validation`, :mod:`.gates`; Volcano's pod admission,
 :mod:`.volcano_admission`; the native gang API of 1.35-1.37 when switched on,
-:mod:`.native_gangs` and :mod:`.native_objects`; the gang schedulers' CRDs of each release,
-Volcano's and KAI's, :mod:`.scheduler_crds`) and serves what kubectl needs: discovery (:mod:`.discovery`), OpenAPI v3
-(:mod:`.openapi`) and server-side field validation (:mod:`.fields`), as
-``python -m tests.kubeapi`` too (:mod:`.__main__`). It starts with the system namespaces
-and a ``default`` ServiceAccount in every namespace, serves CustomResourceDefinitions
-(their objects pruned by their schema: :mod:`.crds`) and the workload kinds
-(:mod:`.workloads`), and runs mutating then validating admission.
+:mod:`.native_gangs` and :mod:`.native_objects`; the gang schedulers' CRDs of each
+release, Volcano's and KAI's, :mod:`.scheduler_crds`) and serves what kubectl needs:
+discovery (:mod:`.discovery`), OpenAPI v3 (:mod:`.openapi`) and server-side field
+validation (:mod:`.fields`), as ``python -m tests.kubeapi`` too (:mod:`.__main__`). It
+starts with the system namespaces and a ``default`` ServiceAccount in every namespace,
+serves CustomResourceDefinitions (their objects pruned by their schema: :mod:`.crds`)
+and the workload kinds (:mod:`.workloads`), and runs mutating then validating admission.
 
 It keeps typed objects with increasing resourceVersions; lists with label and field
 selectors, paging and exact resourceVersions; watches with bookmarks and the 410 ERROR
