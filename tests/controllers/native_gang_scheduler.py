@@ -160,15 +160,15 @@ class NativeGangScheduler:
                 ns = w["metadata"]["namespace"]
                 for g in (w.get("spec") or {}).get("podGroups") or ():
                     gang = ((g.get("policy") or {}).get("gang") or {}).get("minCount")
-                    key = (ns, w["metadata"]["name"], str(g.get("name")))
-                    groups[key] = _Group(key, ns, gang, None)
+                    wkey: Key = (ns, w["metadata"]["name"], str(g.get("name")))
+                    groups[wkey] = _Group(wkey, ns, gang, None)
         elif self.version is not None:
             for pg in await self.rest.list(self._api, "podgroups"):
                 ns = pg["metadata"]["namespace"]
                 spec = pg.get("spec") or {}
                 gang = ((spec.get("schedulingPolicy") or {}).get("gang") or {}).get("minCount")
-                key = (ns, pg["metadata"]["name"])
-                groups[key] = _Group(key, ns, gang, pg, spec.get("parentCompositePodGroupName"))
+                pkey: Key = (ns, pg["metadata"]["name"])
+                groups[pkey] = _Group(pkey, ns, gang, pg, spec.get("parentCompositePodGroupName"))
             if self.version == "v1beta1":
                 for c in await self.rest.list(
                     f"{NATIVE_GROUP}/{COMPOSITE_VERSION}", "compositepodgroups"
@@ -183,6 +183,7 @@ class NativeGangScheduler:
                 if spec.get("schedulerName", "default-scheduler") in self.scheduler_names:
                     alone.append(p)
                 continue
+            key: Key
             if self.field == "workloadRef":
                 key = (ns, str(ref.get("name")), str(ref.get("podGroup")))
                 replica = ref.get("podGroupReplicaKey")

@@ -154,7 +154,7 @@ async def test_a_composite_group_waits_for_enough_complete_groups() -> None:
 
 
 def _indexed_job(name: str, n: int, gpus: int, mode: str = "Indexed") -> Json:
-    container = {"name": "train", "image": "busybox"}
+    container: Json = {"name": "train", "image": "busybox"}
     container["resources"] = {"requests": {"nvidia.com/gpu": str(gpus)}}
     return {
         "apiVersion": "batch/v1",

@@ -32,7 +32,7 @@ LWS = ResourceType(
 
 
 def _replica(gpus: int, n: int) -> Json:
-    container = {"name": "pytorch", "image": "ghcr.io/example/bert:1.0"}
+    container: Json = {"name": "pytorch", "image": "ghcr.io/example/bert:1.0"}
     container["resources"] = {"requests": {"nvidia.com/gpu": str(gpus)}}
     return {"replicas": n, "template": {"spec": {"containers": [container]}}}
 
