@@ -271,9 +271,7 @@ async def test_gang_is_checked_against_budgets_first(api: ApiServer, kube: KubeC
     ev = Evictor(kube, plan="p", sleep=Sleeps())
     gang = [target(store, "ns1", f"g{i}", gang="g") for i in range(2)]
     check = await ev.check_gang_pdbs(gang)
-    assert (
-        not check.allowed and "allows 1 disruption(s); the gang would disrupt 2" in check.reasons[0]
-    )
+    assert not check.allowed and "allows 1 more disruption(s); the move needs 2" in check.reasons[0]
     results = await ev.evict_gang(gang)
     assert [r.outcome for r in results] == [Outcome.REFUSED_BY_PDB] * 2
     assert not real_evictions(api)
@@ -426,7 +424,7 @@ def test_disruption_check_rules() -> None:
     both = check_disruption([t("x", {"app": "a", "tier": "x"})], pdbs)
     assert not both.allowed and "covered by 2 disruption budgets (a, b)" in both.reasons[0]
     stale = check_disruption([t("y", {"tier": "x"})], pdbs)
-    assert not stale.allowed and "not yet processed" in stale.reasons[0]
+    assert not stale.allowed and "has no current status" in stale.reasons[0]
     assert not check_disruption([t("z", {"app": "a"}, ns="ns2")], pdbs).allowed
     assert check_disruption([t("free", {"app": "none"})], pdbs).allowed
 

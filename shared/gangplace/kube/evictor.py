@@ -4,7 +4,9 @@ Each pod is evicted through the Eviction API, which honours PodDisruptionBudgets
 means a budget said no). 429s and 5xx are retried a bounded number of times with
 jittered backoff. :class:`Limits` caps how much one run may evict -- in total, per node,
 per namespace, and any other grouping a :class:`Budget` describes (queues, GPUs) -- and
-a gang is admitted against the limits as a whole, so a limit never splits a gang.
+a gang is admitted against the limits as a whole, so a limit never splits a gang. The
+limits and the disruption budget check are the engine's
+(:mod:`gangplace.engine.eviction_budget`), the ones the planner keeps to.
 Dry-run does everything except the final POSTs. Every evicted pod gets an Event that
 names the plan, and every pod gets an :class:`EvictionResult`.
 """
@@ -15,11 +17,17 @@ import asyncio
 import logging
 import socket
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 
-from ..engine import PodRecord
+from ..engine.eviction_budget import (
+    Budget,
+    DisruptionCheck,
+    EvictionTarget,
+    Limits,
+    check_disruption,
+)
 from ..engine.objects import PdbRecord, pdb_from_json
 from .backoff import Backoff
 from .client import REQUEST_ERRORS, TRANSIENT_ERRORS, ApiError, KubeClient
@@ -39,9 +47,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# Pods in these phases are evicted without consulting their budgets, as the API server does.
-_PDB_EXEMPT_PHASES = frozenset({"Pending", "Succeeded", "Failed"})
-
 
 class Outcome(StrEnum):
     EVICTED = "evicted"
@@ -53,40 +58,6 @@ class Outcome(StrEnum):
     ABORTED = "aborted"  # not attempted: the rest of its gang failed first, or leadership lost
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class EvictionTarget:
-    """A pod to evict, with what limits and budget checks need to know about it.
-    With ``uid`` set, the API server refuses to evict a different pod of the same name."""
-
-    namespace: str
-    name: str
-    uid: str = ""
-    node: str = ""
-    gang: str = ""
-    queue: str = ""
-    gpu_milli: int = 0
-    phase: str = "Running"
-    labels: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-    @classmethod
-    def from_record(cls, pod: PodRecord, *, gang: str = "", queue: str = "") -> EvictionTarget:
-        return cls(
-            namespace=pod.namespace,
-            name=pod.name,
-            uid=pod.uid,
-            node=pod.node_name,
-            gang=gang,
-            queue=queue,
-            gpu_milli=pod.shape.gpu_demand_milli,
-            phase=pod.phase,
-            labels=pod.labels,
-        )
-
-
 @dataclass(frozen=True, slots=True)
 class EvictionResult:
     target: EvictionTarget
@@ -95,142 +66,6 @@ class EvictionResult:
     attempts: int = 0  # eviction requests sent
     limit: str = ""  # the budget that skipped it
     event_error: str = ""  # the Event could not be written (the eviction itself stands)
-
-
-def _one(_: EvictionTarget) -> int:
-    return 1
-
-
-@dataclass(frozen=True, slots=True)
-class Budget:
-    """At most ``limit`` units per distinct ``key(target)``; a target whose key is
-    ``None`` is not counted. A unit is one pod unless ``cost`` says otherwise."""
-
-    name: str
-    limit: int
-    key: Callable[[EvictionTarget], str | None]
-    cost: Callable[[EvictionTarget], int] = _one
-
-    def __post_init__(self) -> None:
-        if self.limit < 0:
-            raise ValueError(f"budget {self.name}: limit must be >= 0, got {self.limit}")
-
-    @classmethod
-    def per_run(cls, limit: int) -> Budget:
-        return cls("per-run", limit, lambda t: "")
-
-    @classmethod
-    def per_node(cls, limit: int) -> Budget:
-        return cls("per-node", limit, lambda t: t.node or None)
-
-    @classmethod
-    def per_namespace(cls, limit: int) -> Budget:
-        return cls("per-namespace", limit, lambda t: t.namespace)
-
-    @classmethod
-    def per_queue(cls, limit: int) -> Budget:
-        return cls("per-queue", limit, lambda t: t.queue or None)
-
-    @classmethod
-    def gpus_per_run(cls, milli: int) -> Budget:
-        """Thousandths of a GPU evicted in the run (8000: eight whole GPUs)."""
-        return cls("gpu-milli-per-run", milli, lambda t: "" if t.gpu_milli else None, _gpu_milli)
-
-
-def _gpu_milli(t: EvictionTarget) -> int:
-    return t.gpu_milli
-
-
-class Limits:
-    """Budgets and what has been used of them; the descheduler can add its own."""
-
-    def __init__(self, budgets: Iterable[Budget] = ()) -> None:
-        self.budgets: list[Budget] = list(budgets)
-        names = [b.name for b in self.budgets]
-        if len(set(names)) != len(names):
-            raise ValueError(f"limits: budget names must be unique, got {names}")
-        self.used: Counter[tuple[str, str]] = Counter()
-
-    def add(self, budget: Budget) -> None:
-        if any(b.name == budget.name for b in self.budgets):
-            raise ValueError(f"limits: a budget named {budget.name!r} exists already")
-        self.budgets.append(budget)
-
-    def _costs(self, targets: Sequence[EvictionTarget]) -> Counter[tuple[str, str]]:
-        need: Counter[tuple[str, str]] = Counter()
-        for b in self.budgets:
-            for t in targets:
-                k = b.key(t)
-                if k is not None:
-                    need[(b.name, k)] += b.cost(t)
-        return need
-
-    def blocking(self, targets: Sequence[EvictionTarget]) -> tuple[str, str] | None:
-        """(budget name, explanation) of the first budget that evicting all ``targets``
-        would exceed, or None."""
-        limits = {b.name: b.limit for b in self.budgets}
-        for (name, key), cost in self._costs(targets).items():
-            used = self.used[(name, key)]
-            if used + cost > limits[name]:
-                scope = f" for {key}" if key else ""
-                return name, (
-                    f"{name} limit {limits[name]}{scope} would be exceeded: "
-                    f"{used} used, {cost} more needed"
-                )
-        return None
-
-    def reserve(self, targets: Sequence[EvictionTarget]) -> None:
-        self.used.update(self._costs(targets))
-
-    def release(self, targets: Sequence[EvictionTarget]) -> None:
-        self.used.subtract(self._costs(targets))
-
-
-@dataclass(frozen=True, slots=True)
-class DisruptionCheck:
-    """Whether the disruption budgets allow evicting a whole gang, and why not."""
-
-    allowed: bool
-    reasons: tuple[str, ...] = ()
-
-
-def check_disruption(
-    members: Sequence[EvictionTarget], pdbs: Iterable[PdbRecord]
-) -> DisruptionCheck:
-    """Every budget covering members of the gang must allow as many disruptions as it
-    covers running members; a pod under two budgets cannot be evicted at all."""
-    by_ns: dict[str, list[PdbRecord]] = {}
-    for p in pdbs:
-        by_ns.setdefault(p.namespace, []).append(p)
-    reasons: list[str] = []
-    covered: Counter[str] = Counter()
-    budgets: dict[str, PdbRecord] = {}
-    for m in members:
-        if m.phase in _PDB_EXEMPT_PHASES:
-            continue
-        matching = [p for p in by_ns.get(m.namespace, ()) if p.selector.matches(m.labels)]
-        if len(matching) > 1:
-            names = ", ".join(sorted(p.name for p in matching))
-            reasons.append(
-                f"pod {m.key} is covered by {len(matching)} disruption budgets ({names}); "
-                "the Eviction API refuses such pods"
-            )
-        for p in matching:
-            covered[p.key] += 1
-            budgets[p.key] = p
-    for key in sorted(covered):
-        p, n = budgets[key], covered[key]
-        if not p.current:
-            reasons.append(
-                f"disruption budget {key} is not yet processed by the server "
-                f"(generation {p.generation}, observed {p.observed_generation})"
-            )
-        elif n > p.disruptions_allowed:
-            reasons.append(
-                f"disruption budget {key} allows {p.disruptions_allowed} disruption(s); "
-                f"the gang would disrupt {n}"
-            )
-    return DisruptionCheck(not reasons, tuple(reasons))
 
 
 def _is_pdb_refusal(e: ApiError) -> bool:
