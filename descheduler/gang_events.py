@@ -12,7 +12,7 @@ from gangplace.engine.workloads import WorkloadRecord
 from gangplace.kube import KubeClient, event_body, post_event
 
 from .cluster_view import PODGROUP_APIS, WORKLOAD_RESOURCES
-from .runner import GangEvent
+from .ports import GangEvent
 from .state import ClusterState
 
 __all__ = ["involved_object", "post_gang_event", "workload_ref"]

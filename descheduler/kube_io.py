@@ -1,5 +1,5 @@
-"""The runner's :class:`~descheduler.runner.RunnerIO` over the Kubernetes API: what a
-run does to a live cluster, around the pure planner.
+"""The runner's port (:class:`~descheduler.ports.RunnerPort`) over the Kubernetes API:
+what a run does to a live cluster, around the pure planner.
 
 :class:`KubeIO` reads the cluster through a :class:`~descheduler.cluster_view.ClusterView`
 and keeps the run's record in the move ledger
@@ -29,6 +29,7 @@ and keeps the run's record in the move ledger
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -39,7 +40,6 @@ from gangplace.engine.objects import podgroup_from_json
 from gangplace.engine.timeparse import format_time
 from gangplace.kube import (
     REQUEST_ERRORS,
-    Budget,
     EvictionResult,
     EvictionTarget,
     Evictor,
@@ -49,14 +49,14 @@ from gangplace.kube import (
 from gangplace.kube import Outcome as KubeOutcome
 from gangplace.kube.resources import VOLCANO_PODGROUPS
 
+from .budget import limits_of
 from .cluster_view import PODGROUP_APIS, ClusterView
 from .config import DeschedulerConfig
-from .config import Limits as LimitsConfig
 from .gang_events import involved_object, post_gang_event
 from .gang_views import cooldown_key
 from .ledger_store import LedgerStore
 from .plan_model import Move, Plan
-from .runner import GangEvent, GangOutcome, Outcome, PodResult, Resumed, RunnerIO
+from .ports import GangEvent, GangOutcome, Outcome, PodResult, Resumed
 from .state import (
     ANNOTATION_LAST_MOVED,
     ANNOTATION_ROOM_MADE,
@@ -68,7 +68,7 @@ from .state import (
 )
 from .suspender import Suspender
 
-__all__ = ["OUTCOMES", "KubeIO", "evictor_limits"]
+__all__ = ["OUTCOMES", "KubeIO"]
 
 # The descheduler's cluster side logs under one name, whichever module writes.
 log = logging.getLogger("descheduler.kube")
@@ -87,29 +87,15 @@ OUTCOMES: Mapping[KubeOutcome, Outcome] = {
 }
 
 
-def evictor_limits(cfg: LimitsConfig) -> list[Budget]:
-    """The config's limits as the Evictor's budgets: the planner keeps to them already;
-    the Evictor holds them again, whatever happens to the plan."""
-    out: list[Budget] = []
-    if cfg.max_evictions_per_run is not None:
-        out.append(Budget.per_run(cfg.max_evictions_per_run))
-    if cfg.max_evictions_per_node is not None:
-        out.append(Budget.per_node(cfg.max_evictions_per_node))
-    if cfg.max_evictions_per_namespace is not None:
-        out.append(Budget.per_namespace(cfg.max_evictions_per_namespace))
-    if cfg.max_evictions_per_queue is not None:
-        out.append(Budget.per_queue(cfg.max_evictions_per_queue))
-    if cfg.max_gpus_disrupted_per_run is not None:
-        out.append(Budget.gpus_per_run(round(cfg.max_gpus_disrupted_per_run * 1000)))
-    return out
-
-
 def _pod_result(r: EvictionResult) -> PodResult:
     return PodResult(r.target.namespace, r.target.name, OUTCOMES[r.outcome], r.message)
 
 
 class KubeIO:
-    """One descheduler's side effects on the cluster; :meth:`io` is the runner's view."""
+    """One descheduler's side effects on the cluster: the runner's port. ``gang_lock``
+    is the run process's (see :class:`~descheduler.ports.RunnerPort`)."""
+
+    retry_pause: float = 1.0
 
     def __init__(
         self,
@@ -148,23 +134,7 @@ class KubeIO:
         self.evictor: Evictor | None = None
         self._pods: dict[str, PodRecord] = {}
         self._recording = False  # this run keeps a record of its evictions
-
-    def io(self) -> RunnerIO:
-        return RunnerIO(
-            fetch_state=self.fetch_state,
-            evict_gang=self.evict_gang,
-            emit_event=self.emit_event,
-            mark_moved=self.mark_moved,
-            precheck=self.precheck,
-            is_leader=self.is_leader,
-            begin=self.begin,
-            mark_room=self.mark_room,
-            interrupted=self.interrupted,
-            finish=self.finish,
-            suspend_gang=self.suspend_gang,
-            resume=self.resume,
-            settle=self.settle,
-        )
+        self.gang_lock: asyncio.Lock | None = None
 
     # --- state --------------------------------------------------------------------------
 
@@ -188,7 +158,9 @@ class KubeIO:
         assert self.state is not None
         self._plan_id = plan.plan_id
         carried = self.state.ledger.carried(plan.now, self.config.runner.interval)
-        budgets = evictor_limits(self.config.limits)
+        # The planner kept to these already; the Evictor holds them again, whatever
+        # happens to the plan.
+        budgets = limits_of(self.config.limits)
         limits = Limits(budgets)
         limits.reserve(
             [

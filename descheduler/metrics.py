@@ -9,7 +9,7 @@ import time
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from .runner import RunResult
+from .run_result import RunResult
 from .strategies.make_room import ROOM_TAKEN
 
 __all__ = ["Metrics"]

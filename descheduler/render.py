@@ -7,7 +7,7 @@ from gangplace.engine.report import render_comparison, render_report
 from gangplace.engine.timeparse import format_time
 
 from .plan_model import Move, Plan
-from .runner import RunResult
+from .run_result import RunResult
 
 __all__ = ["render_plan", "render_run"]
 

@@ -50,7 +50,7 @@ from .config import DeschedulerConfig
 from .kube_io import KubeIO
 from .metrics import Metrics
 from .render import render_run
-from .runner import EXIT_FAILED, EXIT_OK, RunnerIO, RunResult, run_loop, run_once
+from .runner import EXIT_FAILED, EXIT_OK, RunnerPort, RunResult, run_loop, run_once
 
 __all__ = ["DEFAULT_LEASE", "EXIT_LEASE_LOST", "RunOptions", "default_namespace", "run_command"]
 
@@ -197,11 +197,10 @@ class _Process:
             ledger_namespace=opts.lease_namespace,
             backoff_initial=opts.backoff_initial,
         )
+        self.kio.gang_lock = self.gang_lock
 
-    def io(self) -> RunnerIO:
-        io = self.kio.io()
-        io.gang_lock = self.gang_lock
-        return io
+    def io(self) -> RunnerPort:
+        return self.kio
 
     async def _as_leader(self, work: Callable[[], Awaitable[None]]) -> None:
         """``work`` as the elector's work. A lost Lease cancels it; the cancellation

@@ -1,10 +1,11 @@
 """Carrying a plan out: one run (``run --once``) and the loop (``run --interval``).
 
-The runner is I/O-free itself: it is handed callables that fetch the cluster state,
-evict one gang, write an Event and record a gang's move, so it runs against fakes in
-tests and against the Kubernetes layer in a cluster. Its rules:
+The runner is I/O-free itself: it talks to a :class:`~descheduler.ports.RunnerPort`
+that fetches the cluster state, evicts one gang, writes an Event and records a gang's
+move, so it runs against fakes in tests and against the Kubernetes layer in a cluster.
+Its rules:
 
-- Moves that make room for one waiting gang form a group. Before a group, an optional
+- Moves that make room for one waiting gang form a group. Before a group, a
   live check (the disruption budgets as they are now) may skip it whole.
 - Before a gang is evicted its move is recorded (``corral.dev/last-moved`` on the
   PodGroup), so a stateless CronJob honours the cool-down next time. Once the first
@@ -45,15 +46,15 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime
-from enum import StrEnum
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from .config import DeschedulerConfig
 from .plan_model import Move, Plan
 from .planner import plan as make_plan
+from .ports import GangEvent, GangOutcome, Outcome, PodResult, Resumed, RunnerPort
+from .run_result import DONE as _DONE
+from .run_result import EXIT_FAILED, EXIT_OK, RunResult
 from .state import ClusterState
 
 __all__ = [
@@ -65,195 +66,13 @@ __all__ = [
     "PodResult",
     "Resumed",
     "RunResult",
-    "RunnerIO",
+    "RunnerPort",
     "eviction_message",
     "run_loop",
     "run_once",
 ]
 
 log = logging.getLogger(__name__)
-
-EXIT_OK, EXIT_FAILED = 0, 1
-
-
-class Outcome(StrEnum):
-    """What happened to one pod (the Kubernetes layer's evictor reports these)."""
-
-    EVICTED = "evicted"
-    SUSPENDED = "suspended"  # its workload was suspended: the pod goes without a failure
-    GONE = "gone"  # already deleted: as good as evicted
-    DRY_RUN = "dry-run"
-    REFUSED = "refused"  # a disruption budget said no (HTTP 429)
-    SKIPPED = "skipped"  # a limit of the evictor
-    FAILED = "failed"  # any other error
-    ABORTED = "aborted"  # not attempted
-    # its workload was suspended, the pods did not go within moves.suspend_grace, and the
-    # suspend was undone: the pod runs on
-    ROLLED_BACK = "rolled-back"
-
-
-@dataclass(frozen=True, slots=True)
-class PodResult:
-    namespace: str
-    name: str
-    outcome: Outcome
-    message: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class GangEvent:
-    """An Event about a gang: on its PodGroup when it has one, else on its first pod."""
-
-    type: str  # Normal or Warning
-    reason: str
-    message: str
-    namespace: str
-    podgroup: str | None
-    podgroup_api: str | None
-    pods: tuple[str, ...]
-    workloads: tuple[str, ...] = ()  # ns/Kind/name: a suspend move's Events go on these
-
-
-@dataclass(frozen=True, slots=True)
-class Resumed:
-    """What a run did about one suspension corral made (see :mod:`descheduler.resume`):
-    ``action`` resume, forget or heal; ``ok`` False with the error in ``message``."""
-
-    workload: str
-    action: str
-    reason: str
-    ok: bool = True
-    message: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "workload": self.workload,
-            "action": self.action,
-            "reason": self.reason,
-            "ok": self.ok,
-            "message": self.message,
-        }
-
-
-FetchState = Callable[[], Awaitable[ClusterState]]
-EvictGang = Callable[[Move, str], Awaitable[Sequence[PodResult]]]
-EmitEvent = Callable[[GangEvent], Awaitable[None]]
-MarkMoved = Callable[[Move, datetime], Awaitable[None]]
-Precheck = Callable[[Sequence[Move]], Awaitable[str | None]]
-Begin = Callable[[Plan], Awaitable[None]]
-Resume = Callable[[], Awaitable[list[Resumed]]]
-Settle = Callable[[Plan, Sequence["GangOutcome"]], Awaitable[list[Resumed]]]
-
-
-@dataclass(slots=True)
-class RunnerIO:
-    """The runner's side effects, injected. ``evict_gang(move, message)`` evicts the
-    move's pods in order and stops at the first that does not go; ``precheck(group)``
-    says why a group must be skipped (live disruption budgets, a gang that no longer
-    waits), or None; ``is_leader`` is asked before each gang (a lost Lease stops the
-    run), and so is ``interrupted``, which names why the run must stop (SIGTERM) or
-    returns None. ``begin(plan)`` is called once a plan is made, before any eviction
-    (not in dry-run); ``mark_room(move, now)`` records that room is being made for
-    ``move.for_gang``; ``finish(plan)`` says the run ended on its own (not in dry-run;
-    a run cut short from outside never calls it, so the next run shares its limits).
-    ``suspend_gang(move, message)`` suspends a suspend move's workloads; ``resume()``
-    ends the suspensions that are due (before planning), ``settle(plan, outcomes)``
-    waits for the gangs room was made for and resumes as they bind (after the moves).
-    ``gang_lock`` is held while one gang is moved (its mark, its evictions, its Event):
-    whoever cancels the run from outside (a lost Lease) takes it first, so the gang being
-    moved is finished and no other is begun."""
-
-    fetch_state: FetchState
-    evict_gang: EvictGang
-    emit_event: EmitEvent
-    mark_moved: MarkMoved | None = None
-    precheck: Precheck | None = None
-    is_leader: Callable[[], bool] | None = None
-    begin: Begin | None = None
-    mark_room: MarkMoved | None = None
-    interrupted: Callable[[], str | None] | None = None
-    finish: Begin | None = None
-    suspend_gang: EvictGang | None = None
-    resume: Resume | None = None
-    settle: Settle | None = None
-    retry_pause: float = 1.0  # between retries of a gang evicted only in part
-    gang_lock: asyncio.Lock | None = None
-
-
-@dataclass(slots=True)
-class GangOutcome:
-    move: Move
-    # evicted, suspended, rolled-back, dry-run, skipped, failed, partially-moved,
-    # not-attempted
-    status: str
-    message: str = ""
-    results: list[PodResult] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class RunResult:
-    plan: Plan
-    outcomes: list[GangOutcome]
-    plan_seconds: float
-    exit_code: int = EXIT_OK
-    stopped: str | None = None
-    resumed: list[Resumed] = field(default_factory=list)
-    # Stopped from outside (SIGTERM, a lost Lease) before the plan was through: the
-    # run's record stays open, and the next run shares its limits.
-    cut_short: bool = False
-    lease_lost: bool = False  # it stopped because this replica no longer leads
-
-    def count(self, status: str) -> int:
-        return sum(1 for o in self.outcomes if o.status == status)
-
-    @property
-    def pods_evicted(self) -> int:
-        return sum(1 for o in self.outcomes for r in o.results if r.outcome in _DONE)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The plan (``Plan.to_dict``) with what the run did: ``run.outcomes`` gang by
-        gang, each pod's result, the exit code and why the run stopped early, if it did."""
-        out = self.plan.to_dict()
-        out["run"] = {
-            "exit_code": self.exit_code,
-            "stopped": self.stopped,
-            "plan_seconds": round(self.plan_seconds, 3),
-            "pods_evicted": self.pods_evicted,
-            "gpus_freed": self.gpus_freed,
-            "resumed": [r.to_dict() for r in self.resumed],
-            "outcomes": [
-                {
-                    "unit": o.move.unit,
-                    "for_gang": o.move.for_gang,
-                    "method": o.move.method,
-                    "status": o.status,
-                    "message": o.message,
-                    "pods": [
-                        {
-                            "namespace": r.namespace,
-                            "name": r.name,
-                            "outcome": r.outcome.value,
-                            "message": r.message,
-                        }
-                        for r in o.results
-                    ],
-                }
-                for o in self.outcomes
-            ],
-        }
-        return out
-
-    @property
-    def gpus_freed(self) -> float:
-        done = {
-            (r.namespace, r.name) for o in self.outcomes for r in o.results if r.outcome in _DONE
-        }
-        return sum(
-            p.gpu_milli / 1000
-            for o in self.outcomes
-            for p in o.move.pods
-            if (p.namespace, p.name) in done
-        )
 
 
 def eviction_message(plan: Plan, move: Move) -> str:
@@ -289,12 +108,11 @@ def _event(plan: Plan, move: Move, type_: str, reason: str, message: str) -> Gan
     )
 
 
-_DONE = (Outcome.EVICTED, Outcome.GONE, Outcome.SUSPENDED)
 _HELD_BACK = (Outcome.REFUSED, Outcome.SKIPPED, Outcome.ABORTED)
 
 
 async def run_once(
-    io: RunnerIO,
+    io: RunnerPort,
     config: DeschedulerConfig,
     *,
     dry_run: bool = False,
@@ -306,7 +124,7 @@ async def run_once(
     run goes, so a caller whose run is cancelled still knows what it did."""
     state = await io.fetch_state()
     resumed: list[Resumed] = []
-    if not dry_run and io.resume is not None:
+    if not dry_run:
         resumed = await io.resume()
         if resumed:
             state = await io.fetch_state()
@@ -321,7 +139,7 @@ async def run_once(
         return result
     if any(not r.ok for r in resumed):
         result.exit_code = EXIT_FAILED
-    if io.begin is not None and plan.moves:
+    if plan.moves:
         await io.begin(plan)
     groups = _groups(plan.moves)
     try:
@@ -336,7 +154,7 @@ async def run_once(
         # Cancelled between gangs (see gang_lock): what is left was not attempted.
         result.cut_short = True
         if result.stopped is None:
-            result.lease_lost = io.is_leader is not None and not io.is_leader()
+            result.lease_lost = not io.is_leader()
             why = "leadership lost" if result.lease_lost else "cancelled"
             result.stopped = f"{why}: the run stops evicting"
         seen = {id(o.move) for o in result.outcomes}
@@ -347,12 +165,12 @@ async def run_once(
             if id(m) not in seen
         )
         raise
-    if io.settle is not None and any(o.status == "suspended" for o in result.outcomes):
+    if any(o.status == "suspended" for o in result.outcomes):
         settled = await io.settle(plan, result.outcomes)
         result.resumed.extend(settled)
         if any(not r.ok for r in settled):
             result.exit_code = EXIT_FAILED
-    if io.finish is not None and not result.cut_short:
+    if not result.cut_short:
         try:
             await io.finish(plan)
         except Exception as e:  # the next run within the interval counts this one's too
@@ -360,17 +178,14 @@ async def run_once(
     return result
 
 
-async def _move_gang(io: RunnerIO, move: Move, message: str) -> list[PodResult]:
+async def _move_gang(io: RunnerPort, move: Move, message: str) -> list[PodResult]:
     if move.method == "suspend":
-        if io.suspend_gang is None:
-            why = "this runner cannot suspend workloads"
-            return [PodResult(p.namespace, p.name, Outcome.FAILED, why) for p in move.pods]
         return list(await io.suspend_gang(move, message))
     return list(await io.evict_gang(move, message))
 
 
 async def _retry_rest(
-    io: RunnerIO, move: Move, message: str, results: list[PodResult], deadline: float
+    io: RunnerPort, move: Move, message: str, results: list[PodResult], deadline: float
 ) -> list[PodResult]:
     """A gang evicted only in part: evict the rest again until ``deadline`` (monotonic
     seconds), or until the run must stop. The latest result of each pod."""
@@ -386,15 +201,14 @@ async def _retry_rest(
 
 
 async def _run_group(
-    io: RunnerIO, plan: Plan, group: list[Move], result: RunResult, retry_deadline: float = 0.0
+    io: RunnerPort, plan: Plan, group: list[Move], result: RunResult, retry_deadline: float = 0.0
 ) -> None:
-    if io.precheck is not None:
-        why = await io.precheck(group)
-        if why:
-            for m in group:
-                result.outcomes.append(GangOutcome(m, "skipped", why))
-                await io.emit_event(_event(plan, m, "Normal", "GangMoveSkipped", why))
-            return
+    why = await io.precheck(group)
+    if why:
+        for m in group:
+            result.outcomes.append(GangOutcome(m, "skipped", why))
+            await io.emit_event(_event(plan, m, "Normal", "GangMoveSkipped", why))
+        return
     room_marked = False
     for i in range(len(group)):
         async with io.gang_lock or contextlib.nullcontext():
@@ -402,7 +216,7 @@ async def _run_group(
             if stop is not None:
                 result.stopped = stop
                 result.cut_short = True
-                result.lease_lost = io.is_leader is not None and not io.is_leader()
+                result.lease_lost = not io.is_leader()
                 result.outcomes.extend(GangOutcome(m, "not-attempted", stop) for m in group[i:])
                 return
             room_marked, go_on = await _move_one(
@@ -413,7 +227,7 @@ async def _run_group(
 
 
 async def _move_one(
-    io: RunnerIO,
+    io: RunnerPort,
     plan: Plan,
     group: list[Move],
     i: int,
@@ -424,24 +238,23 @@ async def _move_one(
     """Move the group's ``i``-th gang whole, or not at all; (room marked, go on with
     the group)."""
     move, rest = group[i], group[i + 1 :]
-    if io.mark_moved is not None:
-        try:
-            await io.mark_moved(move, plan.now)
-        except Exception as e:
-            # Nothing went, but the cluster refused a write: the run reports failure.
-            why = f"could not record the move on the gang: {e}"
-            log.error("%s: %s", move.unit, why)
-            result.exit_code = EXIT_FAILED
-            result.outcomes.append(GangOutcome(move, "skipped", why))
-            result.outcomes.extend(GangOutcome(m, "not-attempted", why) for m in rest)
-            return room_marked, False
+    try:
+        await io.mark_moved(move, plan.now)
+    except Exception as e:
+        # Nothing went, but the cluster refused a write: the run reports failure.
+        why = f"could not record the move on the gang: {e}"
+        log.error("%s: %s", move.unit, why)
+        result.exit_code = EXIT_FAILED
+        result.outcomes.append(GangOutcome(move, "skipped", why))
+        result.outcomes.extend(GangOutcome(m, "not-attempted", why) for m in rest)
+        return room_marked, False
     message = eviction_message(plan, move)
     results = await _move_gang(io, move, message)
     done = [r for r in results if r.outcome in _DONE]
     if done and len(done) < len(move.pods) and move.method == "evict":
         results = await _retry_rest(io, move, message, results, time.monotonic() + retry_deadline)
         done = [r for r in results if r.outcome in _DONE]
-    if done and not room_marked and move.for_gang and io.mark_room is not None:
+    if done and not room_marked and move.for_gang:
         room_marked = True
         try:
             await io.mark_room(move, plan.now)
@@ -498,18 +311,17 @@ async def _move_one(
     return room_marked, False
 
 
-def _stop_reason(io: RunnerIO) -> str | None:
-    if io.is_leader is not None and not io.is_leader():
+def _stop_reason(io: RunnerPort) -> str | None:
+    if not io.is_leader():
         return "leadership lost: the run stops evicting"
-    if io.interrupted is not None:
-        why = io.interrupted()
-        if why:
-            return f"{why}: the run stops evicting"
+    why = io.interrupted()
+    if why:
+        return f"{why}: the run stops evicting"
     return None
 
 
 async def run_loop(
-    io: RunnerIO,
+    io: RunnerPort,
     config: DeschedulerConfig,
     *,
     interval: float,
@@ -523,7 +335,7 @@ async def run_loop(
     of the last run (1 if the last attempt raised)."""
     code = EXIT_OK
     while not stop.is_set():
-        if io.is_leader is None or io.is_leader():
+        if io.is_leader():
             try:
                 result = await run_once(io, config, dry_run=dry_run)
             except asyncio.CancelledError:

@@ -37,8 +37,8 @@ from .config import DeschedulerConfig
 from .gang_events import post_gang_event, workload_ref
 from .move_method import Owners
 from .plan_model import Move, PodMove
+from .ports import GangOutcome, Outcome, PodResult, Resumed
 from .resume import Resumption, due_resumptions, mark_text
-from .runner import GangOutcome, Outcome, PodResult, Resumed
 from .state import ANNOTATION_LAST_MOVED, ANNOTATION_ROOM_MADE, ClusterState
 
 __all__ = ["Suspender"]

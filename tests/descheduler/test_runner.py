@@ -13,14 +13,10 @@ import pytest
 
 from descheduler import DeschedulerConfig, Move, Plan, parse_config, state_from_list
 from descheduler.metrics import Metrics
+from descheduler.ports import GangEvent, NoOpPort, Outcome, PodResult, Resumed
 from descheduler.runner import (
     EXIT_FAILED,
     EXIT_OK,
-    GangEvent,
-    Outcome,
-    PodResult,
-    Resumed,
-    RunnerIO,
     RunResult,
     run_loop,
     run_once,
@@ -48,8 +44,9 @@ def two_gang_cluster() -> ClusterState:
     return state_from_list(as_list(items), NOW)
 
 
-class FakeCluster:
-    """Records every call; ``script`` says what happens to each pod (default: evicted)."""
+class FakeCluster(NoOpPort):
+    """Records every call; ``script`` says what happens to each pod (default: evicted).
+    A test plays other parts by setting the method on the instance."""
 
     def __init__(self, state: ClusterState, script: dict[str, Outcome] | None = None) -> None:
         self.state = state
@@ -89,15 +86,11 @@ class FakeCluster:
     async def precheck(self, group: Sequence[Move]) -> str | None:
         return self.precheck_says
 
-    def io(self) -> RunnerIO:
-        return RunnerIO(
-            self.fetch_state,
-            self.evict_gang,
-            self.emit_event,
-            self.mark_moved,
-            self.precheck,
-            lambda: self.leader,
-        )
+    def is_leader(self) -> bool:
+        return self.leader
+
+    def io(self) -> FakeCluster:
+        return self
 
 
 async def test_a_full_run_evicts_what_the_plan_says() -> None:
