@@ -1,5 +1,6 @@
 """What every strategy of one planning run shares: the units, who is protected, the
-budget left, queue shares, the scorer, and the costs of moving pods."""
+budget left, queue shares, the scorer, the costs of moving pods, and what the planner
+and the strategies before it found (the gangs that start now, the moves so far)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ from .config import DeschedulerConfig
 from .gang_demand import Demand, demand_of, request_of
 from .gang_views import GangView, build_views
 from .move_method import Owners, Way
-from .plan_model import Unserved
+from .plan_model import Move, Unserved
 from .protect import gang_protection
 from .scoring import make_scorer
 from .state import GPU, ClusterState, EvictedPod
@@ -100,12 +101,36 @@ class PlanContext:
     owners: Owners = field(default_factory=lambda: Owners({}))
     # Gangs whose workload is suspended (by a person, Kueue or corral): not waiting.
     suspended: dict[str, str] = field(default_factory=dict)
+    # Set by the planner: the waiting gangs that start as things are (placed on the
+    # snapshot before the strategies run), and those that cannot start now.
+    started: set[str] = field(default_factory=set)
+    waiting_before: list[str] = field(default_factory=list)
+    # The moves of the strategies run so far, in order.
+    moves: list[Move] = field(default_factory=list)
     _cost: dict[int, float] = field(default_factory=dict)
     _view_of: dict[int, GangView] = field(default_factory=dict)
 
     @property
     def snap(self) -> Snapshot:
         return self.state.snapshot
+
+    def released(self) -> set[str]:
+        """The stale partial gangs the moves so far release."""
+        return {m.unit for m in self.moves if m.kind == "release-stale"}
+
+    def blocked(self) -> list[Demand]:
+        """The waiting gangs that cannot start now, in DRF order; released stale gangs
+        among them wait whole."""
+        released = self.released()
+        out: list[Demand] = []
+        for d in self.demands:
+            if d.key in released:
+                whole = demand_of(d.view, whole=True)
+                if whole is not None:
+                    out.append(whole)
+            elif d.key not in self.started:
+                out.append(d)
+        return out
 
     @property
     def now(self) -> datetime:

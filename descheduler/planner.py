@@ -3,12 +3,13 @@
 No clock, no I/O: the state carries "now". The planner works on the state's snapshot
 inside a fork and reverts it, so the caller's snapshot is unchanged afterwards.
 
-The strategies run in order on one simulated cluster. First the waiting gangs that fit
-now are placed (the scheduler starts them before any eviction lands). Then stale
-partial gangs are released and room is made for the waiting gangs that cannot start,
-in DRF order, or -- when no gang is waiting -- the cluster is defragmented for its
-typical workload. Last the plan is checked as a whole, the way the cluster will live it
-(see ``_settle``), and moves whose promise does not hold are dropped.
+The strategies (:data:`~descheduler.strategies.STRATEGIES`, each ``(ctx) -> moves``)
+run in order on one simulated cluster. First the waiting gangs that fit now are placed
+(the scheduler starts them before any eviction lands). Then stale partial gangs are
+released and room is made for the waiting gangs that cannot start, in DRF order, or --
+when no gang is waiting -- the cluster is defragmented for its typical workload. Last
+the plan is checked as a whole, the way the cluster will live it (see ``_settle``),
+and moves whose promise does not hold are dropped.
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from gangplace.engine.report import FragmentationReport, fragmentation_report
 
 from .budget import Budget
 from .config import DeschedulerConfig
-from .gang_demand import Demand, demand_of
+from .gang_demand import Demand
 from .plan_context import PlanContext
 from .plan_model import LargestFit, Move, NotMoved, Plan, PodMove
 from .state import ClusterState
-from .strategies import defragment, make_room, release_stale_gangs
+from .strategies import STRATEGIES
 from .what_if import evaluate_waiting
 
 __all__ = ["MoveError", "apply_moves", "fragmentation_now", "move_verdict", "plan"]
@@ -62,20 +63,17 @@ def plan(
     started, out.waiting_before = evaluate_waiting(ctx, ctx.demands)
     largest_now = _largest_per_model(snap) if largest else {}
 
-    first = [d for d in ctx.demands if d.key in set(started)]
+    ctx.started, ctx.waiting_before, ctx.moves = set(started), list(out.waiting_before), []
+    first = [d for d in ctx.demands if d.key in ctx.started]
     token = snap.fork()
     try:
         for d in first:  # the scheduler starts these before any eviction lands
             place_gang(snap, d.gang, ctx.scorer, ctx.options)
-        moves = release_stale_gangs(ctx, set(started))
-        released = {m.unit for m in moves}
-        rest = _blocked_after_release(ctx, released, set(started))
-        if rest:
-            moves += make_room(ctx, rest)
-        if not out.waiting_before and not ctx.unserved:
-            moves += defragment(ctx)
+        for strategy in STRATEGIES:
+            ctx.moves += strategy(ctx)
     finally:
         snap.revert(token)
+    moves, released, rest = ctx.moves, ctx.released(), ctx.blocked()
 
     moves = _settle(ctx, moves, first, rest, out, probes, released)
     out.moves = moves
@@ -143,20 +141,6 @@ def fragmentation_now(
     planning: the same typical workload and probe shapes. ``kubectl corral frag``."""
     ctx = PlanContext.build(state, config or DeschedulerConfig())
     return fragmentation_report(ctx.snap, ctx.workload, _probes(ctx), probes_from=_probes_from(ctx))
-
-
-def _blocked_after_release(ctx: PlanContext, released: set[str], started: set[str]) -> list[Demand]:
-    """The waiting gangs that cannot start now, in DRF order; released stale gangs
-    among them wait whole."""
-    out: list[Demand] = []
-    for d in ctx.demands:
-        if d.key in released:
-            whole = demand_of(d.view, whole=True)
-            if whole is not None:
-                out.append(whole)
-        elif d.key not in started:
-            out.append(d)
-    return out
 
 
 def _pods_by_key(snap: Snapshot) -> dict[str, PodRecord]:

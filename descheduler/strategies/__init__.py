@@ -1,8 +1,21 @@
-"""The planner's strategies, one module each, run in this order: release stale partial
-gangs, make room for waiting gangs, and -- when none wait -- defragment."""
+"""The planner's strategies, one module each, all of one signature: ``(ctx) -> moves``.
 
+Each reads the shared :class:`~descheduler.plan_context.PlanContext` (with the moves
+of the strategies before it) and makes its moves on the context's snapshot. They run
+in the order of :data:`STRATEGIES`: release stale partial gangs, make room for waiting
+gangs, and -- when none wait -- defragment.
+"""
+
+from collections.abc import Callable
+
+from ..plan_context import PlanContext
+from ..plan_model import Move
 from .defragment import defragment
 from .make_room import make_room
 from .stale_gangs import release_stale_gangs
 
-__all__ = ["defragment", "make_room", "release_stale_gangs"]
+__all__ = ["STRATEGIES", "Strategy", "defragment", "make_room", "release_stale_gangs"]
+
+Strategy = Callable[[PlanContext], list[Move]]
+
+STRATEGIES: tuple[Strategy, ...] = (release_stale_gangs, make_room, defragment)

@@ -234,7 +234,11 @@ def _candidates(ctx: PlanContext, measure: Measure, now: FloatArray) -> list[Vic
 
 
 def defragment(ctx: PlanContext) -> list[Move]:
+    """Moves that pack the cluster tighter for its typical workload; only when no gang
+    waits (none did before the plan, and none was left unserved)."""
     cfg = ctx.config.defragment
+    if ctx.waiting_before or ctx.unserved:
+        return []
     if not cfg.enabled or not ctx.workload.shapes:
         return []
     snap = ctx.snap

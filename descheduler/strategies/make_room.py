@@ -591,9 +591,13 @@ def _room_taken(ctx: PlanContext, d: Demand) -> str | None:
     )
 
 
-def make_room(ctx: PlanContext, demands: Sequence[Demand]) -> list[Move]:
-    """Moves that let ``demands`` (in DRF order) start; the snapshot is left with the
-    moves made and the gangs that start placed. Unserved gangs go to ``ctx.unserved``."""
+def make_room(ctx: PlanContext) -> list[Move]:
+    """Moves that let the waiting gangs that cannot start now (``ctx.blocked()``, in DRF
+    order) start; the snapshot is left with the moves made and the gangs that start
+    placed. Unserved gangs go to ``ctx.unserved``."""
+    demands = ctx.blocked()
+    if not demands:
+        return []
     snap = ctx.snap
     cand = Candidates(ctx)
     moves: list[Move] = []

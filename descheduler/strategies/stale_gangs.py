@@ -14,7 +14,6 @@ member, from the PodGroup's last condition change, else its newest member's crea
 
 from __future__ import annotations
 
-from collections.abc import Set
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -57,11 +56,11 @@ def _dry(ctx: PlanContext) -> GangOptions:
     return replace(ctx.options, dry_run=True)
 
 
-def release_stale_gangs(ctx: PlanContext, starting: Set[str] = frozenset()) -> list[Move]:
+def release_stale_gangs(ctx: PlanContext) -> list[Move]:
     """Moves releasing every stale partial gang the rules and limits allow, oldest
     first; their pods are removed from the snapshot (nothing places them again).
-    ``starting``: gangs whose missing members fit now (already placed on the snapshot
-    by the caller); without it, that is worked out here."""
+    Gangs in ``ctx.started`` (their missing members fit now, placed on the snapshot by
+    the planner) are left alone; for the others that is worked out here."""
     cfg = ctx.config.stale_gangs
     if not cfg.enabled:
         return []
@@ -74,7 +73,7 @@ def release_stale_gangs(ctx: PlanContext, starting: Set[str] = frozenset()) -> l
         timeout = v.timeout if v.timeout is not None else cfg.default_timeout
         if since is None or (ctx.now - since).total_seconds() <= timeout:
             continue
-        if v.key in starting:
+        if v.key in ctx.started:
             continue  # its missing members fit now: the scheduler completes the gang
         d = demand_of(v)
         if d is not None and place_gang(ctx.snap, d.gang, ctx.scorer, _dry(ctx)).ok:

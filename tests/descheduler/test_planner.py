@@ -20,6 +20,7 @@ from descheduler import (
 )
 from descheduler.plan_context import PlanContext
 from descheduler.state import ClusterState, StateError
+from descheduler.strategies import make_room
 from tests.builders.descheduler_cluster import (
     NOW,
     as_list,
@@ -429,13 +430,14 @@ def test_moves_whose_promise_does_not_hold_are_dropped(monkeypatch: pytest.Monke
     assert len(good.moves) == 2
     half = good.moves[:1]
 
-    real = planner_module.make_room
+    real = planner_module.STRATEGIES
 
-    def only_half(ctx: Any, demands: Any) -> list[Any]:
-        real(ctx, demands)  # plans as usual...
+    def only_half(ctx: Any) -> list[Any]:
+        make_room(ctx)  # plans as usual...
         return list(half)  # ...but hands back one of its two moves
 
-    monkeypatch.setattr(planner_module, "make_room", only_half)
+    swapped = tuple(only_half if s is make_room else s for s in real)
+    monkeypatch.setattr(planner_module, "STRATEGIES", swapped)
     p = plan(state(issue_3948()))
     assert p.moves == []
     assert p.waiting_after == ["default/llm"]
