@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--local",
         action="store_true",
         help="on an in-memory API server with models of the controllers and schedulers "
-        "(from a checkout of corral: they live in its tests)",
+        "(they live in corral's tests: from a checkout, `make demo`)",
     )
     where.add_argument(
         "--add-gpus",
