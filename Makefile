@@ -21,10 +21,11 @@ run: $(STAMP)
 	@echo "== 3/3  The descheduler's plan for a fragmented cluster built from the Alibaba GPU trace"
 	@$(BIN)/corral-descheduler plan
 
-# The story on the in-memory cluster of the tests (kubectl corral demo --local); on a
-# cluster with corral and Volcano: kubectl corral demo (docs/install.md).
+# The story on the in-memory cluster of the tests (kubectl corral demo --local, the
+# cluster registered from the checkout by scripts/demo_local.py); on a cluster with
+# corral and Volcano: kubectl corral demo (docs/install.md).
 demo: $(STAMP)
-	@$(BIN)/kubectl-corral demo --local
+	@$(BIN)/python -m scripts.demo_local
 
 # Tests that need third-party data (the trace, other projects' CRDs) run when it is found
 # ($CORRAL_DATA, else ../shared); without it they are left out and the run ends saying so.

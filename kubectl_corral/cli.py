@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--local",
         action="store_true",
         help="on an in-memory API server with models of the controllers and schedulers "
-        "(from a checkout of corral: they live in its tests)",
+        "(they live in corral's tests: from a checkout, `make demo`)",
     )
     where.add_argument(
         "--add-gpus",
@@ -310,13 +310,16 @@ async def _command(
 
 async def run(
     argv: Sequence[str] | None = None,
-    out: TextIO = sys.stdout,
-    err: TextIO = sys.stderr,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> int:
-    """The plugin, in the caller's event loop (``main`` runs it in a new one)."""
+    """The plugin, in the caller's event loop (``main`` runs it in a new one); it writes
+    to ``out`` and ``err``, else to sys.stdout and sys.stderr as they are when it runs."""
     import os
 
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
     env = os.environ if environ is None else environ
     try:
         args = build_parser().parse_args(argv)

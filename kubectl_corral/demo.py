@@ -29,7 +29,7 @@ import json
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TextIO
 
 from gangplace.kube import ApiError, KubeClient
 from gangplace.kube.resources import (
@@ -44,14 +44,26 @@ from gangplace.kube.resources import (
 
 from descheduler.api import DeschedulerConfig, EvictionRules
 
-__all__ = ["GPU", "Demo", "DemoError"]
+from .demo_objects import (
+    GPU,
+    GROUP,
+    OPT_IN,
+    TAINT,
+    WEBHOOK_CONFIGURATION,
+    Json,
+    allocatable_gpus,
+    bound_pods,
+    gpus_of,
+    is_control_plane,
+    job_manifest,
+    job_of,
+    moved_pods,
+    podgroup_phase,
+    running_pods,
+    unschedulable_why,
+)
 
-Json = dict[str, Any]
-GPU = "nvidia.com/gpu"
-OPT_IN = "corral.dev/gang-scheduling"
-TAINT = "corral.dev/demo-placing"
-WEBHOOK_CONFIGURATION = "corral-webhook"
-GROUP = "scheduling.k8s.io/group-name"
+__all__ = ["GPU", "Demo", "DemoError", "job_manifest"]
 
 
 class DemoError(RuntimeError):
@@ -71,49 +83,6 @@ def table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(
         "   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in grid
     )
-
-
-def gpus_of(pod: Json) -> int:
-    total = 0
-    for c in (pod.get("spec") or {}).get("containers") or ():
-        req = ((c.get("resources") or {}).get("requests") or {}).get(GPU)
-        total += int(req or 0)
-    return total
-
-
-def job_manifest(
-    name: str, namespace: str, gpus: int, workers: int = 1, *, backoff_limit: int = 6
-) -> Json:
-    """A Job of ``workers`` pods asking ``gpus`` GPUs each: what a user writes, no gang
-    keys (corral's webhook adds them where the namespace opted in)."""
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"corral.dev/demo": "1"}},
-        "spec": {
-            "parallelism": workers,
-            "completions": workers,
-            "backoffLimit": backoff_limit,
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "terminationGracePeriodSeconds": 0,
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": "busybox:1.36",
-                            "command": ["sleep", "3600"],
-                            "resources": {
-                                "requests": {"cpu": "10m", "memory": "16Mi", GPU: str(gpus)},
-                                "limits": {GPU: str(gpus)},
-                            },
-                        }
-                    ],
-                },
-            },
-        },
-    }
 
 
 class Demo:
@@ -187,8 +156,8 @@ class Demo:
             )
         nodes = (await self.client.list(NODES)).get("items") or []
         usable = [n for n in nodes if not (n.get("spec") or {}).get("unschedulable")]
-        usable = [n for n in usable if not _control_plane(n)] or usable
-        with_gpus = [n for n in usable if _allocatable_gpus(n) >= 8]
+        usable = [n for n in usable if not is_control_plane(n)] or usable
+        with_gpus = [n for n in usable if allocatable_gpus(n) >= 8]
         if len(with_gpus) >= 3:
             self.nodes = sorted(n["metadata"]["name"] for n in with_gpus)[:3]
         elif self.add_gpus and len(usable) >= 3:
@@ -269,7 +238,7 @@ class Demo:
         pods = await self._wait(
             self.plain_ns,
             "train",
-            lambda ps: len(ps) == 4 and len(_bound(ps)) == 3 and len(_running(ps)) == 3,
+            lambda ps: len(ps) == 4 and len(bound_pods(ps)) == 3 and len(running_pods(ps)) == 3,
             "3 of the 4 workers bound and running",
         )
         self.say(self._pod_table(pods))
@@ -295,12 +264,12 @@ class Demo:
         pods = await self._wait(
             self.gang_ns, "train", lambda ps: len(ps) == 4, "the 4 workers created"
         )
-        await self._podgroup_of(job, lambda pg: _phase(pg) in ("Pending", "Inqueue"))
+        await self._podgroup_of(job, lambda pg: podgroup_phase(pg) in ("Pending", "Inqueue"))
         await asyncio.sleep(self.poll * 4)  # give a scheduler every chance to bind one
         pg = await self._podgroup_of(job, lambda pg: True)
         pods = await self._pods(self.gang_ns, "train")
-        if _bound(pods):
-            raise DemoError(f"{len(_bound(pods))} worker(s) of the gang were bound: not a gang")
+        if bound_pods(pods):
+            raise DemoError(f"{len(bound_pods(pods))} worker(s) of the gang were bound: not a gang")
         self.say(self._pod_table(pods))
         self.say(self._podgroup_table([pg]))
         self.say("No worker holds a GPU while the gang cannot start: the GPUs stay free.")
@@ -316,10 +285,10 @@ class Demo:
         pods = await self._wait(
             self.gang_ns,
             "pairs",
-            lambda ps: len(_running(ps)) == 4,
+            lambda ps: len(running_pods(ps)) == 4,
             "the 4 workers running",
         )
-        pg = await self._podgroup_of(job, lambda pg: _phase(pg) == "Running")
+        pg = await self._podgroup_of(job, lambda pg: podgroup_phase(pg) == "Running")
         self.say(self._pod_table(pods))
         self.say(self._podgroup_table([pg]))
         await self._delete_job(self.gang_ns, "pairs")
@@ -341,9 +310,9 @@ class Demo:
             await self._place(job_manifest(name, self.gang_ns, gpus), node)
         self.say(self._node_table(await self._pods(self.gang_ns)))
         job = await self._create(job_manifest("wide", self.gang_ns, 4))
-        await self._podgroup_of(job, lambda pg: _phase(pg) in ("Pending", "Inqueue"))
+        await self._podgroup_of(job, lambda pg: podgroup_phase(pg) in ("Pending", "Inqueue"))
         await asyncio.sleep(self.poll * 2)
-        if _bound(await self._pods(self.gang_ns, "wide")):
+        if bound_pods(await self._pods(self.gang_ns, "wide")):
             raise DemoError("the 4-GPU gang was bound before any move: the layout is not 7/6/7")
         self.say("The 4-GPU gang `wide` waits. corral's descheduler, once:")
         # Every Job of the demo has the same priority (none): the defaults move equals
@@ -351,7 +320,7 @@ class Demo:
         # are suspended, not evicted, and resumed once `wide` is bound.
         config = DeschedulerConfig(eviction=EvictionRules(included_namespaces=[self.gang_ns]))
         report = await self.descheduler(self.client, config, self.gang_ns)
-        moved = _moved(report)
+        moved = moved_pods(report)
         self.say(
             f"  moved {len(moved)} pod(s): {', '.join(moved) or 'none'}"
             if moved
@@ -360,18 +329,18 @@ class Demo:
         pods = await self._wait(
             self.gang_ns,
             "wide",
-            lambda ps: len(_running(ps)) == 1,
+            lambda ps: len(running_pods(ps)) == 1,
             "the 4-GPU gang running",
         )
         await self._wait(
             self.gang_ns,
             None,
-            lambda ps: len(_running(ps)) == len(layout) + 1,
+            lambda ps: len(running_pods(ps)) == len(layout) + 1,
             "every Job running again",
         )
         pods = await self._pods(self.gang_ns)
         self.say(self._node_table(pods))
-        wide = [p for p in pods if _job_of(p) == "wide"]
+        wide = [p for p in pods if job_of(p) == "wide"]
         self.say(
             f"`wide` runs on {(wide[0]['spec'] or {}).get('nodeName')}; the moved Jobs run "
             "again elsewhere."
@@ -393,7 +362,7 @@ class Demo:
             await self._wait(
                 self.gang_ns,
                 job["metadata"]["name"],
-                lambda ps: len(_running(ps)) == 1,
+                lambda ps: len(running_pods(ps)) == 1,
                 f"{job['metadata']['name']} running on {node}",
             )
         finally:
@@ -463,7 +432,7 @@ class Demo:
             if loop.time() > end:
                 raise DemoError(
                     f"waited {self.timeout:.0f}s for the PodGroup of Job "
-                    f"{job['metadata']['name']}: {[_phase(g) for g in last] or 'none made'}"
+                    f"{job['metadata']['name']}: {[podgroup_phase(g) for g in last] or 'none made'}"
                 )
             await asyncio.sleep(self.poll)
 
@@ -509,8 +478,8 @@ class Demo:
             [
                 g["metadata"]["name"],
                 str((g.get("spec") or {}).get("minMember", "-")),
-                _phase(g) or "-",
-                _why(g),
+                podgroup_phase(g) or "-",
+                unschedulable_why(g),
             ]
             for g in groups
         ]
@@ -519,59 +488,11 @@ class Demo:
     def _node_table(self, pods: Sequence[Json]) -> str:
         rows = []
         for node in self.nodes:
-            here = [p for p in _running(list(pods)) if p["spec"].get("nodeName") == node]
+            here = [p for p in running_pods(list(pods)) if p["spec"].get("nodeName") == node]
             used = sum(gpus_of(p) for p in here)
-            jobs = ", ".join(f"{_job_of(p)}({gpus_of(p)})" for p in here)
+            jobs = ", ".join(f"{job_of(p)}({gpus_of(p)})" for p in here)
             rows.append([node, f"{used}/8", str(8 - used), jobs or "-"])
         return table(["NODE", "GPUS USED", "FREE", "JOBS"], rows)
-
-
-def _control_plane(node: Json) -> bool:
-    labels = (node.get("metadata") or {}).get("labels") or {}
-    return "node-role.kubernetes.io/control-plane" in labels
-
-
-def _allocatable_gpus(node: Json) -> int:
-    raw = ((node.get("status") or {}).get("allocatable") or {}).get(GPU, "0")
-    try:
-        return int(raw)
-    except ValueError:
-        return 0
-
-
-def _bound(pods: Sequence[Json]) -> list[Json]:
-    return [p for p in pods if (p.get("spec") or {}).get("nodeName")]
-
-
-def _running(pods: Sequence[Json]) -> list[Json]:
-    return [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
-
-
-def _job_of(pod: Json) -> str:
-    return str(((pod.get("metadata") or {}).get("labels") or {}).get("job-name", "-"))
-
-
-def _phase(pg: Json) -> str:
-    return str((pg.get("status") or {}).get("phase") or "")
-
-
-def _why(pg: Json) -> str:
-    for c in (pg.get("status") or {}).get("conditions") or ():
-        if c.get("type") == "Unschedulable" and c.get("status") == "True":
-            return str(c.get("message") or c.get("reason") or "")
-    return "-"
-
-
-def _moved(report: Json) -> list[str]:
-    """The pods a descheduler run moved (evicted, or gone with their suspended Job), from
-    its JSON report (``run.outcomes``)."""
-    outcomes = (report.get("run") or {}).get("outcomes") or ()
-    return [
-        str(p.get("name"))
-        for o in outcomes
-        for p in o.get("pods") or ()
-        if p.get("outcome") in ("evicted", "suspended")
-    ]
 
 
 async def run_descheduler_once(

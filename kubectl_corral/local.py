@@ -1,54 +1,64 @@
 """``kubectl corral demo --local``: the in-memory cluster the demo runs on.
 
 The in-memory API server and the models of the Job controller, garbage collector,
-kubelet, Volcano and kube-scheduler are test code: they live in corral's ``tests``
-package and are not installed with the plugin. ``--local`` finds them in the checkout
-the plugin is installed from (``pip install -e .``, as ``make`` does) and says so
-plainly when there is none; it never falls back to anything else.
+kubelet, Volcano and kube-scheduler are test code, not installed with the plugin. A
+checkout registers them here with ``provide`` (``scripts/demo_local.py``, run by ``make
+demo``); the installed plugin alone has none, and ``--local`` says so plainly rather
+than reaching into a checkout or falling back to anything else.
 """
 
 from __future__ import annotations
 
-import importlib
-import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
+from types import TracebackType
+from typing import Protocol
 
 from gangplace.kube import KubeClient
 
-__all__ = ["LocalUnavailable", "local_cluster"]
+__all__ = ["InMemoryCluster", "LocalUnavailable", "local_cluster", "provide"]
 
-CHECKOUT = Path(__file__).resolve().parents[1]
-HARNESS = "tests.builders.demo_cluster"
+UNAVAILABLE = (
+    "the in-memory cluster (API server and controller models) is part of corral's tests, "
+    "which are not installed with the plugin: from a checkout of corral run `make demo` "
+    "(python -m scripts.demo_local), or run `kubectl corral demo` against a cluster with "
+    "corral and Volcano (docs/install.md, Try it on kind)"
+)
+
+
+class InMemoryCluster(Protocol):
+    """What ``--local`` needs of a cluster: a client of it, and how to name it on screen."""
+
+    client: KubeClient
+    description: str
+
+    async def __aenter__(self) -> InMemoryCluster: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
 
 
 class LocalUnavailable(RuntimeError):
-    """No checkout of corral (or not a complete one) beside the plugin."""
+    """No in-memory cluster was provided (the plugin runs without a checkout)."""
 
 
-def _harness() -> object:
-    if not (CHECKOUT / "tests" / "builders" / "demo_cluster.py").is_file():
-        raise LocalUnavailable(
-            "the in-memory cluster (API server and controller models) is part of corral's "
-            "tests, which are not installed with the plugin: run it from a checkout of corral "
-            "(`make demo`), or run `kubectl corral demo` against a cluster with corral and "
-            "Volcano (docs/install.md, Try it on kind)"
-        )
-    if str(CHECKOUT) not in sys.path:
-        sys.path.insert(0, str(CHECKOUT))
-    try:
-        return importlib.import_module(HARNESS)
-    except ImportError as e:
-        raise LocalUnavailable(
-            f"the checkout at {CHECKOUT} has no working in-memory cluster: {e}"
-        ) from None
+_factory: Callable[[], InMemoryCluster] | None = None
+
+
+def provide(factory: Callable[[], InMemoryCluster] | None) -> None:
+    """Register what makes the in-memory cluster (None: forget it)."""
+    global _factory
+    _factory = factory
 
 
 @asynccontextmanager
 async def local_cluster() -> AsyncIterator[tuple[KubeClient, str]]:
     """A client of a fresh in-memory cluster, and how to name it on screen."""
-    harness = _harness()
-    async with harness.LocalCluster() as cluster:  # type: ignore[attr-defined]
-        client: KubeClient = cluster.client
-        yield client, str(cluster.description)
+    if _factory is None:
+        raise LocalUnavailable(UNAVAILABLE)
+    async with _factory() as cluster:
+        yield cluster.client, str(cluster.description)

@@ -4,15 +4,19 @@ each leaving the cluster as it was."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
+import os
 import re
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-import kubectl_corral.local as local_mod
+from kubectl_corral import local
 from kubectl_corral.cli import run
+from scripts import demo_local
 from tests.builders.kubeconfig import kubeconfig
 from tests.kubeapi import ApiServer
 from tests.kubeapi import objects as o
@@ -21,17 +25,11 @@ from tests.kubeapi import objects as o
 pytestmark = pytest.mark.scenario
 
 
-def _models_missing() -> str:
-    for mod in ("tests.controllers", "tests.kubeapi.kubelet", "tests.scenarios.corral_webhook"):
-        try:
-            if importlib.util.find_spec(mod) is None:
-                return mod
-        except ModuleNotFoundError:
-            return mod
-    return ""
-
-
-MISSING = _models_missing()
+@pytest.fixture
+def forget_cluster() -> Iterator[None]:
+    """``make demo`` registers the in-memory cluster with the plugin; forget it after."""
+    yield
+    local.provide(None)
 
 
 async def demo(*argv: str) -> tuple[int, str, str]:
@@ -40,13 +38,10 @@ async def demo(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-@pytest.mark.xfail(
-    bool(MISSING),
-    strict=True,
-    reason=f"the in-memory cluster needs the controller models ({MISSING} is not there yet)",
-)
-async def test_the_local_demo_tells_the_whole_story() -> None:
-    code, out, err = await demo("--local", "--timeout", "30")
+@pytest.mark.usefixtures("forget_cluster")
+def test_make_demo_tells_the_whole_story(capsys: pytest.CaptureFixture[str]) -> None:
+    code = demo_local.main(["--timeout", "30"])  # what `make demo` runs
+    out, err = capsys.readouterr()
     assert code == 0, err + out
     assert "corral demo on the in-memory cluster" in out and "no real pods run" in out
     steps = re.findall(r"^== (\d)\. (.*)$", out, flags=re.M)
@@ -69,14 +64,28 @@ async def test_the_local_demo_tells_the_whole_story() -> None:
     assert out.rstrip().endswith("Done: every object the demo made is deleted.")
 
 
-async def test_local_without_a_checkout_says_so(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setattr(local_mod, "CHECKOUT", tmp_path)
+async def test_local_without_a_checkout_says_so() -> None:
     code, out, err = await demo("--local")
     assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1
     assert "part of corral's tests, which are not installed with the plugin" in err
     assert "make demo" in err
+
+
+@pytest.mark.slow
+def test_the_installed_plugin_alone_says_local_needs_a_checkout(tmp_path: Path) -> None:
+    plugin = Path(sys.executable).with_name("kubectl-corral")
+    done = subprocess.run(
+        [str(plugin), "demo", "--local"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)},
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("kubectl corral demo --local: the in-memory cluster")
+    assert len(done.stderr.splitlines()) == 1 and "make demo" in done.stderr
 
 
 @pytest.fixture

@@ -54,8 +54,15 @@ async def eventually(check: Callable[[], Any], timeout: float = 5.0) -> None:
 
 
 class Webhook:
-    def __init__(self, url: str, session: aiohttp.ClientSession, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        url: str,
+        session: aiohttp.ClientSession,
+        metrics: Metrics,
+        reconciler: PodGroupReconciler,
+    ) -> None:
         self.url, self.session, self.metrics = url, session, metrics
+        self.reconciler = reconciler
 
     async def post(self, body: dict[str, Any]) -> dict[str, Any]:
         async with self.session.post(f"{self.url}/mutate", json=body) as r:
@@ -94,7 +101,7 @@ async def webhook(api: ApiServer, kube: KubeClient) -> AsyncIterator[Webhook]:
         connector=aiohttp.TCPConnector(ssl=client_context(BUNDLE.ca_cert))
     )
     try:
-        yield Webhook(f"https://127.0.0.1:{port}", session, metrics)
+        yield Webhook(f"https://127.0.0.1:{port}", session, metrics, reconciler)
     finally:
         await session.close()
         await graceful_stop(runner)
@@ -167,9 +174,15 @@ async def test_a_job_admitted_over_https_gets_its_podgroup(
     dry["request"]["dryRun"] = True
     dry["request"]["namespace"] = "ml"
     dry["request"]["object"]["metadata"].update(name="other", namespace="ml")
-    await webhook.post(dry)
-    await asyncio.sleep(0.2)
+    assert (await webhook.post(dry))["allowed"]
+    # the answer is given after the PodGroups it asks for are queued: once the queue has
+    # drained, all that request was going to make is made
+    await asyncio.wait_for(webhook.reconciler.drain(), 5)
     assert api.store.find(rt, "ml", "job-other") is None
+    assert api.requests(path_contains="other") == []
+    async with webhook.session.get(f"{webhook.url}/metrics") as r:
+        text = await r.text()
+    assert 'corral_webhook_podgroups_total{outcome="created"} 1.0' in text
 
 
 # --- the CLI as a process ----------------------------------------------------------------

@@ -219,9 +219,19 @@ async def test_skipped_and_dry_run(api: ApiServer, installed: Installed) -> None
         f"/apis/batch/v1/namespaces/{NS}/jobs?dryRun=All", train_job("dry")
     )
     assert status == 201 and job["spec"]["template"]["spec"]["schedulerName"] == "volcano"
-    await asyncio.sleep(0.3)
+    assert [r["request"]["dryRun"] for r in api.admission.reviews] == [True]
+    # A Job admitted after it gets its PodGroup: the webhook's work queue has passed the
+    # dry run by then, and it made nothing for it, nor even looked for its Job.
+    status, _, _ = await installed.post(f"/apis/batch/v1/namespaces/{NS}/jobs", train_job("after"))
+    assert status == 201
     pg_rt = api.store.resource("podgroups", "scheduling.volcano.sh")
-    assert list(api.store.items(pg_rt, NS)) == []  # sideEffects NoneOnDryRun: nothing made
+    deadline = asyncio.get_running_loop().time() + 10
+    while not list(api.store.items(pg_rt, NS)):
+        assert asyncio.get_running_loop().time() < deadline, "no PodGroup for the Job after"
+        await asyncio.sleep(0.02)
+    made = [pg["metadata"]["name"] for pg in api.store.items(pg_rt, NS)]
+    assert made == ["job-after"]  # sideEffects NoneOnDryRun: nothing made for the dry run
+    assert [r.path for r in api.requests() if r.path.endswith("/dry")] == []
     assert api.store.find(api.store.resource("jobs", "batch"), NS, "dry") is None
 
 
