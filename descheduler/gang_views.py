@@ -102,7 +102,7 @@ def _timeout(pg: PodGroupRecord | None, pods: Sequence[PodRecord]) -> float | No
             raw = p.annotations.get(key)
             if raw:
                 try:
-                    return parse_duration(raw)
+                    return parse_duration(raw, numbers=False)
                 except TimeFormatError:
                     continue  # the webhook refuses bad values; an old pod is not a reason to stop
     return None

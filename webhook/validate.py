@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from gangplace.config_errors import KeyedValueError
+from gangplace.engine import timeparse
+from gangplace.engine.timeparse import format_duration
 
 __all__ = [
     "InvalidValue",
@@ -35,9 +37,6 @@ MAX_NAME = 63
 _COUNT = re.compile(r"^[+]?[0-9]+$")
 _NEGATIVE = re.compile(r"^-[0-9]+%?$")
 _PERCENT = re.compile(r"^[+]?([0-9]+)%$")
-_DURATION = re.compile(r"^(?:[0-9]+(?:\.[0-9]+)?(?:h|m|s))+$")
-_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(h|m|s)")
-_UNIT_SECONDS = {"h": 3600, "m": 60, "s": 1}
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _QUEUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
@@ -149,47 +148,30 @@ def check_default_min_available(key: str, raw: str) -> MinAvailable:
         raise InvalidValue(key, raw, e.problem, _DEFAULT_MIN_ALLOWED) from None
 
 
-_DURATION_ALLOWED = (
-    'a positive duration made of numbers with the units h, m or s, such as "30m", "1h30m" or "90s"'
-)
-
-
 _parse_min_cached = lru_cache(maxsize=4096)(_parse_min)
 
 
 def parse_duration(key: str, raw: str) -> int:
-    """Seconds in a Go-style duration (``30m``, ``1h30m``, ``90s``), rounded up."""
+    """Seconds in a Go duration (``30m``, ``1h30m``, ``90s``), rounded up: the grammar of
+    :func:`gangplace.engine.timeparse.parse_duration`, which the descheduler reads the
+    same annotations with; a unit is required and the result fits every backend's field."""
     if len(raw) <= _CACHED_LEN:
         return _parse_duration_cached(key, raw)
     return _parse_duration(key, raw)
 
 
 def _parse_duration(key: str, raw: str) -> int:
-    text = raw.strip()
-    if not _DURATION.match(text):
-        raise InvalidValue(key, raw, "is not a duration", _DURATION_ALLOWED)
-    total = 0.0
-    for number, unit in _DURATION_PART.findall(text):
-        total += float(number) * _UNIT_SECONDS[unit]
-    if not total <= MAX_TIMEOUT_SECONDS:  # also inf, from hundreds of digits
-        raise InvalidValue(
-            key, raw, f"is too long: at most {MAX_TIMEOUT_SECONDS}s", _DURATION_ALLOWED
-        )
+    try:
+        total = timeparse.parse_duration(raw, numbers=False, at_most=MAX_TIMEOUT_SECONDS)
+    except timeparse.DurationError as e:
+        raise InvalidValue(key, raw, e.problem, e.allowed) from None
     seconds = math.ceil(total)
     if seconds < 1:
-        raise InvalidValue(key, raw, "is too short: at least 1s", _DURATION_ALLOWED)
+        raise InvalidValue(key, raw, "is too short: at least 1s", timeparse.duration_allowed(False))
     return seconds
 
 
 _parse_duration_cached = lru_cache(maxsize=1024)(_parse_duration)
-
-
-def format_duration(seconds: int) -> str:
-    """The canonical Go duration for ``seconds``: 5400 -> ``1h30m``, 90 -> ``1m30s``."""
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    out = (f"{h}h" if h else "") + (f"{m}m" if m else "") + (f"{s}s" if s else "")
-    return out or "0s"
 
 
 _NAME_ALLOWED = (

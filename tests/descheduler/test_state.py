@@ -153,6 +153,13 @@ def test_durations_and_times() -> None:
     for huge in ("9" * 400 + "h", "9" * 400, "876001h", 1e300, float("nan")):
         with pytest.raises(TimeFormatError, match="too long"):
             parse_duration(huge)
+    # Annotations need a unit, as Go's time.ParseDuration does ("0" alone aside).
+    assert parse_duration(".5h", numbers=False) == 1800 and parse_duration("0", numbers=False) == 0
+    for bare in ("45", " 45 ", 45):
+        with pytest.raises(TimeFormatError, match="allowed: a duration made of numbers"):
+            parse_duration(bare, numbers=False)
+    with pytest.raises(TimeFormatError, match=r'"2h" is too long: at most 3600s'):
+        parse_duration("2h", at_most=3600)
     assert format_duration(5400) == "1h30m" and format_duration(0) == "0s"
     assert parse_time("2026-12-02T12:00:00Z") == NOW
     assert parse_time("2026-12-02T14:00:00+02:00") == NOW

@@ -3,9 +3,11 @@ the value and what is allowed."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
+from gangplace.engine import timeparse
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -72,19 +74,49 @@ def test_percentages_round_up_within_the_gang(size: int, pct: int) -> None:
 
 @pytest.mark.parametrize(
     ("raw", "seconds"),
-    [("30m", 1800), ("1h30m", 5400), ("90s", 90), ("1.5h", 5400), ("2h0m5s", 7205), ("0.5s", 1)],
+    [
+        ("30m", 1800),
+        ("1h30m", 5400),
+        ("90s", 90),
+        ("1.5h", 5400),
+        ("2h0m5s", 7205),
+        ("0.5s", 1),
+        (".5h", 1800),
+        ("1500ms", 2),
+        ("1m500ms", 61),
+        ("2000000us", 2),
+        ("1h1ns", 3601),
+    ],
 )
 def test_durations(raw: str, seconds: int) -> None:
     assert parse_duration("corral.dev/gang-timeout", raw) == seconds
 
 
-@pytest.mark.parametrize("raw", ["30", "abc", "-5m", "1d", "", "m", "0s", "1h 30m", "99999999999h"])
+@pytest.mark.parametrize(
+    "raw", ["30", "abc", "-5m", "1d", "", "m", "0s", "1h 30m", "99999999999h", "1.5", "h1"]
+)
 def test_bad_durations(raw: str) -> None:
     with pytest.raises(InvalidValue) as info:
         parse_duration("corral.dev/gang-timeout", raw)
     msg = str(info.value)
     assert msg.startswith(f'corral.dev/gang-timeout: "{raw}"')
     assert '"30m", "1h30m" or "90s"' in msg
+
+
+@given(st.text(alphabet="0123456789.hmsun -", max_size=12))
+def test_the_webhook_and_the_descheduler_read_a_timeout_alike(raw: str) -> None:
+    """corral.dev/gang-timeout is read by both; a value one takes, the other takes too."""
+    try:
+        seconds = timeparse.parse_duration(raw, numbers=False)
+    except timeparse.DurationError:
+        with pytest.raises(InvalidValue):
+            parse_duration("corral.dev/gang-timeout", raw)
+        return
+    if 0 < seconds <= 2**31 - 1:
+        assert parse_duration("corral.dev/gang-timeout", raw) == math.ceil(seconds)
+    else:  # zero, or longer than a backend's field holds
+        with pytest.raises(InvalidValue, match=r"too short|too long"):
+            parse_duration("corral.dev/gang-timeout", raw)
 
 
 @given(st.integers(1, 2**31 - 1))

@@ -313,7 +313,7 @@ def podgroup_from_json(obj: Mapping[str, Any], group: str | None = None) -> PodG
     for key in (ANNOTATION_GANG_TIMEOUT, VOLCANO_SLA_WAITING_TIME):
         if annotations.get(key):
             try:
-                timeout = parse_duration(annotations[key])
+                timeout = parse_duration(annotations[key], numbers=False)
             except TimeFormatError as e:
                 raise RecordError(f"{what}: annotation {key}: {e}") from None
             break
