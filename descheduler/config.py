@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from gangplace.config_errors import describe_validation_error
+from gangplace.config_errors import KeyedValueError, describe_validation_error
 from gangplace.engine import EngineConfig
+from gangplace.engine.policies import DEFAULT_POLICY, check_policy
 from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_duration
 from gangplace.yamlfile import YamlFileError, read_yaml
 from pydantic import (
@@ -65,10 +66,11 @@ class SchedulingConfig(_Section):
     """How the simulated scheduler places pods: this should match the cluster's
     scheduler, or the plan predicts placements the scheduler will not make."""
 
-    policy: Literal["binpack", "spread", "fgd"] = Field(
-        default="binpack",
-        description="node scoring: binpack (Volcano binpack), spread (LeastAllocated), "
-        "or fgd (least growth of FGD fragmentation)",
+    policy: str = Field(
+        default=DEFAULT_POLICY,
+        description="node scoring, a policy of gangplace's registry: binpack (Volcano "
+        "binpack), spread (LeastAllocated), fgd (least growth of FGD fragmentation), "
+        "corral, or the FGD paper's dotprod, gpuclustering, gpupacking or bestfit",
     )
     weights: dict[str, float] = Field(
         default_factory=lambda: {"cpu": 0.7, "memory": 0.3, "gpu": 1.0},
@@ -78,6 +80,14 @@ class SchedulingConfig(_Section):
     topology_key: str | None = Field(
         default=None, description="node label to keep each gang within (a rack or zone)"
     )
+
+    @field_validator("policy")
+    @classmethod
+    def _policy(cls, v: str) -> str:
+        try:
+            return check_policy(v)
+        except ValueError as e:
+            raise KeyedValueError(f"scheduling.policy: {e}") from None
 
     @field_validator("weights")
     @classmethod

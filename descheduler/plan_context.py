@@ -23,6 +23,7 @@ from gangplace.engine import (
     order_waiting,
 )
 from gangplace.engine.fragmentation import TargetWorkload, typical_workload
+from gangplace.engine.policies import PolicyContext, make_policy
 from gangplace.engine.timeparse import (
     TimeFormatError,
     format_duration,
@@ -38,7 +39,6 @@ from .gang_views import GangView, build_views
 from .move_method import Owners, Way
 from .plan_model import Move, Unserved
 from .protect import gang_protection
-from .scoring import make_scorer
 from .state import GPU, ClusterState, EvictedPod
 
 __all__ = ["PlanContext", "Victim", "cluster_total", "move_way"]
@@ -156,7 +156,9 @@ class PlanContext:
         ctx = cls(
             state=state,
             config=config,
-            scorer=scorer if scorer is not None else make_scorer(sc, workload),
+            scorer=scorer
+            if scorer is not None
+            else make_policy(sc.policy, PolicyContext(workload, weights=sc.weights)),
             options=GangOptions(
                 fewest_nodes=sc.fewest_nodes,
                 topology_key=sc.topology_key,

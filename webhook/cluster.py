@@ -6,9 +6,11 @@ or when running without a cluster). A ClusterState pairs the live snapshot, kept
 current by the informers, with ``capacity``: the same nodes with no pods, rebuilt by
 the source only when the node set changes. "Can this gang ever start here?" is a
 dry-run placement on ``capacity``; "can it start now?" one on the live snapshot.
-Both answers come from the engine alone. Answers about ``capacity`` are kept per gang
-shape for the state's life; answers about the live snapshot until its ``version``
-changes (the informer-backed source bumps it with every pod it moves).
+Both answers come from the engine alone, placing with the configured policy (one of
+``gangplace.engine.policies.POLICIES``; FGD and its kin weigh the gang's own shapes, so
+an answer depends on the gang and the nodes alone). Answers about ``capacity`` are kept
+per gang shape and policy for the state's life; answers about the live snapshot until
+its ``version`` changes (the informer-backed source bumps it with every pod it moves).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from gangplace.engine import (
     member_capacity,
     place_gang,
 )
+from gangplace.engine.fragmentation import TargetWorkload
+from gangplace.engine.policies import DEFAULT_POLICY, PolicyContext, make_policy
 
 __all__ = [
     "ClusterState",
@@ -54,7 +58,7 @@ class SnapshotSource(Protocol):
         ...
 
 
-_Key = tuple[tuple[tuple[PodShape, int], ...], int]
+_Key = tuple[tuple[tuple[PodShape, int], ...], int, str]
 
 
 @dataclass(slots=True)
@@ -67,7 +71,7 @@ class ClusterState:
     snapshot: Snapshot
     capacity: Snapshot
     version: int = 0
-    # (roles, required) -> reason or "" ; answers on ``capacity`` never change.
+    # (roles, required, policy) -> reason or "" ; answers on ``capacity`` never change.
     _never: dict[_Key, str] = field(default_factory=dict, repr=False)
     # The same, on ``snapshot`` at ``_now_version``.
     _now: dict[_Key, str] = field(default_factory=dict, repr=False)
@@ -111,15 +115,17 @@ class Verdict:
     now: str = ""
 
 
-def _fits(snap: Snapshot, gang: Gang) -> str:
-    """ "" if ``gang`` fits ``snap`` as it is, else the engine's reason."""
+def _fits(snap: Snapshot, gang: Gang, policy: str) -> str:
+    """ "" if ``gang`` fits ``snap`` as it is, placed by ``policy``, else the engine's reason."""
     if len(gang.roles) == 1:
         # One shape: the per-node capacities add up exactly, so their sum answers the
-        # question without placing members one by one.
+        # question without placing members one by one (whatever the policy).
         role = gang.roles[0]
         if int(member_capacity(snap, role.shape).sum()) >= gang.required:
             return ""
-    result = place_gang(snap, gang, options=_DRY_RUN)
+    own = TargetWorkload.from_shapes(r.shape for r in gang.roles for _ in range(r.count))
+    scorer = make_policy(policy, PolicyContext(own))
+    result = place_gang(snap, gang, scorer, options=_DRY_RUN)
     # Callers cache the answer across gangs, so it must not name this one.
     return "" if result.ok else result.why
 
@@ -131,15 +137,16 @@ def check_gang(
     required: int,
     *,
     now: bool = False,
+    policy: str = DEFAULT_POLICY,
 ) -> Verdict:
     """Ask the engine whether ``required`` members of the gang (roles of
     ``(name, shape, count)``) could ever start on this cluster, and -- with ``now`` --
-    whether they could start on it as it is now."""
+    whether they could start on it as it is now, placed by ``policy``."""
     gang = Gang(name, tuple(TaskRole(r, s, c) for r, s, c in roles), required)
-    key = (tuple((s, c) for _, s, c in roles), required)
+    key = (tuple((s, c) for _, s, c in roles), required, policy)
     never = state._never.get(key)
     if never is None:
-        never = _fits(state.capacity, gang)
+        never = _fits(state.capacity, gang, policy)
         if len(state._never) >= _CACHE_LIMIT:
             state._never.clear()
         state._never[key] = never
@@ -150,7 +157,7 @@ def check_gang(
         state._now_version = state.version
     answer = state._now.get(key)
     if answer is None:
-        answer = _fits(state.snapshot, gang)
+        answer = _fits(state.snapshot, gang, policy)
         if len(state._now) >= _CACHE_LIMIT:
             state._now.clear()
         state._now[key] = answer

@@ -13,8 +13,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from gangplace.config_errors import describe_validation_error
+from gangplace.config_errors import KeyedValueError, describe_validation_error
 from gangplace.engine import EngineConfig
+from gangplace.engine.policies import DEFAULT_POLICY, check_policy
 from gangplace.yamlfile import YamlFileError, read_yaml
 from pydantic import (
     BaseModel,
@@ -84,6 +85,8 @@ class WebhookConfig(_Model):
     default_queue: str | None = None
     node_pool: NodePool | None = None
     infeasible: Literal["warn", "deny"] = "warn"
+    # The policy the feasibility check places a gang with: the cluster's scheduler's.
+    policy: str = DEFAULT_POLICY
     warn_when_full: bool = False
     non_gang_pods: Literal["single-pod-gang", "ignore"] = "single-pod-gang"
     gang_timeout: str | None = None
@@ -118,6 +121,14 @@ class WebhookConfig(_Model):
         if v is not None:
             check_queue("defaultQueue", v)
         return v
+
+    @field_validator("policy")
+    @classmethod
+    def _policy(cls, v: str) -> str:
+        try:
+            return check_policy(v)
+        except ValueError as e:
+            raise KeyedValueError(f"policy: {e}") from None
 
     @field_validator("gang_timeout")
     @classmethod

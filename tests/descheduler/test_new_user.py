@@ -67,8 +67,14 @@ def test_plan_refuses_an_empty_list(tmp_path: Path, capsys: pytest.CaptureFixtur
         ),
         (
             "scheduling: {policy: fdg}\n",
-            "scheduling.policy: \"fdg\" is not one of the choices; allowed: 'binpack', "
-            "'spread' or 'fgd'",
+            'scheduling.policy: "fdg" is not a placement policy; allowed: dotprod, '
+            "gpuclustering, gpupacking, bestfit, fgd, binpack, spread, corral",
+        ),
+        (
+            "scheduling: {policy: random}\n",
+            'scheduling.policy: "random" draws from a trace replay\'s random stream, which '
+            "this placement has not; allowed: dotprod, gpuclustering, gpupacking, bestfit, "
+            "fgd, binpack, spread, corral",
         ),
         (
             "limits: {max_evictions_per_run: 3, max_evictions_per_node: x}\n",

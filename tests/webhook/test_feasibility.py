@@ -146,3 +146,30 @@ def test_answers_about_now_are_kept_until_the_view_changes() -> None:
     assert check_gang(state, "g", [("w", shape, 1)], 1, now=True).now == ""
     state.version += 1
     assert "0/1 required members fit" in check_gang(state, "g", [("w", shape, 1)], 1, now=True).now
+
+
+def test_the_check_places_with_the_configured_policy() -> None:
+    """A greedy placement can miss a fit another policy finds: the check places as the
+    cluster's scheduler does (``policy``), so its warning matches what that scheduler does."""
+    from gangplace.engine import PodShape
+
+    from webhook.admit.gangs import feasibility
+
+    state = ClusterState.of(Snapshot.from_objects([node("two", 2), node("four", 4)]))
+    worker = PodShape.of({"cpu": 8000}, gpus=1)
+    driver = PodShape.of({"cpu": 60000})
+    roles = [("worker", worker, 3), ("driver", driver, 1)]
+    # binpack leaves a worker on each node, so neither keeps the driver's 60 CPUs
+    deny, warnings = feasibility(state, WebhookConfig(), "spark", roles, 4)
+    assert deny is None
+    assert warnings == [
+        "corral: gang spark can never start on this cluster (even if it were empty): "
+        + check_gang(state, "spark", roles, 4).never
+    ]
+    assert "3/4 required members fit" in warnings[0]
+    # spread finds the placement that fits: no warning, and nothing denied
+    assert feasibility(state, WebhookConfig(policy="spread"), "spark", roles, 4) == (None, [])
+    deny, _ = feasibility(state, WebhookConfig(policy="spread", infeasible="deny"), "s", roles, 4)
+    assert deny is None
+    deny, _ = feasibility(state, WebhookConfig(infeasible="deny"), "s", roles, 4)
+    assert deny is not None and deny.startswith("corral: gang s can never start")

@@ -104,6 +104,12 @@ def _config(tmp_path: Path, text: str) -> str:
             'least 1, such as "4", or a percentage from 1% to 100%, such as "80%"',
         ),
         (
+            "policy: bin-pack\n",
+            "policy: policy:",
+            'policy: "bin-pack" is not a placement policy; allowed: dotprod, gpuclustering, '
+            "gpupacking, bestfit, fgd, binpack, spread, corral",
+        ),
+        (
             "gangTimeout: soon\n",
             "gangTimeout: gangTimeout:",
             'gangTimeout: "soon" is not a duration; allowed: a duration made of numbers with '

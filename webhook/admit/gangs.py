@@ -212,7 +212,7 @@ def feasibility(
     """(deny message or None, warnings) from the engine's verdict on this gang."""
     if cluster is None:
         return None, []
-    v = check_gang(cluster, gang, roles, required, now=config.warn_when_full)
+    v = check_gang(cluster, gang, roles, required, now=config.warn_when_full, policy=config.policy)
     if v.never:
         msg = (
             f"corral: gang {gang} can never start on this cluster (even if it were empty): "

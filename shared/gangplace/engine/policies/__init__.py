@@ -1,8 +1,10 @@
-"""Placement policies for trace replay, by name.
+"""Placement policies by name: the one registry every part of corral chooses from.
 
 ``POLICIES`` maps a name to a factory taking a :class:`PolicyContext`; ``make_policy``
 builds one. The paper's six (random, dotprod, gpuclustering, gpupacking, bestfit, fgd),
-the engine's binpack and spread, and ``corral``: the project's best policy.
+the engine's binpack and spread, and ``corral``: the project's best policy. Trace
+replay, the descheduler's simulated scheduler and the webhook's feasibility check all
+name their policy here (``DEFAULT_POLICY`` when they name none).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from .paper import (
 )
 
 __all__ = [
+    "DEFAULT_POLICY",
     "PAPER_POLICIES",
     "POLICIES",
     "BestFitPolicy",
@@ -35,7 +38,9 @@ __all__ = [
     "PolicyContext",
     "RandomPolicy",
     "RandomSource",
+    "check_policy",
     "make_policy",
+    "policy_names",
 ]
 
 PolicyFactory = Callable[[PolicyContext], Scorer]
@@ -54,10 +59,15 @@ POLICIES: dict[str, PolicyFactory] = {
     "gpupacking": lambda ctx: GpuPackingPolicy(),
     "bestfit": lambda ctx: BestFitPolicy(),
     "fgd": lambda ctx: FgdPolicy(ctx.workload),
-    "binpack": lambda ctx: BinpackScorer(),
-    "spread": lambda ctx: SpreadScorer(),
+    "binpack": lambda ctx: BinpackScorer(ctx.weights),
+    "spread": lambda ctx: SpreadScorer(ctx.weights),
     "corral": lambda ctx: CorralPolicy(ctx.workload),
 }
+
+DEFAULT_POLICY = "binpack"
+
+# Policies that draw from a random stream: only a replay has one to give.
+_NEEDS_RANDOM_STREAM = frozenset({"random"})
 
 # The paper's six, in its order.
 PAPER_POLICIES: tuple[str, ...] = (
@@ -76,3 +86,22 @@ def make_policy(name: str, ctx: PolicyContext) -> Scorer:
     if factory is None:
         raise ValueError(f"unknown policy {name!r}; choose from {', '.join(POLICIES)}")
     return factory(ctx)
+
+
+def policy_names(*, random_stream: bool = True) -> tuple[str, ...]:
+    """The names a caller may choose from; without a random stream, those needing none."""
+    return tuple(n for n in POLICIES if random_stream or n not in _NEEDS_RANDOM_STREAM)
+
+
+def check_policy(name: str, *, random_stream: bool = False) -> str:
+    """``name`` if it is a policy the caller can build, else ValueError in one line
+    quoting it and naming the choices (the caller puts its key in front)."""
+    names = policy_names(random_stream=random_stream)
+    if name not in names:
+        why = (
+            "draws from a trace replay's random stream, which this placement has not"
+            if name in POLICIES
+            else "is not a placement policy"
+        )
+        raise ValueError(f'"{name}" {why}; allowed: {", ".join(names)}')
+    return name

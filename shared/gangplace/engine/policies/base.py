@@ -8,6 +8,7 @@ BestFit normalises over the candidates) also has ``select``; the replay prefers 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -47,11 +48,13 @@ class RandomSource(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class PolicyContext:
-    """What a policy may need: the target workload M (FGD and its kin) and the
-    replay's random stream (Random draws from it, as the paper's scheduler does)."""
+    """What a policy may need: the target workload M (FGD and its kin), the
+    replay's random stream (Random draws from it, as the paper's scheduler does) and
+    the per-resource weights of binpack and spread (None: the engine's defaults)."""
 
     workload: TargetWorkload
     rng: RandomSource | None = None
+    weights: Mapping[str, float] | None = None
 
 
 @runtime_checkable
