@@ -68,7 +68,7 @@ class SchedulingConfig(_Section):
 
     policy: str = Field(
         default=DEFAULT_POLICY,
-        description="node scoring, a policy of gangplace's registry: binpack (Volcano "
+        description="node scoring, one of the placement policies: binpack (Volcano "
         "binpack), spread (LeastAllocated), fgd (least growth of FGD fragmentation), "
         "corral, or the FGD paper's dotprod, gpuclustering, gpupacking or bestfit",
     )

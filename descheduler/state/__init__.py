@@ -1,7 +1,5 @@
 """The planner's input, built from a Kubernetes List or from informers."""
 
-from gangplace.engine.selectors import LabelSelector, SelectorError
-
 from .build import ClusterState, StateError, state_from_list, state_from_objects
 from .ledger import (
     ANNOTATION_LAST_MOVED,
@@ -21,10 +19,8 @@ __all__ = [
     "MOVE_LEDGER",
     "ClusterState",
     "EvictedPod",
-    "LabelSelector",
     "MoveLedger",
     "RunRecord",
-    "SelectorError",
     "StateError",
     "drf_queue",
     "drf_resources",

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from gangplace.engine.selectors import LabelSelector, SelectorError
 from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_duration, parse_time
 
 from descheduler import StateError, state_from_list
 from descheduler.gang_demand import demand_of
 from descheduler.gang_views import build_views
-from descheduler.state import LabelSelector, SelectorError
 from tests.builders.descheduler_cluster import (
     NOW,
     as_list,

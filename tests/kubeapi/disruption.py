@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gangplace.kube.selectors import LabelSelector
+from gangplace.engine.selectors import LabelSelector
 
 from .resources import TERMINAL_PHASES, ResourceType, copy_json, now_iso
 from .status import ApiStatusError, status_body

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from gangplace.kube.selectors import FieldSelector, LabelSelector, SelectorError
+from gangplace.engine.selectors import FieldSelector, LabelSelector, SelectorError
 
 from .resources import ResourceType
 from .status import ApiStatusError

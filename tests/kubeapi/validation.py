@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gangplace.kube.selectors import LabelSelector, SelectorError
+from gangplace.engine.selectors import LabelSelector, SelectorError
 
 from .quantity import canonical_resources
 from .resources import ResourceType

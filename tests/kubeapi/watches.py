@@ -14,7 +14,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from gangplace.kube.selectors import FieldSelector, LabelSelector, field_value
+from gangplace.engine.selectors import FieldSelector, LabelSelector, field_value
 
 from .resources import ResourceType
 from .status import ApiStatusError

@@ -46,7 +46,7 @@ import aiohttp
 import jsonpatch
 import jsonpointer
 import orjson
-from gangplace.kube.selectors import LabelSelector, SelectorError
+from gangplace.engine.selectors import LabelSelector, SelectorError
 
 from .defaults import redefault
 from .resources import ResourceType

@@ -39,7 +39,6 @@ from .evictor import (
 from .informer import Informer, InformerStats, object_key
 from .leader import LeaderElector
 from .resources import API_CALLS, RESOURCES, ApiCall, Resource, UndeclaredApiCall
-from .selectors import FieldSelector, LabelSelector, SelectorError
 
 __all__ = [
     "API_CALLS",
@@ -55,12 +54,10 @@ __all__ = [
     "EvictionResult",
     "EvictionTarget",
     "Evictor",
-    "FieldSelector",
     "Informer",
     "InformerStats",
     "KubeClient",
     "KubeConfigError",
-    "LabelSelector",
     "LeaderElector",
     "Limits",
     "NamespaceRecord",
@@ -72,7 +69,6 @@ __all__ = [
     "RecordError",
     "Resource",
     "RotatingToken",
-    "SelectorError",
     "SnapshotFeed",
     "UndeclaredApiCall",
     "build_snapshot",

@@ -51,10 +51,8 @@ __all__ = [
     "FitModel",
     "NodeTypes",
     "OfflineBound",
-    "RelaxResult",
     "node_types",
     "offline_bound",
-    "relaxed_fit",
 ]
 
 IntArray = npt.NDArray[np.int64]
@@ -115,14 +113,6 @@ def node_types(snap: Snapshot, shapes: list[PodShape]) -> NodeTypes:
         allowed=allowed,
         shapes=list(shapes),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class RelaxResult:
-    status: str  # FEASIBLE, INFEASIBLE or TIMEOUT
-    seconds: float
-    # Pods of each shape per node type in the solution found (FEASIBLE only).
-    per_type: dict[PodShape, dict[int, int]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,45 +316,6 @@ class FitModel:
 
 def _whole(s: PodShape) -> bool:
     return s.is_gpu and s.gpu_milli >= 1000
-
-
-def _counts(snap: Snapshot, extra: PodShape | None) -> Counter[PodShape]:
-    c: Counter[PodShape] = Counter(p.shape for p in snap.pods if p.node >= 0)
-    if extra is not None:
-        c[extra] += 1
-    return c
-
-
-def relaxed_fit(
-    snap: Snapshot,
-    counts: Mapping[PodShape, int] | None = None,
-    extra: PodShape | None = None,
-    time_limit: float = 20.0,
-) -> RelaxResult:
-    """Whether the aggregated model admits all of ``counts`` (default: the pods bound in
-    ``snap``) plus ``extra``: INFEASIBLE proves no arrangement of them exists."""
-    start = time.perf_counter()
-    if counts is None:
-        cnt = _counts(snap, extra)
-    else:
-        cnt = Counter(counts)
-        if extra is not None:
-            cnt[extra] += 1
-    model = _Model(snap, cnt)
-    res = model.solve(np.zeros(model.n_var), model.counts.astype(float), time_limit)
-    took = time.perf_counter() - start
-    if res.status == 0:
-        per: dict[PodShape, dict[int, int]] = {}
-        for v, (t, j) in enumerate(model.pairs):
-            k = round(float(res.x[v]))
-            if k:
-                per.setdefault(model.shapes[j], {})[t] = k
-        return RelaxResult(FEASIBLE, took, per)
-    if res.status == 2:
-        return RelaxResult(INFEASIBLE, took)
-    if res.status == 1 and res.x is not None:  # time limit with a solution in hand
-        return RelaxResult(FEASIBLE, took)
-    return RelaxResult(TIMEOUT, took)
 
 
 def offline_bound(

@@ -1,7 +1,7 @@
 """Label and field selectors parse and match as the API server's do."""
 
 import pytest
-from gangplace.kube.selectors import FieldSelector, LabelSelector, SelectorError, field_value
+from gangplace.engine.selectors import FieldSelector, LabelSelector, SelectorError, field_value
 
 LABELS = {"app": "web", "tier": "front", "env": ""}
 
