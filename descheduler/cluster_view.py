@@ -40,7 +40,7 @@ from .state import ClusterState, drf_queue, state_from_objects
 __all__ = ["PODGROUP_APIS", "WORKLOAD_RESOURCES", "ClusterView"]
 
 # The descheduler's cluster side logs under one name, whichever module writes.
-log = logging.getLogger("descheduler.kube")
+log = logging.getLogger(__name__)
 
 Json = dict[str, Any]
 

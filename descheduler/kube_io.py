@@ -71,7 +71,7 @@ from .suspender import Suspender
 __all__ = ["OUTCOMES", "KubeIO"]
 
 # The descheduler's cluster side logs under one name, whichever module writes.
-log = logging.getLogger("descheduler.kube")
+log = logging.getLogger(__name__)
 
 _MERGE_PATCH = "application/merge-patch+json"
 

@@ -54,7 +54,7 @@ from .runner import EXIT_FAILED, EXIT_OK, RunnerPort, RunResult, run_loop, run_o
 
 __all__ = ["DEFAULT_LEASE", "EXIT_LEASE_LOST", "RunOptions", "default_namespace", "run_command"]
 
-log = logging.getLogger("descheduler")
+log = logging.getLogger(__name__)
 
 DEFAULT_LEASE = "corral-descheduler"
 DEFAULT_NAMESPACE = "corral-system"

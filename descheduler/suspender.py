@@ -44,7 +44,7 @@ from .state import ANNOTATION_LAST_MOVED, ANNOTATION_ROOM_MADE, ClusterState
 __all__ = ["Suspender"]
 
 # The descheduler's cluster side logs under one name, whichever module writes.
-log = logging.getLogger("descheduler.kube")
+log = logging.getLogger(__name__)
 
 Json = dict[str, Any]
 

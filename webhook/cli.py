@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["main"]
 
-log = logging.getLogger("webhook.cli")
+log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_SERVICE = "corral-webhook"

@@ -50,7 +50,7 @@ from .cluster import ClusterState
 
 __all__ = ["HELD_PODS", "HeldPod", "InformerSource", "SourceStats", "held_pod"]
 
-log = logging.getLogger("webhook.live")
+log = logging.getLogger(__name__)
 
 # Pods that hold capacity: bound to a node and not finished.
 HELD_PODS = f"spec.nodeName!=,{NON_TERMINAL_PODS}"

@@ -44,7 +44,7 @@ __all__ = [
     "start",
 ]
 
-log = logging.getLogger("webhook.server")
+log = logging.getLogger(__name__)
 
 MAX_BODY = 3 * 1024 * 1024
 _OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})

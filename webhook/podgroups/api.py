@@ -40,7 +40,7 @@ from .reconciler import Outcome, PodGroupReconciler
 __all__ = ["PodGroupApi", "owner_resource"]
 
 # The name the webhook has always logged its PodGroup calls under.
-log = logging.getLogger("webhook.kube")
+log = logging.getLogger(__name__)
 
 _PODGROUPS = {r.group: r for r in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS)}
 _OWNERS: dict[tuple[str, str], Resource] = {(r.group, r.kind): r for r in (PODS, *WORKLOADS)}

@@ -88,7 +88,7 @@ __all__ = [
     "status_of",
 ]
 
-log = logging.getLogger("webhook.podgroups")
+log = logging.getLogger(__name__)
 
 
 # A queued unit of work: the PodGroup's key and, for a gang owned by its pods, the pod.

@@ -28,7 +28,7 @@ from .store import CertStore
 __all__ = ["CertReloader", "SelfSignedManager"]
 
 # The name the webhook has always logged its certificate records under.
-log = logging.getLogger("webhook.tls")
+log = logging.getLogger(__name__)
 
 _Stamp = tuple[tuple[int, int, int], tuple[int, int, int]]
 

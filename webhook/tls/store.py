@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 # The name the webhook has always logged its Secret store's records under.
-log = logging.getLogger("webhook.kube")
+log = logging.getLogger(__name__)
 
 
 def _b64(data: bytes) -> str:
