@@ -7,6 +7,7 @@ import pytest
 from gangplace.engine import PodRecord, place_pod
 from gangplace.engine.fragmentation import TargetWorkload, TaskShape
 from gangplace.engine.policies import (
+    DEFAULT_POLICY,
     POLICIES,
     BestFitPolicy,
     CorralPolicy,
@@ -16,7 +17,9 @@ from gangplace.engine.policies import (
     GpuPackingPolicy,
     PolicyContext,
     RandomPolicy,
+    check_policy,
     make_policy,
+    policy_names,
 )
 from gangplace.engine.policies.corral import cpu_per_gpu_milli, cpu_stranded
 from gangplace.engine.policies.fgd import fgd_score
@@ -155,10 +158,37 @@ def test_registry_builds_every_policy() -> None:
     for name in POLICIES:
         snap = cluster([gpu_node("a", 64000, 2), gpu_node("b", 64000, 4)])
         pol = make_policy(name, ctx)
-        for pod in (shape(1000, 1, 300), shape(2000, 2), shape(500)):
-            assert place_pod(snap, pod, pol) is not None, name
+        # A GPU share, two whole GPUs, a CPU-only pod: each lands, on devices it may use.
+        share, pair, cpu = shape(1000, 1, 300), shape(2000, 2), shape(500)
+        placed = [place_pod(snap, pod, pol) for pod in (share, pair, cpu)]
+        assert all(p is not None for p in placed), name
+        (n1, g1), (n2, g2), (n3, g3) = (p for p in placed if p is not None)
+        assert len(g1) == 1 and len(set(g2)) == 2 and g3 == (), name
+        assert {n1, n2, n3} <= {0, 1}, name
+        # The snapshot holds what was placed: 700 left on the shared device, the pair taken.
+        assert snap.gpu_free[n1, g1[0]] == 700 and (n1, g1[0]) not in {(n2, g) for g in g2}
+        assert all(snap.gpu_free[n2, g] == 0 for g in g2), name
+        assert int(snap.used[:, snap.res_index["cpu"]].sum()) == 3500, name
+        assert sum(int(snap.gpu_free_total()[n]) for n in (0, 1)) == 6000 - 300 - 2000, name
     with pytest.raises(ValueError, match="unknown policy 'nope'"):
         make_policy("nope", ctx)
+    # Placement outside a replay chooses from the same registry, Random aside.
+    assert policy_names(random_stream=False) == tuple(n for n in POLICIES if n != "random")
+    assert check_policy("fgd") == "fgd" and DEFAULT_POLICY in POLICIES
+    with pytest.raises(ValueError, match=r'^"rnd" is not a placement policy; allowed: dotprod,'):
+        check_policy("rnd")
+    with pytest.raises(ValueError, match="random stream"):
+        check_policy("random")
+    # binpack takes the configured weights: node b has two GPUs in use, and the same CPU free.
+    snap = cluster([gpu_node("a", 64000, 2), gpu_node("b", 64000, 4)])
+    set_free(snap, 1, 64000, [0, 0, 1000, 1000])
+    pod, both = shape(1000, 1), np.array([0, 1])
+    by_gpu = make_policy("binpack", PolicyContext(TOY, weights={"gpu": 1.0}))
+    by_cpu = make_policy("binpack", PolicyContext(TOY, weights={"cpu": 1.0}))
+    a, b = by_gpu.score(snap, pod, both).tolist()
+    assert b > a
+    a, b = by_cpu.score(snap, pod, both).tolist()
+    assert a == b
     # The engine owns no random source: Random needs the replay's stream.
     with pytest.raises(ValueError, match="policy random: draws from the replay's random stream"):
         make_policy("random", PolicyContext(TOY))
