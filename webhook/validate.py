@@ -160,14 +160,21 @@ def parse_duration(key: str, raw: str) -> int:
     return _parse_duration(key, raw)
 
 
+# The webhook's own words for what is allowed (its answers are pinned): the common units;
+# the parser takes every unit Go's does.
+_DURATION_ALLOWED = (
+    'a positive duration made of numbers with the units h, m or s, such as "30m", "1h30m" or "90s"'
+)
+
+
 def _parse_duration(key: str, raw: str) -> int:
     try:
         total = timeparse.parse_duration(raw, numbers=False, at_most=MAX_TIMEOUT_SECONDS)
     except timeparse.DurationError as e:
-        raise InvalidValue(key, raw, e.problem, e.allowed) from None
+        raise InvalidValue(key, raw, e.problem, _DURATION_ALLOWED) from None
     seconds = math.ceil(total)
     if seconds < 1:
-        raise InvalidValue(key, raw, "is too short: at least 1s", timeparse.duration_allowed(False))
+        raise InvalidValue(key, raw, "is too short: at least 1s", _DURATION_ALLOWED)
     return seconds
 
 

@@ -112,8 +112,8 @@ def _config(tmp_path: Path, text: str) -> str:
         (
             "gangTimeout: soon\n",
             "gangTimeout: gangTimeout:",
-            'gangTimeout: "soon" is not a duration; allowed: a duration made of numbers with '
-            'the units h, m, s, ms, us or ns, such as "30m", "1h30m" or "90s"',
+            'gangTimeout: "soon" is not a duration; allowed: a positive duration made of '
+            'numbers with the units h, m or s, such as "30m", "1h30m" or "90s"',
         ),
         (
             "nodePool: {key: k, valeu: v}\n",
