@@ -12,8 +12,9 @@ from .. import keys as K
 from ..backends import Dialect, GangInfo
 from ..cluster import ClusterState
 from ..config import Backend, WebhookConfig
+from ..native_gangs import Served
 from ..patch import Editor
-from ..podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
+from ..podgroups.intent import OwnerRef, PodGroupIntent
 from ..spark import pod_view
 from ..suspension import change, is_suspended, suspended_by_descheduler
 from ..validate import InvalidValue, derived_name, parse_min_available
@@ -183,8 +184,9 @@ def admit_workload(
     cluster: ClusterState | None,
     config: WebhookConfig,
     job_rule: JobRule = (None, []),
+    served: Served | None = None,
 ) -> AdmitResult:
-    dialect = dialect_of(config)
+    dialect = dialect_of(config, served)
     kind = entry.kind
     if config.backend is Backend.KUEUE and controller(meta) is not None:
         # A child (a JobSet's Job): Kueue manages the parent, which carries the queue.
@@ -192,6 +194,8 @@ def admit_workload(
     for path in entry.left_alone_when:
         if is_set(obj, path):
             return allow(req, kind, "unchanged", f"{path} is set: left to that integration")
+    if (why := dialect.left_alone(req.group, kind, obj)) is not None:
+        return allow(req, kind, "unchanged", why)
     roles = resolve_roles(entry, obj)
     if not roles:
         return allow(req, kind, "unchanged", "no pod templates")
@@ -205,7 +209,8 @@ def admit_workload(
         return allow(req, kind, "skipped", f"{K.SKIP} is set on its pod templates")
     existing = next((g for g in (dialect.membership(_role_meta(r)) for r in roles) if g), None)
     if req.operation == "UPDATE":
-        return _rescale(req, obj, meta, entry, roles, existing, config)
+        return _rescale(req, obj, meta, entry, roles, existing, config, dialect)
+    dialect.check_templates([_role_spec(r) for r in roles])
     plan = _plan(req, obj, meta, entry, roles, existing, config)
     if plan is None:
         return allow(req, kind, "unchanged", "no pods to gang (size 0)")
@@ -235,6 +240,9 @@ def admit_workload(
                 keys.annotations[K.SPLIT_BY] = entry.gang_per.label
             apply_keys(ed, r.meta_at, keys, fill_only=fill_only)
             set_scheduler(ed, r.spec_at, config.effective_scheduler_name)
+        if not fill_only:
+            # What the backend reads from the workload itself (KAI: its top owner).
+            apply_keys(ed, ("metadata",), dialect.workload_keys(gang), fill_only=False)
     elif not fill_only:
         apply_keys(ed, ("metadata",), dialect.workload_keys(gang), fill_only=False)
         warnings.extend(_kueue_warnings(entry, plan))
@@ -246,9 +254,11 @@ def admit_workload(
         # PodGroup reconciler learns the owner's uid from it without a lookup.
         hints = []
         parent = controller(meta)
-        if parent is not None and parent.uid and dialect.podgroup is not None:
-            hints.append(OwnerHint(dialect.podgroup.api_version, req.namespace, name, parent))
+        if parent is not None and parent.uid:
+            hints = dialect.hints(req.namespace, name, name, parent)
         return finish(req, kind, ed, job_rule[1], hints=hints, job_rule=job_rule)
+    if (why := dialect.unusable()) is not None:
+        warnings.append(cap(f"corral: no native gang written for {name}: {why}"))
 
     if cluster is not None and shaped.shapes() is not None:
         refusal, more = feasibility(
@@ -279,7 +289,7 @@ def _intents(
     *,
     update: bool,
 ) -> list[PodGroupIntent]:
-    if dialect.podgroup is None:
+    if not dialect.makes_objects:
         return []
     api_version = obj.get("apiVersion") if isinstance(obj.get("apiVersion"), str) else None
     owner = OwnerRef(
@@ -288,6 +298,12 @@ def _intents(
         str(meta.get("name") or ""),
         str(meta.get("uid") or ""),
     )
+    if dialect.podgroup is None:
+        if update:
+            return []  # the native Workload is an immutable template
+        return dialect.gang_intents(
+            gang, req.namespace, owner, plan.instances, shaped.priority_class()
+        )
     if plan.instances is None:
         return [podgroup_intent(dialect, gang, req.namespace, shaped, owner, update=update)]
     out = []
@@ -337,13 +353,13 @@ def _rescale(
     roles: list[ResolvedRole],
     existing: str | None,
     config: WebhookConfig,
+    dialect: Dialect,
 ) -> AdmitResult:
     """An UPDATE of a workload: when its replica counts (or templates or corral.dev
     values) changed, its PodGroup's minMember and minResources follow, through the
     reconciler. The object itself is never patched on UPDATE (a Job's template and
     podFailurePolicy cannot change once made)."""
     kind = entry.kind
-    dialect = dialect_of(config)
     if existing is None:
         return allow(req, kind, "unchanged", "not a gang (it was not made one when created)")
     if meta.get("deletionTimestamp"):

@@ -25,6 +25,8 @@ from typing import Any
 from gangplace.kube import ApiError, KubeClient
 from gangplace.kube.resources import (
     COSCHED_PODGROUPS,
+    NATIVE_PODGROUPS,
+    NATIVE_WORKLOADS,
     PODS,
     VOLCANO_PODGROUPS,
     WORKLOADS,
@@ -42,7 +44,10 @@ __all__ = ["PodGroupApi", "owner_resource"]
 # The name the webhook has always logged its PodGroup calls under.
 log = logging.getLogger("webhook.kube")
 
-_PODGROUPS = {r.group: r for r in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS)}
+_PODGROUPS = {
+    (r.group, r.plural): r
+    for r in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS, NATIVE_WORKLOADS, NATIVE_PODGROUPS)
+}
 _OWNERS: dict[tuple[str, str], Resource] = {(r.group, r.kind): r for r in (PODS, *WORKLOADS)}
 _JOIN_TRIES = 5
 
@@ -60,10 +65,14 @@ def owner_resource(owner: OwnerRef) -> Resource | None:
 
 
 def _podgroups(intent: PodGroupIntent) -> Resource:
-    known = _PODGROUPS.get(intent.group)
+    """The resource of an intent's object, at the version it names (the native gang
+    API's version is the one the API server serves)."""
+    known = _PODGROUPS.get((intent.group, intent.plural))
     if known is None:
-        raise ValueError(f"PodGroups of {intent.api_version} are not known to the webhook")
-    return known
+        raise ValueError(f"{intent.plural} of {intent.api_version} are not known to the webhook")
+    if intent.version == known.version:
+        return known
+    return Resource(known.group, intent.version, known.plural, known.kind, known.namespaced)
 
 
 def _refs(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:

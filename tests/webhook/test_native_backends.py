@@ -1,0 +1,345 @@
+"""The ``kubernetes`` backend (the native gang API, per served version) and the ``kai``
+backend (the keys KAI-Scheduler's pod grouper reads): what admission writes on workloads,
+their pods and bare pods, the gang objects it asks for, and what it refuses."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import jsonpatch
+import pytest
+
+from tests.builders.reviews import annotations, bare_pod, labels, pod_template, review, with_object
+from webhook.admit import AdmitResult, admit
+from webhook.config import WebhookConfig, parse_config
+from webhook.native_gangs import Served
+from webhook.served import served_from
+
+GPU = {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}
+
+V1ALPHA1 = Served(frozenset({"v1alpha1"}))
+V1ALPHA2 = Served(frozenset({"v1alpha2"}), frozenset({"v1alpha2"}))
+V1BETA1 = Served(frozenset({"v1alpha2", "v1beta1"}), frozenset({"v1alpha2", "v1beta1"}))
+NATIVE = parse_config({"backend": "kubernetes"})
+KAI = parse_config({"backend": "kai"})
+
+
+def checked(
+    rev: dict[str, Any], config: WebhookConfig, served: Served | None = None
+) -> tuple[AdmitResult, dict[str, Any]]:
+    """admit() with ``served``, and the object after its patch; a second pass over the
+    patched object patches nothing (reinvocation)."""
+    result = admit(rev, None, config, served)
+    obj = rev["request"]["object"]
+    if not result.review["response"]["allowed"]:
+        return result, copy.deepcopy(obj)
+    patched = jsonpatch.apply_patch(obj, result.patch) if result.patch else copy.deepcopy(obj)
+    again = admit(with_object(rev, patched), None, config, served)
+    assert again.review["response"]["allowed"]
+    assert again.patch == [], f"second pass patched again: {again.patch}"
+    return result, patched
+
+
+def pytorchjob(**meta: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "bert", "namespace": "ml", **meta},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "template": pod_template({"cpu": "2"})},
+                "Worker": {"replicas": 3, "template": pod_template(GPU)},
+            }
+        },
+    }
+
+
+def pt_review(obj: dict[str, Any]) -> dict[str, Any]:
+    return review(obj, group="kubeflow.org", version="v1")
+
+
+def lws() -> dict[str, Any]:
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "vllm", "namespace": "ml"},
+        "spec": {
+            "replicas": 2,
+            "leaderWorkerTemplate": {
+                "size": 4,
+                "leaderTemplate": pod_template({"cpu": "1"}),
+                "workerTemplate": pod_template(GPU),
+            },
+        },
+    }
+
+
+def lws_review(obj: dict[str, Any]) -> dict[str, Any]:
+    return review(obj, group="leaderworkerset.x-k8s.io", version="v1")
+
+
+def pod_of(
+    template: dict[str, Any], name: str, owner_kind: str, owner_api: str, **labels_: str
+) -> dict[str, Any]:
+    """A pod its controller made from ``template`` (as patched at the workload's CREATE)."""
+    meta = copy.deepcopy(template.get("metadata") or {})
+    meta.update(name=name, namespace="ml")
+    meta.setdefault("labels", {}).update(labels_)
+    meta["ownerReferences"] = [
+        {"apiVersion": owner_api, "kind": owner_kind, "name": "x", "uid": "u-1", "controller": True}
+    ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": copy.deepcopy(template["spec"]),
+    }
+
+
+def indexed_job(parallelism: int, completions: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "train", "namespace": "ml"},
+        "spec": {
+            "completionMode": "Indexed",
+            "parallelism": parallelism,
+            "completions": completions,
+            "template": pod_template(GPU, restartPolicy="Never"),
+        },
+    }
+
+
+# --- kubernetes: the Workload and its PodGroups, per version ----------------------------
+
+
+def test_v1alpha1_workload_and_workload_ref() -> None:
+    obj = pytorchjob(annotations={"corral.dev/min-available": "3"})
+    res, patched = checked(pt_review(obj), NATIVE, V1ALPHA1)
+    assert res.review["response"]["allowed"]
+    for role in ("Master", "Worker"):
+        t = patched["spec"]["pytorchReplicaSpecs"][role]["template"]
+        assert annotations(t) == {"corral.dev/native-gang": "pytorchjob-bert"}
+        assert "schedulerName" not in t["spec"]  # the default scheduler's
+    (workload,) = res.intents
+    assert (workload.api_version, workload.plural) == ("scheduling.k8s.io/v1alpha1", "workloads")
+    assert workload.body == {
+        "apiVersion": "scheduling.k8s.io/v1alpha1",
+        "kind": "Workload",
+        "metadata": {
+            "name": "pytorchjob-bert",
+            "namespace": "ml",
+            "labels": {"app.kubernetes.io/managed-by": "corral"},
+        },
+        "spec": {
+            "controllerRef": {"apiGroup": "kubeflow.org", "kind": "PyTorchJob", "name": "bert"},
+            "podGroups": [{"name": "gang", "policy": {"gang": {"minCount": 3}}}],
+        },
+    }
+    assert workload.owner is not None and workload.owner.kind == "PyTorchJob"
+    # Its pods name the Workload at CREATE.
+    worker = patched["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
+    pod = pod_of(worker, "bert-worker-0", "PyTorchJob", "kubeflow.org/v1")
+    res, p = checked(review(pod), NATIVE, V1ALPHA1)
+    assert p["spec"]["workloadRef"] == {"name": "pytorchjob-bert", "podGroup": "gang"}
+    assert "schedulingGroup" not in p["spec"]
+    assert res.intents == ()
+    assert [(h.plural, h.name) for h in res.hints] == [("workloads", "pytorchjob-bert")]
+
+
+@pytest.mark.parametrize(("served", "version"), [(V1ALPHA2, "v1alpha2"), (V1BETA1, "v1beta1")])
+def test_runtime_podgroup_and_scheduling_group(served: Served, version: str) -> None:
+    res, patched = checked(pt_review(pytorchjob()), NATIVE, served)
+    workload, podgroup = res.intents
+    api = f"scheduling.k8s.io/{version}"
+    assert (workload.api_version, workload.plural) == (api, "workloads")
+    assert workload.body["spec"]["podGroupTemplates"] == [
+        {"name": "gang", "schedulingPolicy": {"gang": {"minCount": 4}}}
+    ]
+    assert (podgroup.api_version, podgroup.plural, podgroup.name) == (
+        api,
+        "podgroups",
+        "pytorchjob-bert",
+    )
+    assert podgroup.body["spec"] == {
+        "podGroupTemplateRef": {"workloadName": "pytorchjob-bert", "template": "gang"},
+        "schedulingPolicy": {"gang": {"minCount": 4}},
+    }
+    # The Workload and the PodGroup share a name, and are two objects to make.
+    assert workload.key != podgroup.key
+    master = patched["spec"]["pytorchReplicaSpecs"]["Master"]["template"]
+    res, p = checked(
+        review(pod_of(master, "bert-master-0", "PyTorchJob", "kubeflow.org/v1")), NATIVE, served
+    )
+    assert p["spec"]["schedulingGroup"] == {"podGroupName": "pytorchjob-bert"}
+    assert "workloadRef" not in p["spec"]
+    assert sorted(h.plural for h in res.hints) == ["podgroups", "workloads"]
+
+
+def test_priority_class_goes_to_the_podgroup() -> None:
+    obj = pytorchjob()
+    obj["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["priorityClassName"] = "high"
+    res, _ = checked(pt_review(obj), NATIVE, V1ALPHA2)
+    assert res.intents[1].body["spec"]["priorityClassName"] == "high"
+
+
+def test_lws_one_podgroup_per_group() -> None:
+    res, patched = checked(lws_review(lws()), NATIVE, V1ALPHA2)
+    workload, *groups = res.intents
+    assert workload.name == "vllm"
+    assert [g.name for g in groups] == ["vllm-0", "vllm-1"]
+    assert {g.body["spec"]["schedulingPolicy"]["gang"]["minCount"] for g in groups} == {4}
+    worker = patched["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    pod = pod_of(
+        worker,
+        "vllm-1-2",
+        "StatefulSet",
+        "apps/v1",
+        **{"leaderworkerset.sigs.k8s.io/group-index": "1"},
+    )
+    _, p = checked(review(pod), NATIVE, V1ALPHA2)
+    assert p["spec"]["schedulingGroup"] == {"podGroupName": "vllm-1"}
+
+
+def test_lws_replica_keys_in_v1alpha1() -> None:
+    res, patched = checked(lws_review(lws()), NATIVE, V1ALPHA1)
+    (workload,) = res.intents
+    assert workload.body["spec"]["podGroups"] == [
+        {"name": "gang", "policy": {"gang": {"minCount": 4}}}
+    ]
+    worker = patched["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    pod = pod_of(
+        worker,
+        "vllm-1-2",
+        "StatefulSet",
+        "apps/v1",
+        **{"leaderworkerset.sigs.k8s.io/group-index": "1"},
+    )
+    _, p = checked(review(pod), NATIVE, V1ALPHA1)
+    assert p["spec"]["workloadRef"] == {
+        "name": "vllm",
+        "podGroup": "gang",
+        "podGroupReplicaKey": "1",
+    }
+
+
+def test_bare_pod_gang() -> None:
+    pod = bare_pod("a", {"corral.dev/gang": "g", "corral.dev/min-available": "2"})
+    res, p = checked(review(pod), NATIVE, V1ALPHA2)
+    assert p["spec"]["schedulingGroup"] == {"podGroupName": "g"}
+    assert p["spec"]["schedulerName"] == "default-scheduler"  # left as it is
+    workload, podgroup = res.intents
+    assert workload.owner is not None and (workload.owner.kind, workload.owner.name) == ("Pod", "a")
+    assert "controllerRef" not in workload.body["spec"]
+    assert podgroup.body["spec"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
+
+
+# --- kubernetes: left alone, refused, warned --------------------------------------------
+
+
+def test_indexed_job_left_to_the_job_controller() -> None:
+    rev = review(indexed_job(4, 4), group="batch")
+    res = admit(rev, None, NATIVE, V1ALPHA2)
+    assert res.review["response"]["allowed"] and res.intents == ()
+    # Only the Job rule of every backend (webhook.disruption), no gang keys.
+    assert [op["path"] for op in res.patch] == ["/spec/podFailurePolicy"]
+    # Where the Job controller makes no gang (v1alpha1; parallelism below completions),
+    # corral does.
+    assert admit(rev, None, NATIVE, V1ALPHA1).intents
+    assert admit(review(indexed_job(2, 4), group="batch"), None, NATIVE, V1ALPHA2).intents
+
+
+def test_pod_in_a_native_gang_already_is_left_alone() -> None:
+    pod = bare_pod("a", {"corral.dev/gang": "g"})
+    pod["spec"]["schedulingGroup"] = {"podGroupName": "theirs"}
+    res = admit(review(pod), None, NATIVE, V1ALPHA2)
+    assert res.review["response"]["allowed"] and res.patch == [] and res.intents == ()
+
+
+def test_one_scheduler_name_per_gang() -> None:
+    obj = pytorchjob()
+    obj["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["schedulerName"] = "other"
+    res = admit(pt_review(obj), None, NATIVE, V1ALPHA2)
+    resp = res.review["response"]
+    assert not resp["allowed"]
+    msg = resp["status"]["message"]
+    assert "spec.schedulerName" in msg and "default-scheduler, other" in msg
+    assert "one schedulerName for every pod template" in msg
+
+
+def test_no_gang_api_served_warns_and_writes_no_objects() -> None:
+    res, _ = checked(pt_review(pytorchjob()), NATIVE, Served())
+    assert res.intents == ()
+    assert any("serves no scheduling.k8s.io Workload" in w for w in res.warnings)
+    pod = bare_pod("a", {"corral.dev/gang": "g"})
+    res, p = checked(review(pod), NATIVE, Served())
+    assert "schedulingGroup" not in p["spec"] and "workloadRef" not in p["spec"]
+
+
+def test_native_backend_has_no_queues_and_no_timeouts() -> None:
+    with pytest.raises(ValueError, match="kubernetes backend has no queues"):
+        parse_config({"backend": "kubernetes", "defaultQueue": "q"})
+    pod = bare_pod(
+        "a", {"corral.dev/gang": "g", "corral.dev/queue": "q", "corral.dev/gang-timeout": "5m"}
+    )
+    res, _ = checked(review(pod), NATIVE, V1ALPHA2)
+    assert any("kubernetes backend has no queues" in w for w in res.warnings)
+    assert any("native gang API has no per-gang timeout" in w for w in res.warnings)
+
+
+def test_served_from_discovery() -> None:
+    served = served_from(
+        {"versions": [{"version": "v1"}, {"version": "v1alpha2"}]},
+        {
+            "v1alpha2": {
+                "resources": [
+                    {"name": "workloads"},
+                    {"name": "podgroups"},
+                    {"name": "podgroups/status"},
+                ]
+            }
+        },
+        None,
+    )
+    assert served == V1ALPHA2
+    assert served.native is not None and served.native.api_version == "scheduling.k8s.io/v1alpha2"
+    assert served_from(None, {}, None).native is None
+
+
+# --- kai ---------------------------------------------------------------------------------
+
+
+def test_kai_workload_keys() -> None:
+    assert KAI.effective_scheduler_name == "kai-scheduler"
+    assert KAI.effective_default_queue == "default-queue"
+    obj = pytorchjob(annotations={"corral.dev/min-available": "3", "corral.dev/queue": "team-a"})
+    res, patched = checked(pt_review(obj), KAI)
+    # KAI's pod grouper makes the PodGroup from the top owner's keys.
+    assert res.intents == ()
+    assert labels(patched) == {"kai.scheduler/queue": "team-a"}
+    assert annotations(patched)["kai.scheduler/batch-min-member"] == "3"
+    for role in ("Master", "Worker"):
+        t = patched["spec"]["pytorchReplicaSpecs"][role]["template"]
+        assert t["spec"]["schedulerName"] == "kai-scheduler"
+        assert labels(t) == {"kai.scheduler/queue": "team-a"}
+        assert "kai.scheduler/batch-min-member" not in annotations(t)
+
+
+def test_kai_bare_pod_is_its_own_top_owner() -> None:
+    pod = bare_pod(
+        "a",
+        {"corral.dev/gang": "g", "corral.dev/min-available": "2", "corral.dev/gang-timeout": "5m"},
+    )
+    res, p = checked(review(pod), KAI)
+    assert p["spec"]["schedulerName"] == "kai-scheduler"
+    assert labels(p) == {"kai.scheduler/queue": "default-queue"}
+    assert annotations(p)["kai.scheduler/batch-min-member"] == "2"
+    assert any("KAI-Scheduler has no per-gang timeout key" in w for w in res.warnings)
+
+
+def test_kai_pod_grouped_by_kai_is_kept() -> None:
+    pod = bare_pod("a", {"pod-group-name": "pg-a-123"})
+    _, p = checked(review(pod), KAI)
+    assert annotations(p)["pod-group-name"] == "pg-a-123"
+    assert p["spec"]["schedulerName"] == "kai-scheduler"
