@@ -45,6 +45,8 @@ class GangInfo:
     size: int | None
     queue: str | None
     timeout_seconds: int | None
+    # Backend fields of the gang object's spec beyond the common ones (Volcano 1.12+).
+    spec_extra: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +240,8 @@ class Volcano(Dialect):
             spec["priorityClassName"] = priority_class
         if min_resources:
             spec["minResources"] = dict(min_resources)
+        if gang.spec_extra:
+            spec.update(gang.spec_extra)
         timeout = gang.timeout_seconds
         ann = {gangs.VOLCANO_SLA_WAITING_TIME: format_duration(timeout)} if timeout else None
         return self._podgroup_object(gang, namespace, spec, ann)

@@ -20,6 +20,8 @@ from gangplace.kube import (
 )
 from gangplace.kube.resources import (
     COSCHED_PODGROUPS,
+    NATIVE_PODGROUPS,
+    NATIVE_WORKLOADS,
     NODES,
     PODS,
     SUSPENDABLE_WORKLOADS,
@@ -220,6 +222,16 @@ async def webhook_calls(api: ApiServer, kube: KubeClient) -> None:
         assert await pg.existing(intent, joining) is Existing.JOINED
         scaled = {**body, "spec": {"minMember": 3}}
         assert await pg.update(intent, owner, scaled) is Existing.UPDATED
+    # The native gang API's Workload and PodGroup (backend kubernetes): made, joined.
+    for res in (NATIVE_WORKLOADS, NATIVE_PODGROUPS):
+        api.store.register(
+            ResourceType(res.group, res.version, res.plural, res.kind, True, builtin=False)
+        )
+        body = {"apiVersion": res.api_version, "kind": res.kind, "metadata": {"name": "ng"}}
+        intent = PodGroupIntent(res.api_version, res.plural, "ns1", "ng", body, None)
+        await pg.create(intent, intent.render(OwnerRef("v1", "Pod", "first", first)))
+        joining = OwnerRef("v1", "Pod", "second", second)
+        assert await pg.existing(intent, joining) is Existing.JOINED
     assert await pg.resolve_owner("ns1", OwnerRef("v1", "Pod", "first")) == first
     for r in WORKLOADS:
         assert await pg.resolve_owner("ns1", OwnerRef(r.api_version, r.kind, "absent")) is None

@@ -343,3 +343,98 @@ def test_kai_pod_grouped_by_kai_is_kept() -> None:
     _, p = checked(review(pod), KAI)
     assert annotations(p)["pod-group-name"] == "pg-a-123"
     assert p["spec"]["schedulerName"] == "kai-scheduler"
+
+
+# --- volcano 1.12+: networkTopology and subGroupPolicy where served ----------------------
+
+VOLCANO_112 = Served(
+    volcano_podgroup_fields=frozenset(
+        {"minMember", "queue", "minResources", "networkTopology", "subGroupPolicy"}
+    )
+)
+VOLCANO_17 = Served(volcano_podgroup_fields=frozenset({"minMember", "queue", "minResources"}))
+VOLCANO = WebhookConfig()
+
+
+def jobset() -> dict[str, Any]:
+    def rjob(name: str, replicas: int, parallelism: int) -> dict[str, Any]:
+        spec = {
+            "parallelism": parallelism,
+            "completions": parallelism,
+            "template": pod_template(GPU),
+        }
+        return {"name": name, "replicas": replicas, "template": {"spec": spec}}
+
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {
+            "name": "js",
+            "namespace": "ml",
+            "annotations": {"corral.dev/network-topology": "hard:2"},
+        },
+        "spec": {"replicatedJobs": [rjob("driver", 1, 1), rjob("workers", 3, 4)]},
+    }
+
+
+def js_review(obj: dict[str, Any]) -> dict[str, Any]:
+    return review(obj, group="jobset.x-k8s.io", version="v1alpha2")
+
+
+def test_volcano_112_network_topology_and_subgroups() -> None:
+    res, _ = checked(js_review(jobset()), VOLCANO, VOLCANO_112)
+    (intent,) = res.intents
+    spec = intent.body["spec"]
+    assert spec["networkTopology"] == {"mode": "hard", "highestTierAllowed": 2}
+    assert spec["subGroupPolicy"] == [
+        {
+            "name": "workers",
+            "subGroupSize": 4,
+            "minSubGroups": 3,
+            "labelSelector": {"matchLabels": {"jobset.sigs.k8s.io/replicatedjob-name": "workers"}},
+            "matchLabelKeys": ["jobset.sigs.k8s.io/job-index"],
+        }
+    ]
+    assert spec["minMember"] == 13
+
+
+def test_volcano_112_subgroups_without_a_subgroup_minimum_below_the_whole_gang() -> None:
+    obj = jobset()
+    obj["metadata"]["annotations"]["corral.dev/min-available"] = "5"
+    res, _ = checked(js_review(obj), VOLCANO, VOLCANO_112)
+    (sg,) = res.intents[0].body["spec"]["subGroupPolicy"]
+    assert "minSubGroups" not in sg and sg["subGroupSize"] == 4
+
+
+@pytest.mark.parametrize("served", [VOLCANO_17, None])
+def test_older_volcano_gets_neither_and_a_warning(served: Served | None) -> None:
+    res, _ = checked(js_review(jobset()), VOLCANO, served)
+    spec = res.intents[0].body["spec"]
+    assert "networkTopology" not in spec and "subGroupPolicy" not in spec
+    assert any(
+        "corral.dev/network-topology is not applied: the served Volcano PodGroup has no "
+        "networkTopology" in w
+        for w in res.warnings
+    )
+
+
+def test_network_topology_on_a_bare_pod_and_soft_mode() -> None:
+    pod = bare_pod("a", {"corral.dev/gang": "g", "corral.dev/network-topology": "soft"})
+    res, _ = checked(review(pod), VOLCANO, VOLCANO_112)
+    assert res.intents[0].body["spec"]["networkTopology"] == {"mode": "soft"}
+
+
+@pytest.mark.parametrize("raw", ["medium", "hard:0", "hard:x", ""])
+def test_bad_network_topology_is_refused(raw: str) -> None:
+    pod = bare_pod("a", {"corral.dev/gang": "g", "corral.dev/network-topology": raw})
+    res = admit(review(pod), None, VOLCANO, VOLCANO_112)
+    resp = res.review["response"]
+    assert not resp["allowed"] and res.intents == ()
+    msg = resp["status"]["message"]
+    assert "corral.dev/network-topology" in msg and f'"{raw}"' in msg and '"hard:2"' in msg
+
+
+def test_network_topology_is_ignored_by_other_backends() -> None:
+    pod = bare_pod("a", {"corral.dev/gang": "g", "corral.dev/network-topology": "hard"})
+    res, _ = checked(review(pod), KAI)
+    assert any("only the volcano backend writes it" in w for w in res.warnings)

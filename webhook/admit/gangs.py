@@ -28,6 +28,7 @@ from ..validate import (
     parse_duration,
     parse_min_available,
 )
+from ..volcano_fields import parse_network_topology
 from ..workloads import ResolvedRole
 from .mutation import view
 from .responses import cap
@@ -83,6 +84,7 @@ class Values:
     queue: str | None
     timeout: int | None
     warnings: list[str]
+    topology: dict[str, Any] | None = None
 
 
 def read_values(
@@ -132,9 +134,20 @@ def read_values(
             warnings.append(f"corral: {K.GANG_TIMEOUT} is ignored: {no_timeout}")
     else:
         timeout = config.timeout_seconds
+    topology = None
+    if (raw := given.get(K.NETWORK_TOPOLOGY)) is not None:
+        try:
+            topology = parse_network_topology(raw)
+        except InvalidValue as e:
+            errors.append(e)
+        if config.backend is not Backend.VOLCANO:
+            warnings.append(
+                f"corral: {K.NETWORK_TOPOLOGY} is ignored: only the volcano backend writes it"
+            )
+            topology = None
     if errors:
         raise Invalid(errors)
-    return Values(gang, minv, queue, timeout, warnings)
+    return Values(gang, minv, queue, timeout, warnings, topology)
 
 
 class Invalid(ValueError):

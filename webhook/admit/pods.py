@@ -19,6 +19,7 @@ from ..patch import Editor
 from ..podgroups.intent import OwnerRef
 from ..spark import spark_pod
 from ..validate import derived_name
+from ..volcano_fields import spec_fields
 from ..workloads import ResolvedRole
 from .gangs import GangShapes, controller, dialect_of, feasibility, podgroup_intent, read_values
 from .mutation import apply_keys, foreign_scheduler, pin_to_pool, set_scheduler
@@ -121,6 +122,9 @@ def admit_pod(
         values.min_available.count if values.min_available and values.min_available.count else 1
     )
     gang = GangInfo(name, min_member, None, values.queue, values.timeout)
+    extra_warnings: list[str] = []
+    if config.backend is Backend.VOLCANO and mode != "consistent":
+        gang.spec_extra, extra_warnings = spec_fields(served, values.topology, [], False)
 
     ed = Editor(obj)
     pin_to_pool(ed, ("spec",), config.node_pool)
@@ -137,7 +141,7 @@ def admit_pod(
     )
     set_scheduler(ed, ("spec",), config.effective_scheduler_name)
     dialect.edit_pod(ed, meta, name, existing or name)
-    warnings = list(values.warnings)
+    warnings = [*values.warnings, *extra_warnings]
 
     if mode == "consistent":
         hints = []

@@ -18,6 +18,7 @@ from ..podgroups.intent import OwnerRef, PodGroupIntent
 from ..spark import pod_view
 from ..suspension import change, is_suspended, suspended_by_descheduler
 from ..validate import InvalidValue, derived_name, parse_min_available
+from ..volcano_fields import repeated_groups, spec_fields
 from ..workloads import ResolvedRole, WorkloadError, WorkloadKind, is_set, read_count, resolve_roles
 from .gangs import (
     GangShapes,
@@ -228,6 +229,12 @@ def admit_workload(
     shaped = GangShapes(name, plan.roles, ed, config, min_member, plan.reserve)
 
     warnings = plan.warnings
+    if config.backend is Backend.VOLCANO and not fill_only:
+        groups = repeated_groups(req.group, kind, obj)
+        gang.spec_extra, more = spec_fields(
+            served, values.topology, groups, min_member >= plan.size
+        )
+        warnings.extend(more)
     if dialect.templates_carry_keys:
         task_groups = (
             shaped.task_groups() if config.backend is Backend.YUNIKORN and not fill_only else None
@@ -314,6 +321,7 @@ def _intents(
             gang.size,
             gang.queue,
             gang.timeout_seconds,
+            gang.spec_extra,
         )
         out.append(podgroup_intent(dialect, one, req.namespace, shaped, owner, update=update))
     return out

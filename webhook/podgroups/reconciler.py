@@ -251,7 +251,7 @@ class PodGroupReconciler:
         except asyncio.QueueFull:
             return
         placeholder = PodGroupIntent(
-            hint.api_version, "", hint.namespace, hint.name, {}, hint.owner
+            hint.api_version, hint.plural, hint.namespace, hint.name, {}, hint.owner
         )
         self._pending[slot] = _Pending(placeholder, hint.owner, self._clock(), ensure=hint)
         self._idle.clear()
