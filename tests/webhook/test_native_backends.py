@@ -4,17 +4,22 @@ their pods and bare pods, the gang objects it asks for, and what it refuses."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
 import jsonpatch
 import pytest
+from gangplace.kube import KubeClient
+from gangplace.kube.resources import WORKLOADS
 
 from tests.builders.reviews import annotations, bare_pod, labels, pod_template, review, with_object
+from tests.kubeapi import ApiServer, ResourceType
 from webhook.admit import AdmitResult, admit
 from webhook.config import WebhookConfig, parse_config
 from webhook.native_gangs import Served
-from webhook.served import served_from
+from webhook.podgroups.api import live_reconciler
+from webhook.served import discover, served_from
 
 GPU = {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}
 
@@ -438,3 +443,58 @@ def test_network_topology_is_ignored_by_other_backends() -> None:
     pod = bare_pod("a", {"corral.dev/gang": "g", "corral.dev/network-topology": "hard"})
     res, _ = checked(review(pod), KAI)
     assert any("only the volcano backend writes it" in w for w in res.warnings)
+
+
+# --- over the in-memory API server: discovery, and the objects made with their owners ---
+
+
+def serve_native(api: ApiServer, version: str) -> None:
+    """The native gang API at ``version``, as a 1.36 API server with its gates on serves it
+    (registered as kinds of their own here; the in-memory server does not play it per
+    release yet)."""
+    for plural, kind in (("workloads", "Workload"), ("podgroups", "PodGroup")):
+        api.store.register(
+            ResourceType("scheduling.k8s.io", version, plural, kind, True, builtin=False)
+        )
+
+
+async def test_discovery_finds_the_served_version(api: ApiServer, kube: KubeClient) -> None:
+    assert (await discover(kube)).native is None  # Kubernetes 1.28: none
+    serve_native(api, "v1alpha2")
+    served = await discover(kube)
+    assert served.workload_versions == {"v1alpha2"}
+    assert served.native is not None and served.native.api_version == "scheduling.k8s.io/v1alpha2"
+
+
+async def test_workload_and_podgroup_made_with_their_owner(
+    api: ApiServer, kube: KubeClient
+) -> None:
+    serve_native(api, "v1alpha2")
+    served = await discover(kube)
+    obj = pytorchjob(annotations={"corral.dev/min-available": "2"})
+    result = admit(pt_review(obj), None, NATIVE, served)
+    for r in WORKLOADS:
+        if (r.group, r.version, r.plural) not in api.store.types:
+            api.store.register(
+                ResourceType(r.group, r.version, r.plural, r.kind, r.namespaced, builtin=False)
+            )
+    stored = jsonpatch.apply_patch(obj, result.patch)
+    stored["metadata"]["uid"] = uid = "uid-bert"
+    api.store.load([stored])
+    rec = live_reconciler(kube, NATIVE)
+    await rec.start()
+    try:
+        for i in result.intents:
+            rec.submit(i, dry_run=False)
+        await asyncio.wait_for(rec.drain(), 10)
+    finally:
+        await rec.stop()
+    owner = [{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "bert", "uid": uid}]
+    for plural in ("workloads", "podgroups"):
+        rt = api.store.resource(plural, "scheduling.k8s.io")
+        (made,) = list(api.store.items(rt, "ml"))
+        assert made["metadata"]["name"] == "pytorchjob-bert"
+        assert made["metadata"]["ownerReferences"] == owner
+        assert made["apiVersion"] == "scheduling.k8s.io/v1alpha2"
+    (pg,) = list(api.store.items(api.store.resource("podgroups", "scheduling.k8s.io"), "ml"))
+    assert pg["spec"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
