@@ -151,8 +151,11 @@ class Dialect:
         """Why a workload is left to its own controller's gang, else None."""
         return None
 
-    def check_templates(self, specs: Sequence[Any]) -> None:
+    def check_templates(self, specs: Sequence[Any], per_instance: bool) -> None:
         """Refuse (InvalidValue) pod templates that cannot form one gang."""
+
+    def role_keys(self, keys: Keys, role: str, roles: int, per_instance: bool) -> None:
+        """Add to a role's template keys what only a gang of ``roles`` roles needs."""
 
     def edit_pod(self, ed: Editor, meta: Mapping[str, Any], gang: str, workload: str) -> None:
         """Edits of a gang pod's spec beyond its keys (``workload``: the gang of its
@@ -165,8 +168,10 @@ class Dialect:
         owner: OwnerRef | None,
         instances: int | None,
         priority_class: str | None,
+        roles: Sequence[tuple[str, int]] = (),
     ) -> list[PodGroupIntent]:
-        """Gang objects other than a PodGroup (:attr:`podgroup`) for the reconciler."""
+        """Gang objects other than a PodGroup (:attr:`podgroup`) for the reconciler;
+        ``roles``: each role's name and how many of it the gang needs."""
         return []
 
     def hints(self, namespace: str, gang: str, workload: str, owner: OwnerRef) -> list[OwnerHint]:

@@ -18,8 +18,11 @@ from . import keys as K
 from .backends import Dialect, GangInfo, Keys, TaskGroup
 from .config import Backend, WebhookConfig
 from .native_gangs import (
+    MAX_TEMPLATES,
+    TEMPLATE,
     NativeApi,
     Served,
+    composite_object,
     pod_reference,
     podgroup_object,
     scheduler_names,
@@ -29,10 +32,13 @@ from .patch import Editor
 from .podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
 from .validate import InvalidValue, derived_name
 
-__all__ = ["NATIVE_GANG", "POD_FIELDS", "Kubernetes", "native_gang_of"]
+__all__ = ["NATIVE_GANG", "NATIVE_GROUP", "POD_FIELDS", "Kubernetes", "native_gang_of"]
 
 # On the pod templates (and pods) of a native gang: the gang's name.
 NATIVE_GANG: Final = "corral.dev/native-gang"
+# On the pod templates of a gang of several roles under a CompositePodGroup (1.37): the
+# role's pod group template; its pods join the PodGroup ``<gang>-<template>``.
+NATIVE_GROUP: Final = "corral.dev/native-group"
 # The pod fields that name a native gang, in every version.
 POD_FIELDS: Final = ("workloadRef", "schedulingGroup")
 
@@ -85,8 +91,23 @@ class Kubernetes(Dialect):
             )
         return None
 
-    def check_templates(self, specs: Sequence[Any]) -> None:
-        """All pods of a native gang share one schedulerName (the API refuses others)."""
+    def composite_for(self, roles: int, per_instance: bool) -> bool:
+        """Whether a gang of ``roles`` roles is a CompositePodGroup over one PodGroup per
+        role (1.37 with CompositePodGroup served; not for a kind with one gang per
+        instance, whose instances are its gangs)."""
+        return self.api is not None and self.api.composite and roles > 1 and not per_instance
+
+    def check_templates(self, specs: Sequence[Any], per_instance: bool) -> None:
+        """All pods of a native gang share one schedulerName (the API refuses others); a
+        composite gang has at most 8 roles (the API's templates per level)."""
+        if self.composite_for(len(specs), per_instance) and len(specs) > MAX_TEMPLATES:
+            raise InvalidValue(
+                "pod templates",
+                str(len(specs)),
+                f"are more than the {MAX_TEMPLATES} pod group templates a "
+                "CompositePodGroup may hold",
+                f"at most {MAX_TEMPLATES} roles in one gang, or split the workload",
+            )
         names = scheduler_names(specs)
         if len(names) > 1:
             shown = ", ".join(sorted(n or "default-scheduler" for n in names))
@@ -107,9 +128,17 @@ class Kubernetes(Dialect):
         if isinstance(split, str) and split and gang != split:
             workload = split  # a pod of one instance: the Workload is its workload's gang
         instance = _instance(meta) if gang != workload else None
-        field, value = pod_reference(self.api, gang, workload, instance)
+        template = TEMPLATE
+        role = ann.get(NATIVE_GROUP) if isinstance(ann, dict) else None
+        if isinstance(role, str) and role and self.api.composite:
+            template, gang = role, derived_name(workload, role)
+        field, value = pod_reference(self.api, gang, workload, template, instance)
         if ed.get(("spec", field)) != value:
             ed.set(("spec", field), value)
+
+    def role_keys(self, keys: Keys, role: str, roles: int, per_instance: bool) -> None:
+        if self.composite_for(roles, per_instance):
+            keys.annotations[NATIVE_GROUP] = derived_name(role)
 
     def gang_intents(
         self,
@@ -118,8 +147,11 @@ class Kubernetes(Dialect):
         owner: OwnerRef | None,
         instances: int | None,
         priority_class: str | None,
+        roles: Sequence[tuple[str, int]] = (),
     ) -> list[PodGroupIntent]:
-        """The gang's Workload and runtime PodGroups, for the reconciler."""
+        """The gang's Workload and runtime PodGroups (and, for a gang of several roles
+        on 1.37, its CompositePodGroup), for the reconciler. ``roles``: each role's
+        name and the members of it the gang needs."""
         api = self.api
         if api is None:
             return []
@@ -130,26 +162,49 @@ class Kubernetes(Dialect):
                 "kind": owner.kind,
                 "name": owner.name,
             }
-        out = [
-            PodGroupIntent(
-                api.api_version,
-                "workloads",
-                namespace,
-                gang.name,
-                workload_object(api, gang.name, namespace, gang.min_member, ctrl),
-                owner,
-            )
-        ]
+        name = gang.name
+        if self.composite_for(len(roles), instances is not None):
+            return self._composite(api, gang, namespace, owner, ctrl, priority_class, roles)
+        body = workload_object(api, name, namespace, [(TEMPLATE, gang.min_member)], ctrl)
+        out = [PodGroupIntent(api.api_version, "workloads", namespace, name, body, owner)]
         if not api.runtime_groups:
             return out
         names = (
-            [gang.name]
-            if instances is None
-            else [derived_name(gang.name, str(i)) for i in range(instances)]
+            [name] if instances is None else [derived_name(name, str(i)) for i in range(instances)]
         )
         for n in names:
-            body = podgroup_object(api, n, gang.name, namespace, gang.min_member, priority_class)
+            body = podgroup_object(
+                api, n, name, TEMPLATE, namespace, gang.min_member, priority_class
+            )
             out.append(PodGroupIntent(api.api_version, "podgroups", namespace, n, body, owner))
+        return out
+
+    def _composite(
+        self,
+        api: NativeApi,
+        gang: GangInfo,
+        namespace: str,
+        owner: OwnerRef | None,
+        ctrl: Mapping[str, str] | None,
+        priority_class: str | None,
+        roles: Sequence[tuple[str, int]],
+    ) -> list[PodGroupIntent]:
+        """One PodGroup per role (its share of the gang's minimum) under one
+        CompositePodGroup that needs every role: all or nothing across roles."""
+        name = gang.name
+        templates = [(derived_name(r), max(n, 1)) for r, n in roles]
+        body = workload_object(api, name, namespace, templates, ctrl, composite=len(templates))
+        out = [PodGroupIntent(api.api_version, "workloads", namespace, name, body, owner)]
+        top = composite_object(api, name, name, namespace, len(templates), priority_class)
+        out.append(
+            PodGroupIntent(
+                api.composite_api_version, "compositepodgroups", namespace, name, top, owner
+            )
+        )
+        for t, n in templates:
+            pg = derived_name(name, t)
+            body = podgroup_object(api, pg, name, t, namespace, n, priority_class, parent=name)
+            out.append(PodGroupIntent(api.api_version, "podgroups", namespace, pg, body, owner))
         return out
 
     def hints(self, namespace: str, gang: str, workload: str, owner: OwnerRef) -> list[OwnerHint]:
@@ -158,7 +213,7 @@ class Kubernetes(Dialect):
         if api is None:
             return []
         out = [OwnerHint(api.api_version, namespace, workload, owner, "workloads")]
-        if api.runtime_groups:
+        if api.runtime_groups and not api.composite:
             out.append(OwnerHint(api.api_version, namespace, gang, owner, "podgroups"))
         return out
 

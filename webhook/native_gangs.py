@@ -4,18 +4,26 @@ Kubernetes schedules gangs itself from 1.35. What a pod names and which objects 
 gang's policy differ by version (docs/backends.md, "kubernetes"):
 
 - ``scheduling.k8s.io/v1alpha1`` (1.35): a ``Workload`` with ``spec.podGroups[{name,
-  policy: {gang: {minCount}}}]``; a pod points at it by ``spec.workloadRef{name, podGroup,
-  podGroupReplicaKey}``, the replica key splitting one group into independent gangs.
-- ``v1alpha2`` (1.36) and ``v1beta1`` (1.37): the ``Workload`` is an immutable template
-  (``spec.podGroupTemplates``, at most 8); each gang is a runtime ``PodGroup``
-  (``spec.podGroupTemplateRef``, ``spec.schedulingPolicy``, ``priorityClassName``) that
-  pods name in ``spec.schedulingGroup.podGroupName``, set at CREATE and immutable.
+  policy: {gang: {minCount}}}]`` and ``controllerRef``; a pod points at it by
+  ``spec.workloadRef{name, podGroup, podGroupReplicaKey}``, the replica key splitting
+  one group into independent gangs.
+- ``v1alpha2`` (1.36): the ``Workload`` is an immutable template
+  (``spec.podGroupTemplates[{name, schedulingPolicy}]``, at most 8); each gang is a
+  runtime ``PodGroup`` (``spec.podGroupTemplateRef.workload{workloadName,
+  podGroupTemplateName}``, ``spec.schedulingPolicy``) that pods name in
+  ``spec.schedulingGroup.podGroupName``, set at CREATE and immutable.
+- ``v1beta1`` (1.37, the shape of ``v1alpha3``): the ``PodGroup`` names its template by
+  ``spec.workloadRef{workloadName, templateName}`` and has ``disruptionMode`` and
+  ``priorityClassName``; with ``CompositePodGroup`` served (``v1alpha3``) the Workload
+  may hold ``compositePodGroupTemplates[{name, schedulingPolicy: {gang:
+  {minGroupCount}}, podGroupTemplates}]`` and a ``CompositePodGroup`` ties PodGroups
+  (``parentCompositePodGroupName``) into one all-or-nothing gang (at most 8 templates a
+  level, 4 levels).
 
-Shapes from KEP-4671 (kubernetes/enhancements ``keps/sig-scheduling/4671-gang-scheduling``)
-and the kubernetes.io pages "workload-reference", "scheduling-group" and
-"podgroup-scheduling" as summarised in the handout's VERSIONS.md. What the API server
-serves is found once by :mod:`webhook.served` and handed to admission as
-:class:`Served`.
+Read from kubernetes ``staging/src/k8s.io/api/scheduling/v1alpha1``, ``v1alpha2`` and
+``v1alpha3/types.go`` (release-1.35 to 1.37) as the handout's VERSIONS.md and KEP-4671,
+KEP-5832 and KEP-6089 describe them. What the API server serves is found once by
+:mod:`webhook.served` and handed to admission as :class:`Served`.
 """
 
 from __future__ import annotations
@@ -27,21 +35,27 @@ from typing import Any, Final
 from .keys import MANAGED_BY
 
 __all__ = [
+    "COMPOSITE_VERSION",
     "GROUP",
     "MAX_TEMPLATES",
     "TEMPLATE",
     "NativeApi",
     "Served",
+    "composite_object",
     "pod_reference",
     "podgroup_object",
+    "scheduler_names",
     "workload_object",
 ]
 
 GROUP: Final = "scheduling.k8s.io"
-# The name of the one pod group (template) a corral gang is: every role of the gang in
-# it, so the gang starts all or nothing as corral's other backends start it.
+# The name of the pod group (template) of a gang whose roles are one group: every role
+# in it, so the gang starts all or nothing as corral's other backends start it.
 TEMPLATE: Final = "gang"
-# The API's limit on a Workload's pod group templates (v1alpha2+).
+# The template of a CompositePodGroup over a gang's roles.
+COMPOSITE_TEMPLATE: Final = "all"
+COMPOSITE_VERSION: Final = "v1alpha3"
+# The API's limit on pod group templates (of a Workload, or of one composite level).
 MAX_TEMPLATES: Final = 8
 
 # The versions of the gang API, newest first: the newest the server serves is written.
@@ -52,33 +66,44 @@ _VERSIONS: Final = ("v1beta1", "v1alpha2", "v1alpha1")
 class Served:
     """What the API server serves that admission writes for, found by discovery at the
     webhook's start (:mod:`webhook.served`): the ``scheduling.k8s.io`` versions serving
-    ``workloads`` and ``podgroups``, and the ``spec`` fields of Volcano's served
-    PodGroup schema (empty: not installed, or not known)."""
+    ``workloads``, ``podgroups`` and ``compositepodgroups``, and the ``spec`` fields of
+    Volcano's served PodGroup schema (empty: not installed, or not known)."""
 
     workload_versions: frozenset[str] = frozenset()
     podgroup_versions: frozenset[str] = frozenset()
     volcano_podgroup_fields: frozenset[str] = frozenset()
+    composite_versions: frozenset[str] = frozenset()
 
     @property
     def native(self) -> NativeApi | None:
         """The gang API version to write (None: the server serves none)."""
         for v in _VERSIONS:
             if v in self.workload_versions:
-                return NativeApi(v, v in self.podgroup_versions and v != "v1alpha1")
+                runtime = v in self.podgroup_versions and v != "v1alpha1"
+                composite = (
+                    v == "v1beta1" and runtime and COMPOSITE_VERSION in self.composite_versions
+                )
+                return NativeApi(v, runtime, composite)
         return None
 
 
 @dataclass(frozen=True, slots=True)
 class NativeApi:
     """One served version of the gang API: ``runtime_groups`` when it has the runtime
-    PodGroup object (v1alpha2+), which pods name; else pods name the Workload."""
+    PodGroup object (v1alpha2+), which pods name (else they name the Workload);
+    ``composite`` when CompositePodGroup is served beside it (1.37)."""
 
     version: str
     runtime_groups: bool
+    composite: bool = False
 
     @property
     def api_version(self) -> str:
         return f"{GROUP}/{self.version}"
+
+    @property
+    def composite_api_version(self) -> str:
+        return f"{GROUP}/{COMPOSITE_VERSION}"
 
 
 def _meta(name: str, namespace: str) -> dict[str, Any]:
@@ -93,20 +118,31 @@ def workload_object(
     api: NativeApi,
     name: str,
     namespace: str,
-    min_count: int,
+    templates: Sequence[tuple[str, int]],
     controller: Mapping[str, str] | None,
+    *,
+    composite: int | None = None,
 ) -> dict[str, Any]:
-    """The gang's ``Workload``. ``controller``: the workload it stands for (``apiGroup``,
-    ``kind``, ``name``), None for a bare pod's gang."""
+    """The gang's ``Workload``: ``templates`` (name, minCount); ``controller`` the
+    workload it stands for (``apiGroup``, ``kind``, ``name``), None for a bare pod's
+    gang; ``composite``: the templates under one composite template needing that many."""
     spec: dict[str, Any] = {}
     if controller is not None:
         spec["controllerRef"] = dict(controller)
-    if api.runtime_groups:
-        spec["podGroupTemplates"] = [
-            {"name": TEMPLATE, "schedulingPolicy": _gang_policy(min_count)}
-        ]
+    if not api.runtime_groups:
+        spec["podGroups"] = [{"name": n, "policy": _gang_policy(c)} for n, c in templates]
     else:
-        spec["podGroups"] = [{"name": TEMPLATE, "policy": _gang_policy(min_count)}]
+        tmpls = [{"name": n, "schedulingPolicy": _gang_policy(c)} for n, c in templates]
+        if composite is None:
+            spec["podGroupTemplates"] = tmpls
+        else:
+            spec["compositePodGroupTemplates"] = [
+                {
+                    "name": COMPOSITE_TEMPLATE,
+                    "schedulingPolicy": {"gang": {"minGroupCount": composite}},
+                    "podGroupTemplates": tmpls,
+                }
+            ]
     return {
         "apiVersion": api.api_version,
         "kind": "Workload",
@@ -119,18 +155,31 @@ def podgroup_object(
     api: NativeApi,
     name: str,
     workload: str,
+    template: str,
     namespace: str,
     min_count: int,
     priority_class: str | None,
+    *,
+    parent: str | None = None,
 ) -> dict[str, Any]:
-    """One runtime ``PodGroup`` (v1alpha2+): one gang, made from the Workload's template."""
+    """One runtime ``PodGroup`` (v1alpha2+): one gang (or one role of a composite one),
+    made from the Workload's ``template``."""
     assert api.runtime_groups
-    spec: dict[str, Any] = {
-        "podGroupTemplateRef": {"workloadName": workload, "template": TEMPLATE},
-        "schedulingPolicy": _gang_policy(min_count),
-    }
-    if priority_class:
-        spec["priorityClassName"] = priority_class
+    spec: dict[str, Any] = {}
+    if api.version == "v1alpha2":
+        spec["podGroupTemplateRef"] = {
+            "workload": {"workloadName": workload, "podGroupTemplateName": template}
+        }
+        spec["schedulingPolicy"] = _gang_policy(min_count)
+    else:
+        if parent is not None:
+            spec["parentCompositePodGroupName"] = parent
+        spec["workloadRef"] = {"workloadName": workload, "templateName": template}
+        spec["schedulingPolicy"] = _gang_policy(min_count)
+        # A gang moves whole or not at all (the descheduler reads this back).
+        spec["disruptionMode"] = {"all": {}}
+        if priority_class:
+            spec["priorityClassName"] = priority_class
     return {
         "apiVersion": api.api_version,
         "kind": "PodGroup",
@@ -139,15 +188,38 @@ def podgroup_object(
     }
 
 
+def composite_object(
+    api: NativeApi,
+    name: str,
+    workload: str,
+    namespace: str,
+    min_groups: int,
+    priority_class: str | None,
+) -> dict[str, Any]:
+    """The ``CompositePodGroup`` (1.37, v1alpha3) tying a gang's role PodGroups together."""
+    spec: dict[str, Any] = {
+        "workloadRef": {"workloadName": workload, "templateName": COMPOSITE_TEMPLATE},
+        "schedulingPolicy": {"gang": {"minGroupCount": min_groups}},
+    }
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {
+        "apiVersion": api.composite_api_version,
+        "kind": "CompositePodGroup",
+        "metadata": _meta(name, namespace),
+        "spec": spec,
+    }
+
+
 def pod_reference(
-    api: NativeApi, gang: str, workload: str, instance: str | None
+    api: NativeApi, group: str, workload: str, template: str, instance: str | None
 ) -> tuple[str, dict[str, Any]]:
     """The pod ``spec`` field naming its gang and its value: ``schedulingGroup`` (the
-    runtime PodGroup ``gang``), else ``workloadRef`` (the Workload, the replica key
-    ``instance`` for a workload with one gang per instance)."""
+    runtime PodGroup ``group``), else ``workloadRef`` (the Workload's ``template``, the
+    replica key ``instance`` for a workload with one gang per instance)."""
     if api.runtime_groups:
-        return "schedulingGroup", {"podGroupName": gang}
-    ref: dict[str, Any] = {"name": workload, "podGroup": TEMPLATE}
+        return "schedulingGroup", {"podGroupName": group}
+    ref: dict[str, Any] = {"name": workload, "podGroup": template}
     if instance is not None:
         ref["podGroupReplicaKey"] = instance
     return "workloadRef", ref

@@ -43,15 +43,22 @@ def served_from(
     """:class:`Served` from the discovery documents: ``group`` (``/apis/scheduling.k8s.io``),
     ``versions`` (each ``/apis/scheduling.k8s.io/VERSION`` resource list) and Volcano's
     PodGroup CRD."""
-    workloads: set[str] = set()
-    podgroups: set[str] = set()
+    found: dict[str, set[str]] = {
+        "workloads": set(),
+        "podgroups": set(),
+        "compositepodgroups": set(),
+    }
     for version, doc in versions.items():
         names = {r.get("name") for r in doc.get("resources") or () if isinstance(r, dict)}
-        if "workloads" in names:
-            workloads.add(version)
-        if "podgroups" in names:
-            podgroups.add(version)
-    return Served(frozenset(workloads), frozenset(podgroups), _volcano_fields(volcano_crd))
+        for plural, where in found.items():
+            if plural in names:
+                where.add(version)
+    return Served(
+        frozenset(found["workloads"]),
+        frozenset(found["podgroups"]),
+        _volcano_fields(volcano_crd),
+        frozenset(found["compositepodgroups"]),
+    )
 
 
 def _volcano_fields(crd: Mapping[str, Any] | None) -> frozenset[str]:

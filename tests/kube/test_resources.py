@@ -20,6 +20,7 @@ from gangplace.kube import (
 )
 from gangplace.kube.resources import (
     COSCHED_PODGROUPS,
+    NATIVE_COMPOSITES,
     NATIVE_PODGROUPS,
     NATIVE_WORKLOADS,
     NODES,
@@ -223,7 +224,7 @@ async def webhook_calls(api: ApiServer, kube: KubeClient) -> None:
         scaled = {**body, "spec": {"minMember": 3}}
         assert await pg.update(intent, owner, scaled) is Existing.UPDATED
     # The native gang API's Workload and PodGroup (backend kubernetes): made, joined.
-    for res in (NATIVE_WORKLOADS, NATIVE_PODGROUPS):
+    for res in (NATIVE_WORKLOADS, NATIVE_PODGROUPS, NATIVE_COMPOSITES):
         api.store.register(
             ResourceType(res.group, res.version, res.plural, res.kind, True, builtin=False)
         )

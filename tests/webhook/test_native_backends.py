@@ -167,10 +167,20 @@ def test_runtime_podgroup_and_scheduling_group(served: Served, version: str) -> 
         "podgroups",
         "pytorchjob-bert",
     )
-    assert podgroup.body["spec"] == {
-        "podGroupTemplateRef": {"workloadName": "pytorchjob-bert", "template": "gang"},
-        "schedulingPolicy": {"gang": {"minCount": 4}},
-    }
+    policy = {"gang": {"minCount": 4}}
+    if version == "v1alpha2":
+        assert podgroup.body["spec"] == {
+            "podGroupTemplateRef": {
+                "workload": {"workloadName": "pytorchjob-bert", "podGroupTemplateName": "gang"}
+            },
+            "schedulingPolicy": policy,
+        }
+    else:
+        assert podgroup.body["spec"] == {
+            "workloadRef": {"workloadName": "pytorchjob-bert", "templateName": "gang"},
+            "schedulingPolicy": policy,
+            "disruptionMode": {"all": {}},
+        }
     # The Workload and the PodGroup share a name, and are two objects to make.
     assert workload.key != podgroup.key
     master = patched["spec"]["pytorchReplicaSpecs"]["Master"]["template"]
@@ -185,8 +195,95 @@ def test_runtime_podgroup_and_scheduling_group(served: Served, version: str) -> 
 def test_priority_class_goes_to_the_podgroup() -> None:
     obj = pytorchjob()
     obj["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["priorityClassName"] = "high"
-    res, _ = checked(pt_review(obj), NATIVE, V1ALPHA2)
+    res, _ = checked(pt_review(obj), NATIVE, V1BETA1)
     assert res.intents[1].body["spec"]["priorityClassName"] == "high"
+    # v1alpha2's PodGroup has no such field
+    res, _ = checked(pt_review(obj), NATIVE, V1ALPHA2)
+    assert "priorityClassName" not in res.intents[1].body["spec"]
+
+
+V137 = Served(
+    frozenset({"v1alpha2", "v1beta1"}),
+    frozenset({"v1alpha2", "v1beta1"}),
+    composite_versions=frozenset({"v1alpha3"}),
+)
+
+
+def test_137_roles_under_one_composite_podgroup() -> None:
+    obj = pytorchjob(annotations={"corral.dev/min-available": "3"})
+    res, patched = checked(pt_review(obj), NATIVE, V137)
+    workload, composite, master, worker = res.intents
+    assert workload.body["spec"]["compositePodGroupTemplates"] == [
+        {
+            "name": "all",
+            "schedulingPolicy": {"gang": {"minGroupCount": 2}},
+            "podGroupTemplates": [
+                {"name": "master", "schedulingPolicy": {"gang": {"minCount": 1}}},
+                # the engine fills the minimum launcher-first: the master and 2 workers
+                {"name": "worker", "schedulingPolicy": {"gang": {"minCount": 2}}},
+            ],
+        }
+    ]
+    assert "podGroupTemplates" not in workload.body["spec"]
+    assert (composite.api_version, composite.plural, composite.name) == (
+        "scheduling.k8s.io/v1alpha3",
+        "compositepodgroups",
+        "pytorchjob-bert",
+    )
+    assert composite.body["spec"] == {
+        "workloadRef": {"workloadName": "pytorchjob-bert", "templateName": "all"},
+        "schedulingPolicy": {"gang": {"minGroupCount": 2}},
+    }
+    assert [
+        (pg.name, pg.body["spec"]["parentCompositePodGroupName"]) for pg in (master, worker)
+    ] == [
+        ("pytorchjob-bert-master", "pytorchjob-bert"),
+        ("pytorchjob-bert-worker", "pytorchjob-bert"),
+    ]
+    assert worker.body["spec"]["workloadRef"] == {
+        "workloadName": "pytorchjob-bert",
+        "templateName": "worker",
+    }
+    # Each role's pods join their role's PodGroup.
+    for role, group in (("Master", "master"), ("Worker", "worker")):
+        t = patched["spec"]["pytorchReplicaSpecs"][role]["template"]
+        assert annotations(t)["corral.dev/native-group"] == group
+        _, p = checked(
+            review(pod_of(t, f"bert-{group}-0", "PyTorchJob", "kubeflow.org/v1")), NATIVE, V137
+        )
+        assert p["spec"]["schedulingGroup"] == {"podGroupName": f"pytorchjob-bert-{group}"}
+
+
+def test_137_one_role_and_per_instance_kinds_need_no_composite() -> None:
+    pod = bare_pod("a", {"corral.dev/gang": "g"})
+    res, _ = checked(review(pod), NATIVE, V137)
+    assert [i.plural for i in res.intents] == ["workloads", "podgroups"]
+    res, _ = checked(lws_review(lws()), NATIVE, V137)
+    assert [i.plural for i in res.intents] == ["workloads", "podgroups", "podgroups"]
+
+
+def test_137_more_roles_than_the_api_holds_are_refused() -> None:
+    spec = {
+        "headGroupSpec": {"rayStartParams": {}, "template": pod_template({"cpu": "1"})},
+        "workerGroupSpecs": [
+            {"groupName": f"g{i}", "replicas": 1, "template": pod_template({"cpu": "1"})}
+            for i in range(8)
+        ],
+    }
+    obj = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "rc", "namespace": "ml"},
+        "spec": spec,
+    }
+    rev = review(obj, group="ray.io", version="v1")
+    res = admit(rev, None, NATIVE, V137)
+    resp = res.review["response"]
+    assert not resp["allowed"]
+    assert "pod templates" in resp["status"]["message"] and '"9"' in resp["status"]["message"]
+    assert "at most 8 roles in one gang" in resp["status"]["message"]
+    # Without CompositePodGroup the roles are one group: no limit to reach.
+    assert admit(rev, None, NATIVE, V1BETA1).review["response"]["allowed"]
 
 
 def test_lws_one_podgroup_per_group() -> None:
@@ -310,6 +407,17 @@ def test_served_from_discovery() -> None:
     assert served == V1ALPHA2
     assert served.native is not None and served.native.api_version == "scheduling.k8s.io/v1alpha2"
     assert served_from(None, {}, None).native is None
+    # 1.37 with CompositePodGroup on
+    served = served_from(
+        {"versions": [{"version": "v1beta1"}, {"version": "v1alpha3"}]},
+        {
+            "v1beta1": {"resources": [{"name": "workloads"}, {"name": "podgroups"}]},
+            "v1alpha3": {"resources": [{"name": "compositepodgroups"}]},
+        },
+        None,
+    )
+    assert served.native is not None and served.native.composite
+    assert served.native.api_version == "scheduling.k8s.io/v1beta1"
 
 
 # --- kai ---------------------------------------------------------------------------------

@@ -345,6 +345,12 @@ class GangShapes:
         assert shapes is not None
         return [(r.name, s, r.count) for r, s in zip(self.roles, shapes, strict=True)]
 
+    def required_per_role(self) -> list[int] | None:
+        """How many members of each role the gang needs (None: resources unreadable)."""
+        if self.shapes() is None:
+            return None
+        return self._per_role
+
     def min_resources(self) -> dict[str, str]:
         """The requests of the minimum members (minAvailable filled role by role)."""
         shapes = self.shapes()

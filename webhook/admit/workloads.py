@@ -211,7 +211,7 @@ def admit_workload(
     existing = next((g for g in (dialect.membership(_role_meta(r)) for r in roles) if g), None)
     if req.operation == "UPDATE":
         return _rescale(req, obj, meta, entry, roles, existing, config, dialect)
-    dialect.check_templates([_role_spec(r) for r in roles])
+    dialect.check_templates([_role_spec(r) for r in roles], entry.gang_per is not None)
     plan = _plan(req, obj, meta, entry, roles, existing, config)
     if plan is None:
         return allow(req, kind, "unchanged", "no pods to gang (size 0)")
@@ -245,6 +245,8 @@ def admit_workload(
             if split and entry.gang_per is not None:
                 keys.annotations[K.SPLIT_GANG] = name
                 keys.annotations[K.SPLIT_BY] = entry.gang_per.label
+            if not fill_only:
+                dialect.role_keys(keys, r.name, len(roles), entry.gang_per is not None)
             apply_keys(ed, r.meta_at, keys, fill_only=fill_only)
             set_scheduler(ed, r.spec_at, config.effective_scheduler_name)
         if not fill_only:
@@ -308,8 +310,13 @@ def _intents(
     if dialect.podgroup is None:
         if update:
             return []  # the native Workload is an immutable template
+        per_role = shaped.required_per_role()
+        roles = [
+            (r.name, per_role[i] if per_role is not None else r.count)
+            for i, r in enumerate(plan.roles)
+        ]
         return dialect.gang_intents(
-            gang, req.namespace, owner, plan.instances, shaped.priority_class()
+            gang, req.namespace, owner, plan.instances, shaped.priority_class(), roles
         )
     if plan.instances is None:
         return [podgroup_intent(dialect, gang, req.namespace, shaped, owner, update=update)]

@@ -25,6 +25,7 @@ from typing import Any
 from gangplace.kube import ApiError, KubeClient
 from gangplace.kube.resources import (
     COSCHED_PODGROUPS,
+    NATIVE_COMPOSITES,
     NATIVE_PODGROUPS,
     NATIVE_WORKLOADS,
     PODS,
@@ -46,7 +47,13 @@ log = logging.getLogger("webhook.kube")
 
 _PODGROUPS = {
     (r.group, r.plural): r
-    for r in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS, NATIVE_WORKLOADS, NATIVE_PODGROUPS)
+    for r in (
+        VOLCANO_PODGROUPS,
+        COSCHED_PODGROUPS,
+        NATIVE_WORKLOADS,
+        NATIVE_PODGROUPS,
+        NATIVE_COMPOSITES,
+    )
 }
 _OWNERS: dict[tuple[str, str], Resource] = {(r.group, r.kind): r for r in (PODS, *WORKLOADS)}
 _JOIN_TRIES = 5

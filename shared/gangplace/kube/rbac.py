@@ -39,6 +39,7 @@ from .resources import (
     LEASES,
     MUTATING_WEBHOOKS,
     NAMESPACES,
+    NATIVE_COMPOSITES,
     NATIVE_PODGROUPS,
     NATIVE_WORKLOADS,
     NODES,
@@ -220,7 +221,7 @@ _ROWS: tuple[tuple[tuple[str, ...], Resource, str, tuple[Grant, ...]], ...] = (
             "",
             (Grant(WEBHOOK, when=("backend", "kubernetes")),),
         )
-        for res in (NATIVE_WORKLOADS, NATIVE_PODGROUPS)
+        for res in (NATIVE_WORKLOADS, NATIVE_PODGROUPS, NATIVE_COMPOSITES)
     ),
     # The fields of Volcano's served PodGroup schema (its CRD), read once at start.
     (("get",), CRDS, "", (Grant(WEBHOOK, when=("backend", "volcano")),)),

@@ -25,6 +25,7 @@ __all__ = [
     "LEASES",
     "MUTATING_WEBHOOKS",
     "NAMESPACES",
+    "NATIVE_COMPOSITES",
     "NATIVE_PODGROUPS",
     "NATIVE_WORKLOADS",
     "NODES",
@@ -108,6 +109,9 @@ NATIVE_WORKLOADS = Resource(
 )
 NATIVE_PODGROUPS = Resource(
     "scheduling.k8s.io", "v1beta1", "podgroups", "PodGroup", namespaced=True
+)
+NATIVE_COMPOSITES = Resource(
+    "scheduling.k8s.io", "v1alpha3", "compositepodgroups", "CompositePodGroup", namespaced=True
 )
 COSCHED_PODGROUPS = Resource(
     "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", namespaced=True
@@ -324,7 +328,7 @@ API_CALLS: tuple[ApiCall, ...] = (
     ),
     *(
         ApiCall(verb, r.group, r.plural, why=why)
-        for r in (NATIVE_WORKLOADS, NATIVE_PODGROUPS)
+        for r in (NATIVE_WORKLOADS, NATIVE_PODGROUPS, NATIVE_COMPOSITES)
         for verb, why in (
             ("create", "webhook (backend kubernetes): the native gang objects of each gang"),
             ("get", "webhook (backend kubernetes): whose is the gang object that exists (409)"),
