@@ -1,11 +1,12 @@
 """What Volcano 1.12+ PodGroups say beyond minMember, written only where the served
 PodGroup schema has the field (:class:`~webhook.native_gangs.Served`): pure.
 
-- ``spec.networkTopology{mode, highestTierAllowed}`` from the user's
+- ``spec.networkTopology{mode, highestTierAllowed}`` (Volcano 1.12+) from the user's
   ``corral.dev/network-topology`` (``"hard"``, ``"soft"``, ``"hard:2"``): the gang stays
   within one HyperNode of at most that tier.
 - ``spec.subGroupPolicy[{name, subGroupSize, minSubGroups, labelSelector,
-  matchLabelKeys}]`` for a gang made of repeated groups: each replicated job of a JobSet
+  matchLabelKeys}]`` (Volcano 1.14+, volcano-sh/apis#195) for a gang made of repeated
+  groups: each replicated job of a JobSet
   (its Jobs told apart by their ``jobset.sigs.k8s.io/job-index`` label) is a subgroup of
   its Job's parallelism; the gang needs all of them when it needs all its pods.
 
