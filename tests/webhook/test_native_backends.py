@@ -14,7 +14,8 @@ from gangplace.kube import KubeClient
 from gangplace.kube.resources import WORKLOADS
 
 from tests.builders.reviews import annotations, bare_pod, labels, pod_template, review, with_object
-from tests.kubeapi import ApiServer, ResourceType
+from tests.kubeapi import ApiServer, ResourceType, Versions
+from tests.kubeapi import objects as o
 from webhook.admit import AdmitResult, admit
 from webhook.config import WebhookConfig, parse_config
 from webhook.native_gangs import Served
@@ -556,28 +557,21 @@ def test_network_topology_is_ignored_by_other_backends() -> None:
 # --- over the in-memory API server: discovery, and the objects made with their owners ---
 
 
-def serve_native(api: ApiServer, version: str) -> None:
-    """The native gang API at ``version``, as a 1.36 API server with its gates on serves it
-    (registered as kinds of their own here; the in-memory server does not play it per
-    release yet)."""
-    for plural, kind in (("workloads", "Workload"), ("podgroups", "PodGroup")):
-        api.store.register(
-            ResourceType("scheduling.k8s.io", version, plural, kind, True, builtin=False)
-        )
-
-
 async def test_discovery_finds_the_served_version(api: ApiServer, kube: KubeClient) -> None:
     assert (await discover(kube)).native is None  # Kubernetes 1.28: none
-    serve_native(api, "v1alpha2")
-    served = await discover(kube)
+    async with ApiServer(versions=Versions.of(kube="1.36", native_gangs=True)) as native:
+        served = await discover(native.client("test"))
     assert served.workload_versions == {"v1alpha2"}
     assert served.native is not None and served.native.api_version == "scheduling.k8s.io/v1alpha2"
 
 
-async def test_workload_and_podgroup_made_with_their_owner(
-    api: ApiServer, kube: KubeClient
-) -> None:
-    serve_native(api, "v1alpha2")
+async def test_workload_and_podgroup_made_with_their_owner() -> None:
+    async with ApiServer(versions=Versions.of(kube="1.36", native_gangs=True)) as api:
+        api.store.load([o.namespace("ml")])
+        await _made_with_their_owner(api, api.client("test"))
+
+
+async def _made_with_their_owner(api: ApiServer, kube: KubeClient) -> None:
     served = await discover(kube)
     obj = pytorchjob(annotations={"corral.dev/min-available": "2"})
     result = admit(pt_review(obj), None, NATIVE, served)
@@ -598,11 +592,10 @@ async def test_workload_and_podgroup_made_with_their_owner(
     finally:
         await rec.stop()
     owner = [{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "bert", "uid": uid}]
+    made = {}
     for plural in ("workloads", "podgroups"):
-        rt = api.store.resource(plural, "scheduling.k8s.io")
-        (made,) = list(api.store.items(rt, "ml"))
-        assert made["metadata"]["name"] == "pytorchjob-bert"
-        assert made["metadata"]["ownerReferences"] == owner
-        assert made["apiVersion"] == "scheduling.k8s.io/v1alpha2"
-    (pg,) = list(api.store.items(api.store.resource("podgroups", "scheduling.k8s.io"), "ml"))
-    assert pg["spec"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
+        rt = api.store.types[("scheduling.k8s.io", "v1alpha2", plural)]
+        (made[plural],) = list(api.store.items(rt, "ml"))
+        assert made[plural]["metadata"]["name"] == "pytorchjob-bert"
+        assert made[plural]["metadata"]["ownerReferences"] == owner
+    assert made["podgroups"]["spec"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
