@@ -21,6 +21,7 @@ from .backends import dialect_for
 from .cluster import ClusterState, NoCluster, SnapshotSource, StaticSource
 from .config import ConfigError, WebhookConfig, load_config
 from .metrics import Metrics
+from .native_gangs import Served
 from .podgroups.reconciler import PodGroupReconciler
 from .server import init_app, run_until_signal, start
 from .tls.contexts import server_context
@@ -87,7 +88,7 @@ def _cluster_source(
 
 
 def _reconciler(
-    config: WebhookConfig, kube: KubeClient | None, metrics: Metrics
+    config: WebhookConfig, kube: KubeClient | None, metrics: Metrics, served: Served | None
 ) -> PodGroupReconciler | None:
     """PodGroups are made when there is an API server and the backend has them."""
     if kube is None or not dialect_for(config).makes_objects:
@@ -95,7 +96,10 @@ def _reconciler(
     from .podgroups.api import live_reconciler
 
     return live_reconciler(
-        kube, config, on_outcome=lambda _intent, outcome: metrics.podgroup(outcome)
+        kube,
+        config,
+        on_outcome=lambda _intent, outcome: metrics.podgroup(outcome),
+        served=served,
     )
 
 
@@ -181,7 +185,7 @@ async def _serve_with(
         config,
         source=source,
         admit_fn=functools.partial(admit, served=served),
-        reconciler=_reconciler(config, kube, metrics),
+        reconciler=_reconciler(config, kube, metrics, served),
         metrics=metrics,
         background=background,
     )

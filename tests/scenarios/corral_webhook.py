@@ -49,11 +49,13 @@ class CorralWebhook:
         ctx = server_context()
         load_pair(ctx, bundle.cert, bundle.key)
         kube = self.api.client("corral-webhook")
-        self.reconciler = live_reconciler(kube, self.config)
         admit_fn: AdmitFn = admit
+        served = None
         if self.config.backend is Backend.KUBERNETES:
             # What the API server serves, found at start as the webhook process finds it.
-            admit_fn = functools.partial(admit, served=await discover(kube))
+            served = await discover(kube)
+            admit_fn = functools.partial(admit, served=served)
+        self.reconciler = live_reconciler(kube, self.config, served=served)
         app = init_app(self.config, reconciler=self.reconciler, admit_fn=admit_fn)
         self._runner, port = await start(app, "127.0.0.1", 0, ctx, shutdown_timeout=0.5)
         self.api.admission.map_service(ns, name, f"https://127.0.0.1:{port}")

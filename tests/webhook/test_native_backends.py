@@ -599,3 +599,40 @@ async def _made_with_their_owner(api: ApiServer, kube: KubeClient) -> None:
         assert made[plural]["metadata"]["name"] == "pytorchjob-bert"
         assert made[plural]["metadata"]["ownerReferences"] == owner
     assert made["podgroups"]["spec"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
+
+
+async def test_a_pod_whose_gang_objects_are_missing_brings_them() -> None:
+    """The webhook restarted between a workload's CREATE and its objects: its first pod
+    names the owner, and the objects are made from the live workload."""
+    async with ApiServer(versions=Versions.of(kube="1.36", native_gangs=True)) as api:
+        api.store.load([o.namespace("ml")])
+        kube = api.client("test")
+        served = await discover(kube)
+        for r in WORKLOADS:
+            if (r.group, r.version, r.plural) not in api.store.types:
+                api.store.register(
+                    ResourceType(r.group, r.version, r.plural, r.kind, r.namespaced, builtin=False)
+                )
+        obj = pytorchjob()
+        result = admit(pt_review(obj), None, NATIVE, served)
+        stored = jsonpatch.apply_patch(obj, result.patch)
+        stored["metadata"]["uid"] = "uid-bert"
+        api.store.load([stored])  # stored, its intents lost
+        worker = stored["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
+        pod = pod_of(worker, "bert-worker-0", "PyTorchJob", "kubeflow.org/v1")
+        pod["metadata"]["ownerReferences"][0].update(name="bert", uid="uid-bert")
+        pod_result = admit(review(pod), None, NATIVE, served)
+        assert pod_result.intents == () and pod_result.hints
+        rec = live_reconciler(kube, NATIVE, served=served)
+        await rec.start()
+        try:
+            for h in pod_result.hints:
+                rec.hint(h)
+            await asyncio.wait_for(rec.drain(), 10)
+        finally:
+            await rec.stop()
+        for plural in ("workloads", "podgroups"):
+            rt = api.store.types[("scheduling.k8s.io", "v1alpha2", plural)]
+            (made,) = list(api.store.items(rt, "ml"))
+            assert made["metadata"]["name"] == "pytorchjob-bert"
+            assert made["metadata"]["ownerReferences"][0]["uid"] == "uid-bert"

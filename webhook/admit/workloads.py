@@ -308,8 +308,8 @@ def _intents(
         str(meta.get("uid") or ""),
     )
     if dialect.podgroup is None:
-        if update:
-            return []  # the native Workload is an immutable template
+        # The native gang objects, made where missing (a Workload's template does not
+        # follow a scaled workload: it is immutable, minCount changes from v1beta1 only).
         per_role = shaped.required_per_role()
         roles = [
             (r.name, per_role[i] if per_role is not None else r.count)
@@ -382,9 +382,12 @@ def _rescale(
     parent = controller(meta)
     if parent is not None and config.table.owns(parent.api_version, parent.kind):
         return allow(req, kind, "unchanged", "its gang is its parent's")
-    if dialect.podgroup is None:
+    if not dialect.makes_objects:
         return allow(req, kind, "unchanged", "the backend has no gang object to update")
     turned = change(kind, req.old, obj)
+    if turned == "suspended" and dialect.podgroup is None:
+        # A native gang's objects wait without pods; nothing to hold them off.
+        return allow(req, kind, "unchanged", "a native gang's objects stay while suspended")
     if turned == "suspended":
         if suspended_by_descheduler(meta):
             return allow(req, kind, "unchanged", "the descheduler removes its PodGroup itself")

@@ -36,6 +36,7 @@ from gangplace.kube.resources import (
 
 from ..config import WebhookConfig
 from ..keys import MANAGED_BY
+from ..native_gangs import Served
 from .from_workload import OwnerPodGroups
 from .intent import Existing, OwnerRef, PodGroupIntent, Removed
 from .reconciler import Outcome, PodGroupReconciler
@@ -306,9 +307,11 @@ def live_reconciler(
     kube: KubeClient,
     config: WebhookConfig,
     on_outcome: Callable[[PodGroupIntent, Outcome], None] | None = None,
+    served: Served | None = None,
 ) -> PodGroupReconciler:
     """The reconciler the webhook runs on a cluster: every PodGroup call over ``kube``,
-    and a gang's missing PodGroup made from its live workload by ``config``'s rules.
+    and a gang's missing PodGroup made from its live workload by ``config``'s rules
+    (``served``: what the API server serves, as admission was told).
     One wiring for the server, the benchmarks and the scenario tests."""
     api = PodGroupApi(kube)
     return PodGroupReconciler(
@@ -317,6 +320,6 @@ def live_reconciler(
         existing=api.existing,
         update=api.update,
         remove=api.remove,
-        ensure=OwnerPodGroups(api.read_owner, config),
+        ensure=OwnerPodGroups(api.read_owner, config, served),
         on_outcome=on_outcome,
     )
