@@ -63,7 +63,8 @@ def repeated_groups(group: str, kind: str, obj: Mapping[str, Any]) -> list[dict[
         if not isinstance(rj, dict):
             continue
         name, replicas = rj.get("name"), rj.get("replicas", 1)
-        job_spec = (rj.get("template") or {}).get("spec") or {}
+        template = rj.get("template")
+        job_spec = template.get("spec") if isinstance(template, dict) else None
         size = job_spec.get("parallelism", 1) if isinstance(job_spec, dict) else 1
         if not isinstance(name, str) or not isinstance(replicas, int) or replicas < 2:
             continue
