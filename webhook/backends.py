@@ -11,14 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from gangplace.engine import gangs
 
 from .config import Backend, WebhookConfig
 from .keys import MANAGED_BY
+from .patch import Editor
+from .podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
 from .validate import format_duration
+
+if TYPE_CHECKING:
+    from .native_gangs import Served
 
 __all__ = [
     "Dialect",
@@ -40,6 +45,8 @@ class GangInfo:
     size: int | None
     queue: str | None
     timeout_seconds: int | None
+    # Backend fields of the gang object's spec beyond the common ones (Volcano 1.12+).
+    spec_extra: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +136,50 @@ class Dialect:
         known); None for backends without one."""
         return None
 
+    # --- the native gang API's hooks (webhook.native_backend); nothing for the others
+
+    @property
+    def makes_objects(self) -> bool:
+        """Whether the backend has gang objects for the reconciler to make."""
+        return self.podgroup is not None
+
+    def unusable(self) -> str | None:
+        """Why the backend cannot write a gang on this API server, else None."""
+        return None
+
+    def left_alone(self, group: str, kind: str, obj: Mapping[str, Any]) -> str | None:
+        """Why a workload is left to its own controller's gang, else None."""
+        return None
+
+    def check_templates(self, specs: Sequence[Any], per_instance: bool) -> None:
+        """Refuse (InvalidValue) pod templates that cannot form one gang."""
+
+    def role_keys(self, keys: Keys, role: str, roles: int, per_instance: bool) -> None:
+        """Add to a role's template keys what only a gang of ``roles`` roles needs."""
+
+    def edit_pod(self, ed: Editor, meta: Mapping[str, Any], gang: str, workload: str) -> None:
+        """Edits of a gang pod's spec beyond its keys (``workload``: the gang of its
+        workload, ``gang`` the pod's own, ``<workload>-<instance>`` for a split kind)."""
+
+    def gang_intents(
+        self,
+        gang: GangInfo,
+        namespace: str,
+        owner: OwnerRef | None,
+        instances: int | None,
+        priority_class: str | None,
+        roles: Sequence[tuple[str, int]] = (),
+    ) -> list[PodGroupIntent]:
+        """Gang objects other than a PodGroup (:attr:`podgroup`) for the reconciler;
+        ``roles``: each role's name and how many of it the gang needs."""
+        return []
+
+    def hints(self, namespace: str, gang: str, workload: str, owner: OwnerRef) -> list[OwnerHint]:
+        """The owner of the gang objects a pod (or child workload) of ``workload`` names."""
+        if self.podgroup is None:
+            return []
+        return [OwnerHint(self.podgroup.api_version, namespace, gang, owner)]
+
     def _podgroup_object(
         self,
         gang: GangInfo,
@@ -194,6 +245,8 @@ class Volcano(Dialect):
             spec["priorityClassName"] = priority_class
         if min_resources:
             spec["minResources"] = dict(min_resources)
+        if gang.spec_extra:
+            spec.update(gang.spec_extra)
         timeout = gang.timeout_seconds
         ann = {gangs.VOLCANO_SLA_WAITING_TIME: format_duration(timeout)} if timeout else None
         return self._podgroup_object(gang, namespace, spec, ann)
@@ -287,5 +340,15 @@ _DIALECTS: dict[Backend, type[Dialect]] = {
 }
 
 
-def dialect_for(config: WebhookConfig) -> Dialect:
+def dialect_for(config: WebhookConfig, served: Served | None = None) -> Dialect:
+    """The dialect of ``config``'s backend; ``served``: what the API server serves
+    (:mod:`webhook.served`), which the ``kubernetes`` backend writes for."""
+    if config.backend is Backend.KAI:
+        from .kai import Kai  # its own module, built on this one
+
+        return Kai(config)
+    if config.backend is Backend.KUBERNETES:
+        from .native_backend import Kubernetes
+
+        return Kubernetes(config, served)
     return _DIALECTS[config.backend](config)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import logging
 import sys
@@ -15,10 +16,12 @@ from gangplace.cli_exit import run_command
 from gangplace.engine import SnapshotError
 from gangplace.logs import setup_logging
 
+from .admit import admit
 from .backends import dialect_for
 from .cluster import ClusterState, NoCluster, SnapshotSource, StaticSource
 from .config import ConfigError, WebhookConfig, load_config
 from .metrics import Metrics
+from .native_gangs import Served
 from .podgroups.reconciler import PodGroupReconciler
 from .server import init_app, run_until_signal, start
 from .tls.contexts import server_context
@@ -85,15 +88,18 @@ def _cluster_source(
 
 
 def _reconciler(
-    config: WebhookConfig, kube: KubeClient | None, metrics: Metrics
+    config: WebhookConfig, kube: KubeClient | None, metrics: Metrics, served: Served | None
 ) -> PodGroupReconciler | None:
     """PodGroups are made when there is an API server and the backend has them."""
-    if kube is None or dialect_for(config).podgroup is None:
+    if kube is None or not dialect_for(config).makes_objects:
         return None
     from .podgroups.api import live_reconciler
 
     return live_reconciler(
-        kube, config, on_outcome=lambda _intent, outcome: metrics.podgroup(outcome)
+        kube,
+        config,
+        on_outcome=lambda _intent, outcome: metrics.podgroup(outcome),
+        served=served,
     )
 
 
@@ -167,10 +173,19 @@ async def _serve_with(
             raise UsageError(f"--tls-cert-file/--tls-key-file: {e}") from None
         background.append(reloader.run)
 
+    served = None
+    if kube is not None:
+        from .served import discover
+
+        try:
+            served = await discover(kube)
+        except Exception as e:  # the API server is reachable but answers badly
+            log.warning("discovery failed; no native gangs", extra={"fields": {"error": str(e)}})
     app = init_app(
         config,
         source=source,
-        reconciler=_reconciler(config, kube, metrics),
+        admit_fn=functools.partial(admit, served=served),
+        reconciler=_reconciler(config, kube, metrics, served),
         metrics=metrics,
         background=background,
     )

@@ -42,6 +42,8 @@ class Backend(StrEnum):
     COSCHEDULING = "coscheduling"
     YUNIKORN = "yunikorn"
     KUEUE = "kueue"
+    KUBERNETES = "kubernetes"
+    KAI = "kai"
 
 
 # What each scheduler calls itself and its catch-all queue when nobody says otherwise.
@@ -50,13 +52,21 @@ DEFAULT_SCHEDULER: dict[Backend, str | None] = {
     Backend.COSCHEDULING: "scheduler-plugins-scheduler",
     Backend.YUNIKORN: "yunikorn",
     Backend.KUEUE: None,  # Kueue admits workloads; the scheduler stays as it is
+    Backend.KUBERNETES: None,  # the native gang API: the default scheduler, or the pod's own
+    Backend.KAI: "kai-scheduler",
 }
 DEFAULT_QUEUE: dict[Backend, str | None] = {
     Backend.VOLCANO: "default",
     Backend.COSCHEDULING: None,  # scheduler-plugins has no queues
     Backend.YUNIKORN: "root.default",
     Backend.KUEUE: "default",  # a LocalQueue named default in the namespace
+    Backend.KUBERNETES: None,  # the native gang API has no queues
+    Backend.KAI: "default-queue",  # what KAI's pod grouper falls back to
 }
+
+# Backends without queues: namespaceQueues and defaultQueue are refused, corral.dev/queue
+# is ignored with a warning.
+NO_QUEUES = frozenset({Backend.COSCHEDULING, Backend.KUBERNETES})
 
 
 # podGroupWait's ceiling: the answer must come before the API server's timeoutSeconds.
@@ -155,10 +165,10 @@ class WebhookConfig(_Model):
 
     @model_validator(mode="after")
     def _queue_needs_backend(self) -> WebhookConfig:
-        if self.backend is Backend.COSCHEDULING and (self.namespace_queues or self.default_queue):
+        if self.backend in NO_QUEUES and (self.namespace_queues or self.default_queue):
             raise ValueError(
-                "namespaceQueues/defaultQueue: the coscheduling backend has no queues; "
-                "remove them or choose volcano, yunikorn or kueue"
+                f"namespaceQueues/defaultQueue: the {self.backend.value} backend has no "
+                "queues; remove them or choose volcano, yunikorn, kueue or kai"
             )
         return self
 

@@ -21,6 +21,7 @@ __all__ = [
     "MIN_AVAILABLE",
     "NAMESPACE_OPT_IN",
     "NAMESPACE_OPT_IN_VALUE",
+    "NETWORK_TOPOLOGY",
     "QUEUE",
     "SKIP",
     "SPLIT_BY",
@@ -42,6 +43,9 @@ NAMESPACE_OPT_IN_VALUE: Final = "enabled"
 
 # The keys that make an object part of a gang when present.
 USER_KEYS: Final = (GANG, MIN_AVAILABLE, QUEUE, GANG_TIMEOUT)
+
+# Volcano 1.12+: the network tier a gang may span ("hard:2"), webhook.volcano_fields.
+NETWORK_TOPOLOGY: Final = "corral.dev/network-topology"
 
 # Written by corral on the pod templates of a kind with one gang per instance (a
 # LeaderWorkerSet's groups): the workload's gang name and the pod label that names the
@@ -74,7 +78,7 @@ def user_value(meta: Mapping[str, Any] | None, key: str) -> str | None:
     return None
 
 
-_ALL_KEYS: Final = (*USER_KEYS, SKIP)
+_ALL_KEYS: Final = (*USER_KEYS, SKIP, NETWORK_TOPOLOGY)
 
 
 def user_values(meta: Mapping[str, Any] | None) -> dict[str, str]:

@@ -20,6 +20,9 @@ from gangplace.kube import (
 )
 from gangplace.kube.resources import (
     COSCHED_PODGROUPS,
+    NATIVE_COMPOSITES,
+    NATIVE_PODGROUPS,
+    NATIVE_WORKLOADS,
     NODES,
     PODS,
     SUSPENDABLE_WORKLOADS,
@@ -130,10 +133,51 @@ async def test_api_calls_match_the_wire(api: ApiServer, kube: KubeClient) -> Non
     await descheduler_workload_calls(api, kube)
     await demo_calls(api, kube)
     declared = {(c.verb, c.group, c.resource, c.subresource) for c in API_CALLS}
-    seen = wire_calls(api)
+    seen = wire_calls(api) | await native_gang_calls()
     assert seen - declared == set(), "calls made but not declared in API_CALLS"
     assert declared - seen == set(), "calls declared but never made: drop them or test them"
     assert all(c.why for c in API_CALLS)
+
+
+async def native_gang_calls() -> set[tuple[str, str, str, str]]:
+    """The webhook's native gang objects (backend kubernetes) on a 1.37 cluster with the
+    native gang API on: a Workload, PodGroup and CompositePodGroup each made, and joined
+    by a second pod of a bare-pod gang (the wire calls)."""
+    from tests.kubeapi import Versions
+    from webhook.podgroups.api import PodGroupApi
+    from webhook.podgroups.intent import Existing, OwnerRef, PodGroupIntent
+
+    async with ApiServer(versions=Versions.of(kube="1.37", native_gangs=True)) as api:
+        api.store.load([o.namespace("ns1")])
+        pods = api.store.resource("pods")
+        first = api.store.create(pods, "ns1", o.pod("first", "ns1"))["metadata"]["uid"]
+        second = api.store.create(pods, "ns1", o.pod("second", "ns1"))["metadata"]["uid"]
+        pg = PodGroupApi(api.client("webhook"))
+        ref = {"workloadName": "ng", "templateName": "gang"}
+        bodies = {
+            NATIVE_WORKLOADS: {
+                "podGroupTemplates": [
+                    {"name": "gang", "schedulingPolicy": {"gang": {"minCount": 1}}}
+                ]
+            },
+            NATIVE_COMPOSITES: {
+                "workloadRef": {**ref, "templateName": "all"},
+                "schedulingPolicy": {"gang": {"minGroupCount": 1}},
+            },
+            NATIVE_PODGROUPS: {"workloadRef": ref, "schedulingPolicy": {"gang": {"minCount": 1}}},
+        }
+        for res, spec in bodies.items():
+            body = {
+                "apiVersion": res.api_version,
+                "kind": res.kind,
+                "metadata": {"name": "ng"},
+                "spec": spec,
+            }
+            intent = PodGroupIntent(res.api_version, res.plural, "ns1", "ng", body, None)
+            await pg.create(intent, intent.render(OwnerRef("v1", "Pod", "first", first)))
+            joining = OwnerRef("v1", "Pod", "second", second)
+            assert await pg.existing(intent, joining) is Existing.JOINED
+        return wire_calls(api)
 
 
 async def descheduler_workload_calls(api: ApiServer, kube: KubeClient) -> None:

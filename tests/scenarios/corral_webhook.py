@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,12 @@ import yaml
 from aiohttp import web
 
 from tests.kubeapi import ApiServer
-from webhook.config import WebhookConfig
+from webhook.admit import admit
+from webhook.config import Backend, WebhookConfig
 from webhook.podgroups.api import live_reconciler
 from webhook.podgroups.reconciler import PodGroupReconciler
-from webhook.server import init_app, start
+from webhook.served import discover
+from webhook.server import AdmitFn, init_app, start
 from webhook.tls.certificates import new_bundle
 from webhook.tls.contexts import load_pair, server_context
 
@@ -45,8 +48,15 @@ class CorralWebhook:
         bundle = new_bundle(name, ns, dt.datetime.now(dt.UTC))
         ctx = server_context()
         load_pair(ctx, bundle.cert, bundle.key)
-        self.reconciler = live_reconciler(self.api.client("corral-webhook"), self.config)
-        app = init_app(self.config, reconciler=self.reconciler)
+        kube = self.api.client("corral-webhook")
+        admit_fn: AdmitFn = admit
+        served = None
+        if self.config.backend is Backend.KUBERNETES:
+            # What the API server serves, found at start as the webhook process finds it.
+            served = await discover(kube)
+            admit_fn = functools.partial(admit, served=served)
+        self.reconciler = live_reconciler(kube, self.config, served=served)
+        app = init_app(self.config, reconciler=self.reconciler, admit_fn=admit_fn)
         self._runner, port = await start(app, "127.0.0.1", 0, ctx, shutdown_timeout=0.5)
         self.api.admission.map_service(ns, name, f"https://127.0.0.1:{port}")
         mwc: Json = yaml.safe_load(MANIFEST.read_text())

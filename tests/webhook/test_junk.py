@@ -22,6 +22,7 @@ from tests.builders.reviews import FIXTURE_NAMES, fixture, review
 from webhook.admit import ReviewError, admit, decode_patch
 from webhook.config import WebhookConfig, parse_config
 from webhook.metrics import Metrics
+from webhook.native_gangs import Served
 from webhook.server import init_app, start
 from webhook.tls.certificates import new_bundle
 from webhook.tls.contexts import client_context, load_pair, server_context
@@ -150,12 +151,22 @@ _CONFIGS = [
     parse_config({"backend": "yunikorn", "nodePool": {"key": "pool", "value": "a"}}),
     parse_config({"backend": "kueue"}),
     parse_config({"backend": "coscheduling", "gangTimeout": "5m"}),
+    parse_config({"backend": "kai"}),
+    parse_config({"backend": "kubernetes"}),
 ]
+# What admission is told the API server serves: the native gang API of 1.37 with
+# CompositePodGroup, and a Volcano 1.14 PodGroup, so every dialect's writer is reached.
+_SERVED = Served(
+    frozenset({"v1beta1"}),
+    frozenset({"v1beta1"}),
+    frozenset({"networkTopology", "subGroupPolicy"}),
+    frozenset({"v1alpha3"}),
+)
 
 
 def _check_result(body: Any, config: WebhookConfig) -> None:
     try:
-        res = admit(body, None, config)
+        res = admit(body, None, config, _SERVED)
     except ReviewError:
         return
     resp = res.review["response"]
@@ -166,7 +177,7 @@ def _check_result(body: Any, config: WebhookConfig) -> None:
         patched = jsonpatch.apply_patch(obj, decode_patch(resp))
         again = copy.deepcopy(body)
         again["request"]["object"] = patched
-        assert admit(again, None, config).patch == []
+        assert admit(again, None, config, _SERVED).patch == []
     json.dumps(res.review)  # always serialisable
 
 

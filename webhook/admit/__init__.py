@@ -27,6 +27,7 @@ from .. import keys as K
 from ..cluster import ClusterState
 from ..config import WebhookConfig
 from ..disruption import disruption_rule
+from ..native_gangs import Served
 from ..patch import Editor, PatchError
 from ..validate import InvalidValue
 from ..workloads import WorkloadError
@@ -40,10 +41,16 @@ from .workloads import admit_workload
 __all__ = ["API_VERSION", "AdmitResult", "ReviewError", "admit", "decode_patch"]
 
 
-def admit(review: Any, cluster: ClusterState | None, config: WebhookConfig) -> AdmitResult:
+def admit(
+    review: Any,
+    cluster: ClusterState | None,
+    config: WebhookConfig,
+    served: Served | None = None,
+) -> AdmitResult:
     """Answer one AdmissionReview (admission.k8s.io/v1).
 
-    ``cluster`` is the current view (None: no feasibility checks). Raises ReviewError
+    ``cluster`` is the current view (None: no feasibility checks); ``served``, what the
+    API server serves (found once at start; the native gang API's version). Raises ReviewError
     when ``review`` is not an AdmissionReview (the server answers HTTP 400); every
     other problem is an answer: ``allowed: false`` with a message for bad user values.
     """
@@ -84,7 +91,7 @@ def admit(review: Any, cluster: ClusterState | None, config: WebhookConfig) -> A
         )
     try:
         if is_pod:
-            return admit_pod(req, obj, meta, given, cluster, config)
+            return admit_pod(req, obj, meta, given, cluster, config, served)
         assert entry is not None
         job_rule: JobRule = (None, [])
         if (
@@ -95,7 +102,7 @@ def admit(review: Any, cluster: ClusterState | None, config: WebhookConfig) -> A
             and not _chose_other_scheduler(obj, config)
         ):
             job_rule = disruption_rule(obj)
-        result = admit_workload(req, obj, meta, entry, cluster, config, job_rule)
+        result = admit_workload(req, obj, meta, entry, cluster, config, job_rule, served)
         if result.outcome == "unchanged" and (job_rule[0] is not None or job_rule[1]):
             # A Job that is no gang (size 0, a Kueue child): it still gets the rule.
             return finish(req, result.kind, Editor(obj), job_rule[1], (), result.hints, job_rule)

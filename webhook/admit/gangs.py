@@ -15,7 +15,8 @@ from gangplace.engine.model import GPU_SHARE_COUNT, GPU_SHARE_MILLI, GPU_SHARE_M
 from .. import keys as K
 from ..backends import Dialect, GangInfo, TaskGroup, dialect_for
 from ..cluster import ClusterState, check_gang
-from ..config import Backend, WebhookConfig
+from ..config import NO_QUEUES, Backend, WebhookConfig
+from ..native_gangs import Served
 from ..patch import Editor
 from ..podgroups.intent import OwnerRef, PodGroupIntent
 from ..quantities import resource_list
@@ -27,6 +28,7 @@ from ..validate import (
     parse_duration,
     parse_min_available,
 )
+from ..volcano_fields import parse_network_topology
 from ..workloads import ResolvedRole
 from .mutation import view
 from .responses import cap
@@ -43,16 +45,16 @@ __all__ = [
     "shape",
 ]
 
-_DIALECTS: dict[int, tuple[WebhookConfig, Dialect]] = {}
+_DIALECTS: dict[tuple[int, Served | None], tuple[WebhookConfig, Dialect]] = {}
 
 
-def dialect_of(config: WebhookConfig) -> Dialect:
-    hit = _DIALECTS.get(id(config))
+def dialect_of(config: WebhookConfig, served: Served | None = None) -> Dialect:
+    hit = _DIALECTS.get((id(config), served))
     if hit is None or hit[0] is not config:
         if len(_DIALECTS) > 16:
             _DIALECTS.clear()
-        hit = (config, dialect_for(config))
-        _DIALECTS[id(config)] = hit
+        hit = (config, dialect_for(config, served))
+        _DIALECTS[(id(config), served)] = hit
     return hit[1]
 
 
@@ -66,6 +68,15 @@ def _merged(sources: Sequence[Mapping[str, str]]) -> Mapping[str, str]:
     return out
 
 
+# Backends with no per-gang timeout: the key is ignored with a warning saying why.
+_NO_TIMEOUT: dict[Backend, str] = {
+    Backend.KUEUE: "Kueue has no per-gang timeout key",
+    Backend.KAI: "KAI-Scheduler has no per-gang timeout key",
+    Backend.KUBERNETES: "the native gang API has no per-gang timeout (the scheduler's "
+    "Permit wait applies)",
+}
+
+
 @dataclass(slots=True)
 class Values:
     gang: str | None
@@ -73,6 +84,7 @@ class Values:
     queue: str | None
     timeout: int | None
     warnings: list[str]
+    topology: dict[str, Any] | None = None
 
 
 def read_values(
@@ -106,25 +118,36 @@ def read_values(
             queue = check_queue(K.QUEUE, raw_q)
         except InvalidValue as e:
             errors.append(e)
-        if config.backend is Backend.COSCHEDULING:
-            warnings.append(f"corral: {K.QUEUE} is ignored: the coscheduling backend has no queues")
+        if config.backend in NO_QUEUES:
+            warnings.append(
+                f"corral: {K.QUEUE} is ignored: the {config.backend.value} backend has no queues"
+            )
             queue = None
-    elif config.backend is not Backend.COSCHEDULING:
+    elif config.backend not in NO_QUEUES:
         queue = config.queue_for(namespace)
     if (raw := given.get(K.GANG_TIMEOUT)) is not None:
         try:
             timeout = parse_duration(K.GANG_TIMEOUT, raw)
         except InvalidValue as e:
             errors.append(e)
-        if config.backend is Backend.KUEUE:
-            warnings.append(
-                f"corral: {K.GANG_TIMEOUT} is ignored: Kueue has no per-gang timeout key"
-            )
+        if (no_timeout := _NO_TIMEOUT.get(config.backend)) is not None:
+            warnings.append(f"corral: {K.GANG_TIMEOUT} is ignored: {no_timeout}")
     else:
         timeout = config.timeout_seconds
+    topology = None
+    if (raw := given.get(K.NETWORK_TOPOLOGY)) is not None:
+        try:
+            topology = parse_network_topology(raw)
+        except InvalidValue as e:
+            errors.append(e)
+        if config.backend is not Backend.VOLCANO:
+            warnings.append(
+                f"corral: {K.NETWORK_TOPOLOGY} is ignored: only the volcano backend writes it"
+            )
+            topology = None
     if errors:
         raise Invalid(errors)
-    return Values(gang, minv, queue, timeout, warnings)
+    return Values(gang, minv, queue, timeout, warnings, topology)
 
 
 class Invalid(ValueError):
@@ -321,6 +344,12 @@ class GangShapes:
         shapes = self.shapes()
         assert shapes is not None
         return [(r.name, s, r.count) for r, s in zip(self.roles, shapes, strict=True)]
+
+    def required_per_role(self) -> list[int] | None:
+        """How many members of each role the gang needs (None: resources unreadable)."""
+        if self.shapes() is None:
+            return None
+        return self._per_role
 
     def min_resources(self) -> dict[str, str]:
         """The requests of the minimum members (minAvailable filled role by role)."""

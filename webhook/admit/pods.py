@@ -13,14 +13,17 @@ from .. import keys as K
 from ..backends import GangInfo
 from ..cluster import ClusterState
 from ..config import Backend, WebhookConfig
+from ..native_backend import native_gang_of
+from ..native_gangs import Served
 from ..patch import Editor
-from ..podgroups.intent import OwnerHint, OwnerRef
+from ..podgroups.intent import OwnerRef
 from ..spark import spark_pod
 from ..validate import derived_name
+from ..volcano_fields import spec_fields
 from ..workloads import ResolvedRole
 from .gangs import GangShapes, controller, dialect_of, feasibility, podgroup_intent, read_values
 from .mutation import apply_keys, foreign_scheduler, pin_to_pool, set_scheduler
-from .responses import allow, deny, finish
+from .responses import allow, cap, deny, finish
 from .review import AdmitResult, Request
 
 __all__ = ["admit_pod"]
@@ -35,9 +38,10 @@ def admit_pod(
     given: Mapping[str, str],
     cluster: ClusterState | None,
     config: WebhookConfig,
+    served: Served | None = None,
 ) -> AdmitResult:
     """``given``: the pod's corral.dev keys (:func:`keys.user_values`)."""
-    dialect = dialect_of(config)
+    dialect = dialect_of(config, served)
     owner = controller(meta)
     by_workload = owner is not None and config.table.owns(owner.api_version, owner.kind)
     if config.backend is Backend.KUEUE and by_workload:
@@ -49,7 +53,7 @@ def admit_pod(
     has_keys = not given.keys().isdisjoint(K.USER_KEYS)
     spark = None
     if existing is None:
-        theirs = _foreign_gang(meta)
+        theirs = _foreign_gang(meta) or native_gang_of(obj.get("spec"))
         if theirs is not None:
             return allow(req, "Pod", "unchanged", f"already in a gang ({theirs})")
     if existing is not None:
@@ -118,6 +122,9 @@ def admit_pod(
         values.min_available.count if values.min_available and values.min_available.count else 1
     )
     gang = GangInfo(name, min_member, None, values.queue, values.timeout)
+    extra_warnings: list[str] = []
+    if config.backend is Backend.VOLCANO and mode != "consistent":
+        gang.spec_extra, extra_warnings = spec_fields(served, values.topology, [], False)
 
     ed = Editor(obj)
     pin_to_pool(ed, ("spec",), config.node_pool)
@@ -133,14 +140,17 @@ def admit_pod(
         fill_only=mode == "consistent" and split is None,
     )
     set_scheduler(ed, ("spec",), config.effective_scheduler_name)
-    warnings = list(values.warnings)
+    dialect.edit_pod(ed, meta, name, existing or name)
+    warnings = [*values.warnings, *extra_warnings]
 
     if mode == "consistent":
         hints = []
-        if owner is not None and owner.uid and dialect.podgroup is not None:
-            hints.append(OwnerHint(dialect.podgroup.api_version, req.namespace, name, owner))
+        if owner is not None and owner.uid:
+            hints = dialect.hints(req.namespace, name, existing or name, owner)
         # Made from a template admitted before: its warnings were given then.
         return finish(req, "Pod", ed, [], hints=hints)
+    if (why := dialect.unusable()) is not None:
+        warnings.append(cap(f"corral: no native gang written for {name}: {why}"))
 
     if cluster is not None and shaped.shapes() is not None:
         refusal, more = feasibility(cluster, config, name, shaped.roles_for_engine(), min_member)
@@ -149,7 +159,7 @@ def admit_pod(
         warnings.extend(more)
 
     intents = []
-    if dialect.podgroup is not None:
+    if dialect.makes_objects:
         pod_owner: OwnerRef | None = owner
         if pod_owner is None:
             pod_name = meta.get("name")
@@ -159,7 +169,12 @@ def admit_pod(
             pod_owner = (
                 OwnerRef("v1", "Pod", pod_name) if isinstance(pod_name, str) and pod_name else None
             )
-        intents.append(podgroup_intent(dialect, gang, req.namespace, shaped, pod_owner))
+        if dialect.podgroup is not None:
+            intents.append(podgroup_intent(dialect, gang, req.namespace, shaped, pod_owner))
+        else:
+            intents.extend(
+                dialect.gang_intents(gang, req.namespace, pod_owner, None, shaped.priority_class())
+            )
     return finish(req, "Pod", ed, warnings, intents)
 
 

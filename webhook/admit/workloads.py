@@ -12,11 +12,13 @@ from .. import keys as K
 from ..backends import Dialect, GangInfo
 from ..cluster import ClusterState
 from ..config import Backend, WebhookConfig
+from ..native_gangs import Served
 from ..patch import Editor
-from ..podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
+from ..podgroups.intent import OwnerRef, PodGroupIntent
 from ..spark import pod_view
 from ..suspension import change, is_suspended, suspended_by_descheduler
 from ..validate import InvalidValue, derived_name, parse_min_available
+from ..volcano_fields import repeated_groups, spec_fields
 from ..workloads import ResolvedRole, WorkloadError, WorkloadKind, is_set, read_count, resolve_roles
 from .gangs import (
     GangShapes,
@@ -183,8 +185,9 @@ def admit_workload(
     cluster: ClusterState | None,
     config: WebhookConfig,
     job_rule: JobRule = (None, []),
+    served: Served | None = None,
 ) -> AdmitResult:
-    dialect = dialect_of(config)
+    dialect = dialect_of(config, served)
     kind = entry.kind
     if config.backend is Backend.KUEUE and controller(meta) is not None:
         # A child (a JobSet's Job): Kueue manages the parent, which carries the queue.
@@ -192,6 +195,8 @@ def admit_workload(
     for path in entry.left_alone_when:
         if is_set(obj, path):
             return allow(req, kind, "unchanged", f"{path} is set: left to that integration")
+    if (why := dialect.left_alone(req.group, kind, obj)) is not None:
+        return allow(req, kind, "unchanged", why)
     roles = resolve_roles(entry, obj)
     if not roles:
         return allow(req, kind, "unchanged", "no pod templates")
@@ -205,7 +210,8 @@ def admit_workload(
         return allow(req, kind, "skipped", f"{K.SKIP} is set on its pod templates")
     existing = next((g for g in (dialect.membership(_role_meta(r)) for r in roles) if g), None)
     if req.operation == "UPDATE":
-        return _rescale(req, obj, meta, entry, roles, existing, config)
+        return _rescale(req, obj, meta, entry, roles, existing, config, dialect)
+    dialect.check_templates([_role_spec(r) for r in roles], entry.gang_per is not None)
     plan = _plan(req, obj, meta, entry, roles, existing, config)
     if plan is None:
         return allow(req, kind, "unchanged", "no pods to gang (size 0)")
@@ -223,6 +229,12 @@ def admit_workload(
     shaped = GangShapes(name, plan.roles, ed, config, min_member, plan.reserve)
 
     warnings = plan.warnings
+    if config.backend is Backend.VOLCANO and not fill_only:
+        groups = repeated_groups(req.group, kind, obj)
+        gang.spec_extra, more = spec_fields(
+            served, values.topology, groups, min_member >= plan.size
+        )
+        warnings.extend(more)
     if dialect.templates_carry_keys:
         task_groups = (
             shaped.task_groups() if config.backend is Backend.YUNIKORN and not fill_only else None
@@ -233,8 +245,13 @@ def admit_workload(
             if split and entry.gang_per is not None:
                 keys.annotations[K.SPLIT_GANG] = name
                 keys.annotations[K.SPLIT_BY] = entry.gang_per.label
+            if not fill_only:
+                dialect.role_keys(keys, r.name, len(roles), entry.gang_per is not None)
             apply_keys(ed, r.meta_at, keys, fill_only=fill_only)
             set_scheduler(ed, r.spec_at, config.effective_scheduler_name)
+        if not fill_only:
+            # What the backend reads from the workload itself (KAI: its top owner).
+            apply_keys(ed, ("metadata",), dialect.workload_keys(gang), fill_only=False)
     elif not fill_only:
         apply_keys(ed, ("metadata",), dialect.workload_keys(gang), fill_only=False)
         warnings.extend(_kueue_warnings(entry, plan))
@@ -246,9 +263,11 @@ def admit_workload(
         # PodGroup reconciler learns the owner's uid from it without a lookup.
         hints = []
         parent = controller(meta)
-        if parent is not None and parent.uid and dialect.podgroup is not None:
-            hints.append(OwnerHint(dialect.podgroup.api_version, req.namespace, name, parent))
+        if parent is not None and parent.uid:
+            hints = dialect.hints(req.namespace, name, name, parent)
         return finish(req, kind, ed, job_rule[1], hints=hints, job_rule=job_rule)
+    if (why := dialect.unusable()) is not None:
+        warnings.append(cap(f"corral: no native gang written for {name}: {why}"))
 
     if cluster is not None and shaped.shapes() is not None:
         refusal, more = feasibility(
@@ -279,7 +298,7 @@ def _intents(
     *,
     update: bool,
 ) -> list[PodGroupIntent]:
-    if dialect.podgroup is None:
+    if not dialect.makes_objects:
         return []
     api_version = obj.get("apiVersion") if isinstance(obj.get("apiVersion"), str) else None
     owner = OwnerRef(
@@ -288,6 +307,17 @@ def _intents(
         str(meta.get("name") or ""),
         str(meta.get("uid") or ""),
     )
+    if dialect.podgroup is None:
+        # The native gang objects, made where missing (a Workload's template does not
+        # follow a scaled workload: it is immutable, minCount changes from v1beta1 only).
+        per_role = shaped.required_per_role()
+        roles = [
+            (r.name, per_role[i] if per_role is not None else r.count)
+            for i, r in enumerate(plan.roles)
+        ]
+        return dialect.gang_intents(
+            gang, req.namespace, owner, plan.instances, shaped.priority_class(), roles
+        )
     if plan.instances is None:
         return [podgroup_intent(dialect, gang, req.namespace, shaped, owner, update=update)]
     out = []
@@ -298,6 +328,7 @@ def _intents(
             gang.size,
             gang.queue,
             gang.timeout_seconds,
+            gang.spec_extra,
         )
         out.append(podgroup_intent(dialect, one, req.namespace, shaped, owner, update=update))
     return out
@@ -337,13 +368,13 @@ def _rescale(
     roles: list[ResolvedRole],
     existing: str | None,
     config: WebhookConfig,
+    dialect: Dialect,
 ) -> AdmitResult:
     """An UPDATE of a workload: when its replica counts (or templates or corral.dev
     values) changed, its PodGroup's minMember and minResources follow, through the
     reconciler. The object itself is never patched on UPDATE (a Job's template and
     podFailurePolicy cannot change once made)."""
     kind = entry.kind
-    dialect = dialect_of(config)
     if existing is None:
         return allow(req, kind, "unchanged", "not a gang (it was not made one when created)")
     if meta.get("deletionTimestamp"):
@@ -351,9 +382,12 @@ def _rescale(
     parent = controller(meta)
     if parent is not None and config.table.owns(parent.api_version, parent.kind):
         return allow(req, kind, "unchanged", "its gang is its parent's")
-    if dialect.podgroup is None:
+    if not dialect.makes_objects:
         return allow(req, kind, "unchanged", "the backend has no gang object to update")
     turned = change(kind, req.old, obj)
+    if turned == "suspended" and dialect.podgroup is None:
+        # A native gang's objects wait without pods; nothing to hold them off.
+        return allow(req, kind, "unchanged", "a native gang's objects stay while suspended")
     if turned == "suspended":
         if suspended_by_descheduler(meta):
             return allow(req, kind, "unchanged", "the descheduler removes its PodGroup itself")

@@ -25,6 +25,9 @@ from typing import Any
 from gangplace.kube import ApiError, KubeClient
 from gangplace.kube.resources import (
     COSCHED_PODGROUPS,
+    NATIVE_COMPOSITES,
+    NATIVE_PODGROUPS,
+    NATIVE_WORKLOADS,
     PODS,
     VOLCANO_PODGROUPS,
     WORKLOADS,
@@ -33,6 +36,7 @@ from gangplace.kube.resources import (
 
 from ..config import WebhookConfig
 from ..keys import MANAGED_BY
+from ..native_gangs import Served
 from .from_workload import OwnerPodGroups
 from .intent import Existing, OwnerRef, PodGroupIntent, Removed
 from .reconciler import Outcome, PodGroupReconciler
@@ -42,7 +46,16 @@ __all__ = ["PodGroupApi", "owner_resource"]
 # The name the webhook has always logged its PodGroup calls under.
 log = logging.getLogger(__name__)
 
-_PODGROUPS = {r.group: r for r in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS)}
+_PODGROUPS = {
+    (r.group, r.plural): r
+    for r in (
+        VOLCANO_PODGROUPS,
+        COSCHED_PODGROUPS,
+        NATIVE_WORKLOADS,
+        NATIVE_PODGROUPS,
+        NATIVE_COMPOSITES,
+    )
+}
 _OWNERS: dict[tuple[str, str], Resource] = {(r.group, r.kind): r for r in (PODS, *WORKLOADS)}
 _JOIN_TRIES = 5
 
@@ -60,10 +73,14 @@ def owner_resource(owner: OwnerRef) -> Resource | None:
 
 
 def _podgroups(intent: PodGroupIntent) -> Resource:
-    known = _PODGROUPS.get(intent.group)
+    """The resource of an intent's object, at the version it names (the native gang
+    API's version is the one the API server serves)."""
+    known = _PODGROUPS.get((intent.group, intent.plural))
     if known is None:
-        raise ValueError(f"PodGroups of {intent.api_version} are not known to the webhook")
-    return known
+        raise ValueError(f"{intent.plural} of {intent.api_version} are not known to the webhook")
+    if intent.version == known.version:
+        return known
+    return Resource(known.group, intent.version, known.plural, known.kind, known.namespaced)
 
 
 def _refs(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -290,9 +307,11 @@ def live_reconciler(
     kube: KubeClient,
     config: WebhookConfig,
     on_outcome: Callable[[PodGroupIntent, Outcome], None] | None = None,
+    served: Served | None = None,
 ) -> PodGroupReconciler:
     """The reconciler the webhook runs on a cluster: every PodGroup call over ``kube``,
-    and a gang's missing PodGroup made from its live workload by ``config``'s rules.
+    and a gang's missing PodGroup made from its live workload by ``config``'s rules
+    (``served``: what the API server serves, as admission was told).
     One wiring for the server, the benchmarks and the scenario tests."""
     api = PodGroupApi(kube)
     return PodGroupReconciler(
@@ -301,6 +320,6 @@ def live_reconciler(
         existing=api.existing,
         update=api.update,
         remove=api.remove,
-        ensure=OwnerPodGroups(api.read_owner, config),
+        ensure=OwnerPodGroups(api.read_owner, config, served),
         on_outcome=on_outcome,
     )

@@ -22,6 +22,7 @@ from .. import keys as K
 from ..admit import admit
 from ..cluster import ClusterState
 from ..config import WebhookConfig
+from ..native_gangs import Served
 from ..validate import derived_name
 from .intent import OwnerHint, OwnerRef, PodGroupIntent
 
@@ -38,9 +39,10 @@ _DEPTH = 3
 class OwnerPodGroups:
     """``ensure`` for :class:`~webhook.podgroups.reconciler.PodGroupReconciler`."""
 
-    def __init__(self, read: ReadFn, config: WebhookConfig) -> None:
+    def __init__(self, read: ReadFn, config: WebhookConfig, served: Served | None = None) -> None:
         self._read = read
         self._config = config
+        self._served = served  # what the API server serves (the native gang API's version)
 
     async def __call__(self, hint: OwnerHint) -> PodGroupIntent | Literal[False] | None:
         """The intent; None while there is none to make (the workload is gone,
@@ -82,7 +84,7 @@ class OwnerPodGroups:
                 "oldObject": None,
             },
         }
-        result = admit(review, _NO_CLUSTER, self._config)
+        result = admit(review, _NO_CLUSTER, self._config, self._served)
         return result.intents
 
 

@@ -91,8 +91,9 @@ class PodGroupIntent:
         return self._body
 
     @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.api_version, self.namespace, self.name)
+    def key(self) -> tuple[str, str, str, str]:
+        # The kind too: the native gang API has a Workload and a PodGroup of one name.
+        return (self.api_version, self.namespace, self.name, self.plural)
 
     @property
     def group(self) -> str:
@@ -119,10 +120,11 @@ class OwnerHint(NamedTuple):
     namespace: str
     name: str
     owner: OwnerRef
+    plural: str = "podgroups"
 
     @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.api_version, self.namespace, self.name)
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.api_version, self.namespace, self.name, self.plural)
 
 
 class Existing(StrEnum):

@@ -92,7 +92,8 @@ log = logging.getLogger(__name__)
 
 
 # A queued unit of work: the PodGroup's key and, for a gang owned by its pods, the pod.
-_Slot = tuple[str, str, str, str]
+_Key = tuple[str, str, str, str]  # PodGroupIntent.key
+_Slot = tuple[str, str, str, str, str]
 
 
 def _slot(intent: PodGroupIntent) -> _Slot:
@@ -144,7 +145,7 @@ class PodGroupReconciler:
         self._remove = remove
         self._ensure = ensure
         # Intents whose owner never showed up, by key, until a hint names the owner.
-        self._parked: OrderedDict[tuple[str, str, str], PodGroupIntent] = OrderedDict()
+        self._parked: OrderedDict[_Key, PodGroupIntent] = OrderedDict()
         self._park_limit = parked
         self._policy = policy or RetryPolicy()
         self._n_workers = workers
@@ -154,7 +155,7 @@ class PodGroupReconciler:
         self._pending: dict[_Slot, _Pending] = {}
         # (key, owner uid) of PodGroups known to exist. Keyed by uid so a workload
         # deleted and made again under the same name gets its PodGroup again.
-        self._done: OrderedDict[tuple[tuple[str, str, str], str], None] = OrderedDict()
+        self._done: OrderedDict[tuple[_Key, str], None] = OrderedDict()
         self._remember = remember
         self._on_outcome = on_outcome
         self._sleep = sleep
@@ -163,11 +164,11 @@ class PodGroupReconciler:
         self._tasks: list[asyncio.Task[None]] = []
         # PodGroups known to exist (whoever owns them), with when that was learnt: a
         # gang's later pods are answered without a call (see before_answer).
-        self._exists: OrderedDict[tuple[str, str, str], float] = OrderedDict()
+        self._exists: OrderedDict[_Key, float] = OrderedDict()
         # Unowned creates of bare-pod gangs in flight on the request path, by PodGroup.
-        self._early: dict[tuple[str, str, str], asyncio.Task[bool]] = {}
+        self._early: dict[_Key, asyncio.Task[bool]] = {}
         # Those it created (not found): removed again if no pod of theirs ever shows up.
-        self._made_unowned: set[tuple[str, str, str]] = set()
+        self._made_unowned: set[_Key] = set()
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -250,7 +251,7 @@ class PodGroupReconciler:
         except asyncio.QueueFull:
             return
         placeholder = PodGroupIntent(
-            hint.api_version, "", hint.namespace, hint.name, {}, hint.owner
+            hint.api_version, hint.plural, hint.namespace, hint.name, {}, hint.owner
         )
         self._pending[slot] = _Pending(placeholder, hint.owner, self._clock(), ensure=hint)
         self._idle.clear()
@@ -311,11 +312,11 @@ class PodGroupReconciler:
                 out.append(pend)
         return out
 
-    def _known(self, key: tuple[str, str, str]) -> bool:
+    def _known(self, key: _Key) -> bool:
         when = self._exists.get(key)
         return when is not None and self._clock() - when < self._policy.exists_ttl
 
-    def _known_now(self, key: tuple[str, str, str]) -> None:
+    def _known_now(self, key: _Key) -> None:
         self._exists[key] = self._clock()
         self._exists.move_to_end(key)
         while len(self._exists) > self._remember:
@@ -677,7 +678,7 @@ class PodGroupReconciler:
             )
             self._report(intent, "removed")
 
-    def _forget(self, key: tuple[str, str, str], uid: str) -> None:
+    def _forget(self, key: _Key, uid: str) -> None:
         self._done.pop((key, uid), None)
         self._exists.pop(key, None)
 
@@ -700,7 +701,7 @@ class PodGroupReconciler:
         while len(self._parked) > self._park_limit:
             self._parked.popitem(last=False)
 
-    def _mark_done(self, key: tuple[tuple[str, str, str], str]) -> None:
+    def _mark_done(self, key: tuple[_Key, str]) -> None:
         self._done[key] = None
         while len(self._done) > self._remember:
             self._done.popitem(last=False)

@@ -39,6 +39,9 @@ from .resources import (
     LEASES,
     MUTATING_WEBHOOKS,
     NAMESPACES,
+    NATIVE_COMPOSITES,
+    NATIVE_PODGROUPS,
+    NATIVE_WORKLOADS,
     NODES,
     PDBS,
     PODS,
@@ -100,7 +103,7 @@ DESCHEDULER_LEDGER: Final = "corral-descheduler-moves"
 # The install choices a grant may depend on, each with its values; the first is the
 # default install (``kubectl apply -k manifests/``).
 CHOICES: Final[Mapping[str, tuple[str, ...]]] = {
-    "backend": ("volcano", "coscheduling", "yunikorn", "kueue"),
+    "backend": ("volcano", "coscheduling", "yunikorn", "kueue", "kubernetes", "kai"),
     "certs": ("self-signed", "cert-manager"),
     "descheduler": ("cronjob", "deployment"),
 }
@@ -140,8 +143,11 @@ _PODGROUP_BACKENDS: tuple[tuple[str, Resource], ...] = (
     ("volcano", VOLCANO_PODGROUPS),
     ("coscheduling", COSCHED_PODGROUPS),
 )
+# The backends whose gangs have objects the webhook makes (the native gang API's Workload
+# and PodGroup besides the PodGroups above): their owners' uids are read.
 _PODGROUP_WEBHOOK: tuple[Grant, ...] = tuple(
-    Grant(WEBHOOK, when=("backend", backend)) for backend, _ in _PODGROUP_BACKENDS
+    Grant(WEBHOOK, when=("backend", backend))
+    for backend in (*(b for b, _ in _PODGROUP_BACKENDS), "kubernetes")
 )
 
 # (verbs, resource, subresource, grants): every grant applies to every verb of its row.
@@ -206,6 +212,19 @@ _ROWS: tuple[tuple[tuple[str, ...], Resource, str, tuple[Grant, ...]], ...] = (
         for backend, res in _PODGROUP_BACKENDS
     ),
     *((("get",), res, "", _PODGROUP_WEBHOOK) for res in (PODS, *WORKLOADS)),
+    # The native gang API's objects (backend kubernetes): made for each admitted gang,
+    # looked at when one exists already, joined by each pod of a bare-pod gang.
+    *(
+        (
+            ("create", "get", "patch"),
+            res,
+            "",
+            (Grant(WEBHOOK, when=("backend", "kubernetes")),),
+        )
+        for res in (NATIVE_WORKLOADS, NATIVE_PODGROUPS, NATIVE_COMPOSITES)
+    ),
+    # The fields of Volcano's served PodGroup schema (its CRD), read once at start.
+    (("get",), CRDS, "", (Grant(WEBHOOK, when=("backend", "volcano")),)),
     # --self-signed: the CA and certificate in one Secret of the webhook's namespace,
     # and the CA in the caBundle of its own MutatingWebhookConfiguration.
     (

@@ -25,6 +25,9 @@ __all__ = [
     "LEASES",
     "MUTATING_WEBHOOKS",
     "NAMESPACES",
+    "NATIVE_COMPOSITES",
+    "NATIVE_PODGROUPS",
+    "NATIVE_WORKLOADS",
     "NODES",
     "NON_TERMINAL_PODS",
     "PDBS",
@@ -99,6 +102,17 @@ VOLCANO_PODGROUPS = Resource(
     "scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", namespaced=True
 )
 VOLCANO_QUEUES = Resource("scheduling.volcano.sh", "v1beta1", "queues", "Queue", namespaced=False)
+# The native gang API (KEP-4671): v1alpha1 in 1.35, v1alpha2 in 1.36, v1beta1 in 1.37; the
+# webhook writes the version the API server serves (the version here is the newest).
+NATIVE_WORKLOADS = Resource(
+    "scheduling.k8s.io", "v1beta1", "workloads", "Workload", namespaced=True
+)
+NATIVE_PODGROUPS = Resource(
+    "scheduling.k8s.io", "v1beta1", "podgroups", "PodGroup", namespaced=True
+)
+NATIVE_COMPOSITES = Resource(
+    "scheduling.k8s.io", "v1alpha3", "compositepodgroups", "CompositePodGroup", namespaced=True
+)
 COSCHED_PODGROUPS = Resource(
     "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", namespaced=True
 )
@@ -311,6 +325,18 @@ API_CALLS: tuple[ApiCall, ...] = (
             "without it (not while it is suspended)",
         )
         for r in WORKLOADS
+    ),
+    *(
+        ApiCall(verb, r.group, r.plural, why=why)
+        for r in (NATIVE_WORKLOADS, NATIVE_PODGROUPS, NATIVE_COMPOSITES)
+        for verb, why in (
+            ("create", "webhook (backend kubernetes): the native gang objects of each gang"),
+            ("get", "webhook (backend kubernetes): whose is the gang object that exists (409)"),
+            (
+                "patch",
+                "webhook (backend kubernetes): a bare-pod gang's objects are owned by all its pods",
+            ),
+        )
     ),
     ApiCall("get", "", "secrets", why="webhook --self-signed: its CA and certificate"),
     ApiCall("create", "", "secrets", why="webhook --self-signed: its CA and certificate"),
