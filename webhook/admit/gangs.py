@@ -13,7 +13,7 @@ from gangplace.engine import Gang, PodShape, ShapeError, TaskRole, shape_from_po
 from gangplace.engine.model import GPU_SHARE_COUNT, GPU_SHARE_MILLI, GPU_SHARE_MODEL
 
 from .. import keys as K
-from ..backends import Dialect, GangInfo, TaskGroup, dialect_for
+from ..backends import Dialect, GangInfo, TaskGroup
 from ..cluster import ClusterState, check_gang
 from ..config import Backend, WebhookConfig
 from ..patch import Editor
@@ -36,24 +36,11 @@ __all__ = [
     "Invalid",
     "Values",
     "controller",
-    "dialect_of",
     "feasibility",
     "podgroup_intent",
     "read_values",
     "shape",
 ]
-
-_DIALECTS: dict[int, tuple[WebhookConfig, Dialect]] = {}
-
-
-def dialect_of(config: WebhookConfig) -> Dialect:
-    hit = _DIALECTS.get(id(config))
-    if hit is None or hit[0] is not config:
-        if len(_DIALECTS) > 16:
-            _DIALECTS.clear()
-        hit = (config, dialect_for(config))
-        _DIALECTS[id(config)] = hit
-    return hit[1]
 
 
 def _merged(sources: Sequence[Mapping[str, str]]) -> Mapping[str, str]:

@@ -23,13 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gangplace.kube import ApiError, KubeClient
-from gangplace.kube.resources import (
-    COSCHED_PODGROUPS,
-    PODS,
-    VOLCANO_PODGROUPS,
-    WORKLOADS,
-    Resource,
-)
+from gangplace.kube.resources import PODGROUP_APIS, PODS, WORKLOADS, Resource
 
 from ..config import WebhookConfig
 from ..keys import MANAGED_BY
@@ -42,7 +36,6 @@ __all__ = ["PodGroupApi", "owner_resource"]
 # The name the webhook has always logged its PodGroup calls under.
 log = logging.getLogger("webhook.kube")
 
-_PODGROUPS = {r.group: r for r in (VOLCANO_PODGROUPS, COSCHED_PODGROUPS)}
 _OWNERS: dict[tuple[str, str], Resource] = {(r.group, r.kind): r for r in (PODS, *WORKLOADS)}
 _JOIN_TRIES = 5
 
@@ -60,7 +53,7 @@ def owner_resource(owner: OwnerRef) -> Resource | None:
 
 
 def _podgroups(intent: PodGroupIntent) -> Resource:
-    known = _PODGROUPS.get(intent.group)
+    known = PODGROUP_APIS.get(intent.group)
     if known is None:
         raise ValueError(f"PodGroups of {intent.api_version} are not known to the webhook")
     return known
