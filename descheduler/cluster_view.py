@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from gangplace.engine.kinds import KINDS
 from gangplace.engine.objects import pdb_from_json, podgroup_from_json, queue_from_json
-from gangplace.engine.workloads import SUSPEND_PATHS, crd_switch, workload_from_json
+from gangplace.engine.workloads import crd_switch, workload_from_json
 from gangplace.kube import TRANSIENT_ERRORS, ApiError, ClusterCache, Informer, KubeClient
 from gangplace.kube.resources import (
     COSCHED_PODGROUPS,
@@ -28,6 +29,7 @@ from gangplace.kube.resources import (
     DESCHEDULER_WORKLOADS,
     KUEUE_WORKLOADS,
     PDBS,
+    PODGROUP_APIS,
     PRIORITY_CLASSES,
     VOLCANO_PODGROUPS,
     VOLCANO_QUEUES,
@@ -37,18 +39,13 @@ from gangplace.kube.resources import (
 from .config import DeschedulerConfig
 from .state import ClusterState, drf_queue, state_from_objects
 
-__all__ = ["PODGROUP_APIS", "WORKLOAD_RESOURCES", "ClusterView"]
+__all__ = ["ClusterView"]
 
 # The descheduler's cluster side logs under one name, whichever module writes.
 log = logging.getLogger(__name__)
 
 Json = dict[str, Any]
 
-# The PodGroup resources by API group: what a mark patches, by the group a record names.
-PODGROUP_APIS: Mapping[str, Resource] = {
-    VOLCANO_PODGROUPS.group: VOLCANO_PODGROUPS,
-    COSCHED_PODGROUPS.group: COSCHED_PODGROUPS,
-}
 _OPTIONAL = (
     VOLCANO_PODGROUPS,
     VOLCANO_QUEUES,
@@ -56,8 +53,6 @@ _OPTIONAL = (
     KUEUE_WORKLOADS,
     *DESCHEDULER_WORKLOADS,
 )
-# The workload resources by kind: what a suspend or resume patches.
-WORKLOAD_RESOURCES: Mapping[str, Resource] = {r.kind: r for r in DESCHEDULER_WORKLOADS}
 # The spec fields of a workload the planner reads (see gangplace.engine.workloads).
 _WORKLOAD_SPEC = frozenset(
     {
@@ -71,9 +66,13 @@ _WORKLOAD_SPEC = frozenset(
 )
 # How long the CRDs read for one state serve the next ones (seconds).
 CRD_TTL = 60.0
-# The CRDs whose schema says whether a suspend takes effect (batch/v1 Job is built in).
+# The CRDs whose schema says whether a suspend takes effect (the registry says which:
+# a batch/v1 Job's switch is built in).
 _SWITCH_CRDS = tuple(
-    r for r in DESCHEDULER_WORKLOADS if r.kind in SUSPEND_PATHS and r.group != "batch"
+    r
+    for r in DESCHEDULER_WORKLOADS
+    if KINDS[(r.group, r.kind)].suspend_path
+    and KINDS[(r.group, r.kind)].suspend_takes_effect == "servedSchema"
 )
 
 
@@ -248,7 +247,7 @@ class ClusterView:
 def _switch_only(crd: Json, kind: str, declared: bool) -> Json:
     """A CRD cut down to what :func:`~gangplace.engine.workloads.crd_switch` reads: the
     schema of its storage version keeps the switch only if it was declared."""
-    path = SUSPEND_PATHS[kind]
+    path = KINDS[(str((crd.get("spec") or {}).get("group") or ""), kind)].suspend_path
     node: Json = {
         "type": "object",
         "properties": {path[-1]: {"type": "boolean"}} if declared else {},

@@ -10,8 +10,8 @@ from typing import Any
 from gangplace.engine.node_pod_records import PodRecord
 from gangplace.engine.workloads import WorkloadRecord
 from gangplace.kube import KubeClient, event_body, post_event
+from gangplace.kube.resources import PODGROUP_APIS, workload_resource
 
-from .cluster_view import PODGROUP_APIS, WORKLOAD_RESOURCES
 from .ports import GangEvent
 from .state import ClusterState
 
@@ -23,7 +23,7 @@ Json = dict[str, Any]
 def workload_ref(w: WorkloadRecord) -> Json:
     """An Event's involvedObject naming a workload."""
     return {
-        "apiVersion": WORKLOAD_RESOURCES[w.kind].api_version,
+        "apiVersion": workload_resource(w.group, w.kind).api_version,
         "kind": w.kind,
         "namespace": w.namespace,
         "name": w.name,

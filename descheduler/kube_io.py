@@ -47,10 +47,10 @@ from gangplace.kube import (
     Limits,
 )
 from gangplace.kube import Outcome as KubeOutcome
-from gangplace.kube.resources import VOLCANO_PODGROUPS
+from gangplace.kube.resources import PODGROUP_APIS, VOLCANO_PODGROUPS
 
 from .budget import limits_of
-from .cluster_view import PODGROUP_APIS, ClusterView
+from .cluster_view import ClusterView
 from .config import DeschedulerConfig
 from .gang_events import involved_object, post_gang_event
 from .gang_views import cooldown_key

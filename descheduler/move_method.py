@@ -28,13 +28,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gangplace.engine import PodRecord
+from gangplace.engine.kinds import KINDS, KindRecord
 from gangplace.engine.objects import PodGroupRecord
-from gangplace.engine.workloads import (
-    RECREATING_OWNERS,
-    WORKLOAD_KINDS,
-    WorkloadRecord,
-    workload_key,
-)
+from gangplace.engine.workloads import WorkloadRecord, workload_key
 
 __all__ = ["Method", "Owners", "Way"]
 
@@ -61,19 +57,22 @@ class Owners:
         # top-level workload key -> the units whose pods it owns
         self.units: dict[str, set[str]] = {}
 
-    def chain_top(self, namespace: str, kind: str, name: str) -> tuple[WorkloadRecord | None, str]:
-        """The top-level workload above (kind, name), or None and why it is unknown
-        ('' when the owner is not a workload kind at all)."""
-        if kind not in WORKLOAD_KINDS:
+    def chain_top(
+        self, namespace: str, group: str, kind: str, name: str
+    ) -> tuple[WorkloadRecord | None, str]:
+        """The top-level workload above (group, kind, name), or None and why it is
+        unknown ('' when the owner is not a kind the descheduler reads at all: a Volcano
+        ``batch.volcano.sh`` Job is not a batch/v1 Job)."""
+        if not _read(group, kind):
             return None, ""
         seen: set[str] = set()
         cur = self.workloads.get(workload_key(namespace, kind, name))
-        if cur is None:
+        if cur is None or cur.group != group:
             return None, f"{kind} {namespace}/{name} is not in the cluster state"
-        while cur.owner_kind in WORKLOAD_KINDS and cur.key not in seen:
+        while _read(cur.owner_group, cur.owner_kind) and cur.key not in seen:
             seen.add(cur.key)
             up = self.workloads.get(workload_key(namespace, cur.owner_kind, cur.owner_name))
-            if up is None:
+            if up is None or up.group != cur.owner_group:
                 return None, (
                     f"{cur.owner_kind} {namespace}/{cur.owner_name} (owner of "
                     f"{cur.describe()}) is not in the cluster state"
@@ -82,10 +81,10 @@ class Owners:
         return cur, ""
 
     def top_of_pod(self, pod: PodRecord) -> tuple[WorkloadRecord | None, str]:
-        return self.chain_top(pod.namespace, pod.owner_kind, pod.owner_name)
+        return self.chain_top(pod.namespace, pod.owner_group, pod.owner_kind, pod.owner_name)
 
     def top_of_podgroup(self, pg: PodGroupRecord) -> WorkloadRecord | None:
-        return self.chain_top(pg.namespace, pg.owner_kind, pg.owner_name)[0]
+        return self.chain_top(pg.namespace, pg.owner_group, pg.owner_kind, pg.owner_name)[0]
 
     def index_units(self, units: Iterable[tuple[str, Sequence[PodRecord]]]) -> None:
         for key, pods in units:
@@ -151,12 +150,14 @@ class Owners:
         jobs: dict[str, WorkloadRecord] = {}
         for p in pods:
             kind = p.owner_kind
-            if kind in RECREATING_OWNERS:
+            known = KINDS.get((p.owner_group, kind))
+            evicted = known.evicted if known is not None else None
+            if evicted == "recreated":
                 continue
             what = f"{kind} {p.namespace}/{p.owner_name}"
-            if kind == "Job":
+            if evicted == "job-failures":
                 rec = self.workloads.get(workload_key(p.namespace, kind, p.owner_name))
-                if rec is None:
+                if rec is None or rec.group != p.owner_group:
                     return self._no(
                         f"{what} is not in the cluster state: whether an eviction would "
                         "fail it cannot be told",
@@ -168,7 +169,7 @@ class Owners:
                 continue
             if not kind:
                 return self._no(f"pod {p.key} has no controller to recreate it", why_not_suspend)
-            if kind in WORKLOAD_KINDS:
+            if known is not None and known.read:
                 return self._no(
                     f"an evicted pod of {what} is not made again without loss",
                     why_not_suspend,
@@ -196,3 +197,9 @@ class Owners:
         if why_not_suspend and why_not_suspend not in why:
             why = f"{why}; not suspended: {why_not_suspend}"
         return Way(None, f"not movable: {why}")
+
+
+def _read(group: str, kind: str) -> bool:
+    """Whether the registry has the descheduler read this kind as a workload record."""
+    record: KindRecord | None = KINDS.get((group, kind))
+    return record is not None and record.read

@@ -43,6 +43,7 @@ __all__ = ["T0", "MoveError", "PlannerHook", "Round", "replay_with_moves"]
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 # What a trace pod is taken to be: a Running pod made by a controller.
 OWNER_KIND = "ReplicaSet"
+OWNER_GROUP = "apps"
 
 
 @dataclass(slots=True)
@@ -113,6 +114,7 @@ class PlannerHook:
         for p in ctx.pods[self._seen :]:
             p.phase = "Running"
             p.owner_kind = OWNER_KIND
+            p.owner_group = OWNER_GROUP
             p.owner_name = p.name
             p.created = stamp
         self._seen = len(ctx.pods)

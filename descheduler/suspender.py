@@ -30,9 +30,15 @@ from gangplace.engine.workloads import (
     WorkloadRecord,
 )
 from gangplace.kube import REQUEST_ERRORS, ApiError, KubeClient
-from gangplace.kube.resources import PODS, VOLCANO_PODGROUPS, Resource
+from gangplace.kube.resources import (
+    PODGROUP_APIS,
+    PODS,
+    VOLCANO_PODGROUPS,
+    Resource,
+    workload_resource,
+)
 
-from .cluster_view import PODGROUP_APIS, WORKLOAD_RESOURCES, ClusterView
+from .cluster_view import ClusterView
 from .config import DeschedulerConfig
 from .gang_events import post_gang_event, workload_ref
 from .move_method import Owners
@@ -75,7 +81,7 @@ class Suspender:
 
     async def _patch_workload(self, w: WorkloadRecord, body: Json) -> None:
         await self.client.patch(
-            WORKLOAD_RESOURCES[w.kind],
+            workload_resource(w.group, w.kind),
             w.name,
             body,
             namespace=w.namespace,

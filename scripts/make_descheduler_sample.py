@@ -57,7 +57,7 @@ def pod(
     if gpus:
         req[b.GPU] = str(gpus)
     kind, owner_name = owner
-    api = "v1" if kind == "Node" else "batch/v1"
+    api = "v1" if kind == "Node" else None  # else the registered kind's apiVersion
     return b.pod(
         name,
         ns,

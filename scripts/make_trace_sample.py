@@ -116,7 +116,6 @@ def pod_json(
     if queue:
         ann["scheduling.volcano.sh/queue-name"] = queue
     kind, owner_name = owner
-    api = {"Job": "batch/v1", "ReplicaSet": "apps/v1"}[kind]
     return b.pod(
         name,
         ns,
@@ -129,7 +128,7 @@ def pod_json(
         labels=labels or {},
         annotations=ann,
         created=ts(created),
-        owner=b.owner_ref(kind, owner_name, api=api, uid=f"uid-{kind.lower()}-{ns}-{owner_name}"),
+        owner=b.owner_ref(kind, owner_name, uid=f"uid-{kind.lower()}-{ns}-{owner_name}"),
     )
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 from gangplace.engine import gangs
+from gangplace.engine.gangs import read_membership
 
 from .config import Backend, WebhookConfig
 from .keys import MANAGED_BY
@@ -32,6 +33,7 @@ __all__ = [
     "PodGroupKind",
     "TaskGroup",
     "dialect_for",
+    "foreign_gang",
 ]
 
 
@@ -111,8 +113,11 @@ class Dialect:
         self.config = config
 
     def membership(self, meta: Mapping[str, Any] | None) -> str | None:
-        """The gang an object already belongs to by this backend's key, if any."""
-        raise NotImplementedError
+        """The gang an object already belongs to by this backend's keys, if any: the
+        engine's one reader (:func:`gangplace.engine.gangs.read_membership`) in this
+        backend's dialect."""
+        m = read_membership(self.backend.value, *_keys_of(meta), application=True)
+        return m.gang if m is not None else None
 
     def member_keys(
         self, gang: GangInfo, *, role: str | None, task_groups: Sequence[TaskGroup] | None
@@ -203,23 +208,37 @@ class Dialect:
         }
 
 
-def _get(meta: Mapping[str, Any] | None, field_: str, key: str) -> str | None:
-    if not meta:
-        return None
-    m = meta.get(field_)
-    if isinstance(m, dict):
-        v = m.get(key)
-        if isinstance(v, str) and v:
-            return v
+def _keys_of(meta: Mapping[str, Any] | None) -> tuple[dict[str, str], dict[str, str]]:
+    """(labels, annotations) of an object's metadata, the string values only."""
+    out: list[dict[str, str]] = []
+    for field_ in ("labels", "annotations"):
+        m = meta.get(field_) if meta else None
+        out.append(
+            {k: v for k, v in m.items() if isinstance(v, str) and v} if isinstance(m, dict) else {}
+        )
+    return out[0], out[1]
+
+
+def foreign_gang(meta: Mapping[str, Any] | None, backend: Backend) -> str | None:
+    """The key of another scheduler's group an object is in, if any: a pod in another
+    scheduler's gang is left alone, and so is a pod of a YuniKorn application (YuniKorn
+    schedules it, as a gang only with task groups)."""
+    labels, annotations = _keys_of(meta)
+    for dialect in gangs.DIALECTS:
+        if dialect in (backend.value, "corral"):
+            continue
+        m = read_membership(dialect, labels, annotations)
+        if m is not None:
+            return m.key
+    app = gangs.yunikorn_app_id(labels, annotations)
+    if app is not None and backend is not Backend.YUNIKORN:
+        return app[1]
     return None
 
 
 class Volcano(Dialect):
     backend = Backend.VOLCANO
     podgroup = PodGroupKind("scheduling.volcano.sh", "v1beta1")
-
-    def membership(self, meta: Mapping[str, Any] | None) -> str | None:
-        return _get(meta, "annotations", gangs.VOLCANO_GROUP_NAME)
 
     def member_keys(
         self, gang: GangInfo, *, role: str | None, task_groups: Sequence[TaskGroup] | None
@@ -256,9 +275,6 @@ class Coscheduling(Dialect):
     backend = Backend.COSCHEDULING
     podgroup = PodGroupKind("scheduling.x-k8s.io", "v1alpha1")
 
-    def membership(self, meta: Mapping[str, Any] | None) -> str | None:
-        return _get(meta, "labels", gangs.COSCHED_POD_GROUP_LABEL)
-
     def member_keys(
         self, gang: GangInfo, *, role: str | None, task_groups: Sequence[TaskGroup] | None
     ) -> Keys:
@@ -288,9 +304,6 @@ def task_groups_json(groups: Sequence[TaskGroup]) -> str:
 class YuniKorn(Dialect):
     backend = Backend.YUNIKORN
 
-    def membership(self, meta: Mapping[str, Any] | None) -> str | None:
-        return _get(meta, "labels", gangs.YUNIKORN_APP_ID_LABEL)
-
     def member_keys(
         self, gang: GangInfo, *, role: str | None, task_groups: Sequence[TaskGroup] | None
     ) -> Keys:
@@ -309,9 +322,6 @@ class YuniKorn(Dialect):
 class Kueue(Dialect):
     backend = Backend.KUEUE
     templates_carry_keys = False
-
-    def membership(self, meta: Mapping[str, Any] | None) -> str | None:
-        return _get(meta, "labels", gangs.KUEUE_POD_GROUP_LABEL)
 
     def member_keys(
         self, gang: GangInfo, *, role: str | None, task_groups: Sequence[TaskGroup] | None
@@ -340,9 +350,12 @@ _DIALECTS: dict[Backend, type[Dialect]] = {
 }
 
 
-def dialect_for(config: WebhookConfig, served: Served | None = None) -> Dialect:
-    """The dialect of ``config``'s backend; ``served``: what the API server serves
-    (:mod:`webhook.served`), which the ``kubernetes`` backend writes for."""
+# The dialect of each config in use (and what the API server serves), by id (a config is
+# immutable once loaded): admit() asks for it on every request.
+_CACHE: dict[tuple[int, Served | None], tuple[WebhookConfig, Dialect]] = {}
+
+
+def _make(config: WebhookConfig, served: Served | None) -> Dialect:
     if config.backend is Backend.KAI:
         from .kai import Kai  # its own module, built on this one
 
@@ -352,3 +365,15 @@ def dialect_for(config: WebhookConfig, served: Served | None = None) -> Dialect:
 
         return Kubernetes(config, served)
     return _DIALECTS[config.backend](config)
+
+
+def dialect_for(config: WebhookConfig, served: Served | None = None) -> Dialect:
+    """The configured backend's dialect, made once per config; ``served``: what the API
+    server serves (:mod:`webhook.served`), which the ``kubernetes`` backend writes for."""
+    hit = _CACHE.get((id(config), served))
+    if hit is None or hit[0] is not config:
+        if len(_CACHE) > 16:
+            _CACHE.clear()
+        hit = (config, _make(config, served))
+        _CACHE[(id(config), served)] = hit
+    return hit[1]

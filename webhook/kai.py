@@ -16,33 +16,18 @@ minimum-member override. Read from kai-scheduler/KAI-Scheduler (main, 2026):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Sequence
+
+from gangplace.engine.gangs import KAI_MIN_MEMBER, KAI_POD_GROUP, KAI_QUEUE_LABEL
 
 from .backends import Dialect, GangInfo, Keys, TaskGroup
 from .config import Backend
 
 __all__ = ["KAI_MIN_MEMBER", "KAI_POD_GROUP", "KAI_QUEUE_LABEL", "Kai"]
 
-# The PodGroup KAI's pod grouper assigned a pod to (an annotation on the pod).
-KAI_POD_GROUP: Final = "pod-group-name"
-# The queue, read from the top owner's labels, else the pod's.
-KAI_QUEUE_LABEL: Final = "kai.scheduler/queue"
-# The gang's minimum, read from the top owner's annotations (an integer >= 1).
-KAI_MIN_MEMBER: Final = "kai.scheduler/batch-min-member"
-
-
-def _annotation(meta: Mapping[str, Any] | None, key: str) -> str | None:
-    ann = meta.get("annotations") if meta else None
-    v = ann.get(key) if isinstance(ann, dict) else None
-    return v if isinstance(v, str) and v else None
-
 
 class Kai(Dialect):
     backend = Backend.KAI
-
-    def membership(self, meta: Mapping[str, Any] | None) -> str | None:
-        return _annotation(meta, KAI_POD_GROUP)
 
     def member_keys(
         self, gang: GangInfo, *, role: str | None, task_groups: Sequence[TaskGroup] | None

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from gangplace.engine.gangs import NATIVE_GANG
+
 from . import keys as K
 from .backends import Dialect, GangInfo, Keys, TaskGroup
 from .config import Backend, WebhookConfig
@@ -34,8 +36,8 @@ from .validate import InvalidValue, derived_name
 
 __all__ = ["NATIVE_GANG", "NATIVE_GROUP", "POD_FIELDS", "Kubernetes", "native_gang_of"]
 
-# On the pod templates (and pods) of a native gang: the gang's name.
-NATIVE_GANG: Final = "corral.dev/native-gang"
+# On the pod templates (and pods) of a native gang: the gang's name (NATIVE_GANG, read
+# by the one membership reader, gangplace.engine.gangs).
 # On the pod templates of a gang of several roles under a CompositePodGroup (1.37): the
 # role's pod group template; its pods join the PodGroup ``<gang>-<template>``.
 NATIVE_GROUP: Final = "corral.dev/native-group"
@@ -54,11 +56,6 @@ class Kubernetes(Dialect):
     @property
     def makes_objects(self) -> bool:
         return True
-
-    def membership(self, meta: Mapping[str, Any] | None) -> str | None:
-        ann = meta.get("annotations") if meta else None
-        v = ann.get(NATIVE_GANG) if isinstance(ann, dict) else None
-        return v if isinstance(v, str) and v else None
 
     def member_keys(
         self, gang: GangInfo, *, role: str | None, task_groups: Sequence[TaskGroup] | None

@@ -1,7 +1,8 @@
 """A suspended workload has no PodGroup (docs/safe-moves.md, "The PodGroup of a
 suspended workload").
 
-A workload with its suspend switch on (:data:`gangplace.engine.workloads.SUSPEND_PATHS`)
+A workload with its suspend switch on (its registry entry's ``suspend_path``,
+:data:`gangplace.engine.kinds.KINDS`)
 has no pods, and Volcano holds a PodGroup without pods ``Inqueue`` with a Warning Event
 every second. So admission makes no PodGroup for a workload created suspended, makes
 it when an UPDATE resumes the workload, and removes it when an UPDATE suspends it --
@@ -14,16 +15,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from gangplace.engine.workloads import ANNOTATION_SUSPENDED_BY, SUSPEND_PATHS
+from gangplace.engine.kinds import KINDS
+from gangplace.engine.workloads import ANNOTATION_SUSPENDED_BY
 
 __all__ = ["Change", "change", "is_suspended", "suspended_by_descheduler"]
 
 Change = Literal["suspended", "resumed"]
 
 
-def is_suspended(kind: str, obj: Any) -> bool:
-    """Whether ``obj`` (a workload of ``kind``) has its suspend switch on."""
-    path = SUSPEND_PATHS.get(kind)
+def is_suspended(group: str, kind: str, obj: Any) -> bool:
+    """Whether ``obj`` (a workload of ``group``/``kind``) has its suspend switch on."""
+    record = KINDS.get((group, kind))
+    path = record.suspend_path if record is not None else ()
     if not path or not isinstance(obj, Mapping):
         return False
     cur: Any = obj
@@ -34,12 +37,12 @@ def is_suspended(kind: str, obj: Any) -> bool:
     return cur is True
 
 
-def change(kind: str, old: Any, new: Mapping[str, Any]) -> Change | None:
+def change(group: str, kind: str, old: Any, new: Mapping[str, Any]) -> Change | None:
     """What an UPDATE from ``old`` to ``new`` did to the suspend switch (None: nothing).
     An UPDATE without the old object cannot say: None."""
     if not isinstance(old, Mapping):
         return None
-    before, after = is_suspended(kind, old), is_suspended(kind, new)
+    before, after = is_suspended(group, kind, old), is_suspended(group, kind, new)
     if before == after:
         return None
     return "suspended" if after else "resumed"

@@ -1,19 +1,21 @@
-"""The table of workload kinds the webhook turns into gangs.
+"""How the webhook reads a workload kind's pod templates and pod counts.
 
-Each entry says where a kind keeps its pod templates and how many pods each template
-makes. Adding a kind is a table entry (here, or under ``workloads:`` in the config),
-never new code. Paths are dot-separated field names relative to a role object; ``*``
-walks every value of a map (the role is named by the key) or every item of a list
-(named by ``nameField``); a path starting with ``$.`` starts at the object's root.
+The kinds themselves are the engine's one registry
+(:data:`gangplace.engine.kinds.KINDS`): each gang-forming entry says where a kind keeps
+its pod templates and how many pods each template makes. Adding a kind is a registry
+entry (or one under ``workloads:`` in the config), never new code. Paths are
+dot-separated field names relative to a role object; ``*`` walks every value of a map
+(the role is named by the key) or every item of a list (named by ``nameField``); a path
+starting with ``$.`` starts at the object's root.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from gangplace.engine.kinds import Factor, GangPer, RoleSpec, WorkloadKind, gang_kinds
 
 __all__ = [
     "BUILTIN_KINDS",
@@ -36,214 +38,8 @@ class WorkloadError(ValueError):
     """A workload whose replica counts cannot be read; the message names the field."""
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-
-class Factor(_Frozen):
-    """One factor of a role's pod count: the value at ``paths`` (the smallest present,
-    or with ``mode: first`` the first present), plus ``offset``; ``default`` when no
-    path is set. ``mode: max`` takes the largest present. A plain string in the config
-    means ``{paths: [that string]}``."""
-
-    paths: tuple[str, ...] = Field(min_length=1)
-    default: int = Field(default=1, ge=0)
-    offset: int = 0
-    mode: Literal["min", "first", "max"] = "min"
-    when: dict[str, str] = Field(default_factory=dict)
-
-
-class RoleSpec(_Frozen):
-    """A role (launcher, worker, head...): where its pod template is, how many pods.
-
-    ``format`` says what sits at ``template``: a pod template (``podTemplate``), or a
-    Spark operator pod description (``sparkPod``: cores, memory, gpu, labels and
-    annotations, from which the operator builds the pods)."""
-
-    at: str = Field(min_length=1)
-    template: str = Field(min_length=1)
-    name: str = ""
-    name_field: str = Field(default="name", alias="nameField")
-    fallback_template: str | None = Field(default=None, alias="fallbackTemplate")
-    count: tuple[Factor, ...] = ()
-    format: Literal["podTemplate", "sparkPod"] = "podTemplate"
-
-    @field_validator("count", mode="before")
-    @classmethod
-    def _shorthand(cls, v: Any) -> Any:
-        if isinstance(v, (list, tuple)):
-            return [{"paths": [f]} if isinstance(f, str) else f for f in v]
-        return v
-
-    @model_validator(mode="after")
-    def _named(self) -> RoleSpec:
-        if "*" not in self.at.split(".") and not self.name:
-            raise ValueError(f"role at {self.at!r}: needs a name (its path has no '*')")
-        return self
-
-
-class GangPer(_Frozen):
-    """One gang per instance of the workload's replicated unit (a LeaderWorkerSet's
-    group of a leader and its workers) instead of one for the whole workload.
-
-    ``count`` is the number of instances; each role's pod count is divided among them.
-    The gangs are named ``<workload name>-<i>``; a pod finds its instance ``i`` in its
-    label ``label`` (set by the workload's controller)."""
-
-    count: str = Field(min_length=1)
-    label: str = Field(min_length=1)
-
-
-class WorkloadKind(_Frozen):
-    """One table entry: a kind, its API versions, its roles, its default min-available.
-
-    ``minMember``: a fixed minMember, for workloads whose first pod creates the others
-    (a Spark driver makes its executors): waiting for more would deadlock, so the gang
-    starts with one, and its minResources still reserve every pod. ``minAvailableFrom``:
-    a path whose value is the default min-available (an elastic job's minimum).
-    ``leftAloneWhen``: paths that, when set, hand the workload to another integration.
-    """
-
-    group: str
-    versions: tuple[str, ...] = Field(min_length=1)
-    kind: str = Field(min_length=1)
-    roles: tuple[RoleSpec, ...] = Field(min_length=1)
-    default_min_available: str | None = Field(default=None, alias="defaultMinAvailable")
-    min_member: int | None = Field(default=None, ge=1, alias="minMember")
-    min_available_from: str | None = Field(default=None, alias="minAvailableFrom")
-    left_alone_when: tuple[str, ...] = Field(default=(), alias="leftAloneWhen")
-    gang_per: GangPer | None = Field(default=None, alias="gangPer")
-
-
-def _kind(
-    group: str, versions: Sequence[str], kind: str, roles: list[dict[str, Any]], **kw: Any
-) -> WorkloadKind:
-    return WorkloadKind.model_validate(
-        {"group": group, "versions": list(versions), "kind": kind, "roles": roles, **kw}
-    )
-
-
-def _replica_specs(field: str) -> list[dict[str, Any]]:
-    return [{"at": f"spec.{field}.*", "template": "template", "count": ["replicas"]}]
-
-
-def _ray_roles(prefix: str) -> list[dict[str, Any]]:
-    return [
-        {"name": "head", "at": f"{prefix}.headGroupSpec", "template": "template"},
-        {
-            "at": f"{prefix}.workerGroupSpecs.*",
-            "nameField": "groupName",
-            "template": "template",
-            "count": [
-                {"paths": ["replicas", "minReplicas"], "mode": "first", "default": 0},
-                {"paths": ["numOfHosts"]},
-            ],
-        },
-    ]
-
-
-BUILTIN_KINDS: tuple[WorkloadKind, ...] = (
-    _kind(
-        "batch",
-        ["v1"],
-        "Job",
-        [
-            {
-                "name": "worker",
-                "at": "spec",
-                "template": "template",
-                "count": [{"paths": ["parallelism", "completions"]}],
-            }
-        ],
-    ),
-    _kind(
-        "kubeflow.org",
-        ["v1"],
-        "PyTorchJob",
-        _replica_specs("pytorchReplicaSpecs"),
-        minAvailableFrom="spec.elasticPolicy.minReplicas",
-    ),
-    _kind("kubeflow.org", ["v1"], "TFJob", _replica_specs("tfReplicaSpecs")),
-    _kind(
-        "kubeflow.org",
-        ["v2beta1", "v1"],
-        "MPIJob",
-        _replica_specs("mpiReplicaSpecs"),
-        defaultMinAvailable="100%",
-    ),
-    _kind(
-        "jobset.x-k8s.io",
-        ["v1alpha2"],
-        "JobSet",
-        [
-            {
-                "at": "spec.replicatedJobs.*",
-                "template": "template.spec.template",
-                "count": [
-                    "replicas",
-                    {"paths": ["template.spec.parallelism", "template.spec.completions"]},
-                ],
-            }
-        ],
-    ),
-    _kind("ray.io", ["v1"], "RayCluster", _ray_roles("spec")),
-    _kind("ray.io", ["v1"], "RayJob", _ray_roles("spec.rayClusterSpec")),
-    _kind(
-        "leaderworkerset.x-k8s.io",
-        ["v1"],
-        "LeaderWorkerSet",
-        [
-            {
-                "name": "leader",
-                "at": "spec.leaderWorkerTemplate",
-                "template": "leaderTemplate",
-                "fallbackTemplate": "workerTemplate",
-                "count": ["$.spec.replicas"],
-            },
-            {
-                "name": "worker",
-                "at": "spec.leaderWorkerTemplate",
-                "template": "workerTemplate",
-                "count": ["$.spec.replicas", {"paths": ["size"], "offset": -1}],
-            },
-        ],
-        gangPer={"count": "spec.replicas", "label": "leaderworkerset.sigs.k8s.io/group-index"},
-    ),
-    _kind(
-        "sparkoperator.k8s.io",
-        ["v1beta2"],
-        "SparkApplication",
-        [
-            {"name": "driver", "at": "spec", "template": "driver", "format": "sparkPod"},
-            {
-                "name": "executor",
-                "at": "spec",
-                "template": "executor",
-                "format": "sparkPod",
-                "count": [
-                    {
-                        # Spark's initial executors: the largest of these that is set
-                        # (the dynamic ones only with dynamic allocation on); Spark
-                        # starts 2 when none is.
-                        "paths": [
-                            "executor.instances",
-                            "dynamicAllocation.initialExecutors",
-                            "dynamicAllocation.minExecutors",
-                        ],
-                        "when": {
-                            "dynamicAllocation.initialExecutors": "dynamicAllocation.enabled",
-                            "dynamicAllocation.minExecutors": "dynamicAllocation.enabled",
-                        },
-                        "mode": "max",
-                        "default": 2,
-                    }
-                ],
-            },
-        ],
-        minMember=1,
-        leftAloneWhen=["spec.batchScheduler"],
-    ),
-)
+# The registry's gang-forming kinds, which the config's ``workloads:`` extend.
+BUILTIN_KINDS: tuple[WorkloadKind, ...] = gang_kinds()
 
 
 class WorkloadTable:

@@ -20,10 +20,10 @@ from gangplace.engine.objects import (
     queue_from_json,
 )
 from gangplace.engine.workloads import (
-    WORKLOAD_KINDS,
     WorkloadRecord,
     crd_switch,
     kueue_owned_uids,
+    read_kind,
     with_cluster_facts,
     workload_from_json,
 )
@@ -72,7 +72,8 @@ def state_from_objects(
     objects: Iterable[Mapping[str, Any]] = (),
 ) -> ClusterState:
     """A state from a snapshot and the other objects (PodGroups, Queues, PDBs,
-    PriorityClasses, the workloads of :data:`WORKLOAD_KINDS`, the
+    PriorityClasses, the workloads of the kinds the registry has it read
+    (:func:`~gangplace.engine.workloads.read_kind`), the
     CustomResourceDefinitions of those kinds and Kueue's Workloads (which decide whether
     a suspend takes effect), and the descheduler's move ledger ConfigMap; anything else
     is ignored)."""
@@ -93,7 +94,7 @@ def state_from_objects(
         elif kind == "PriorityClass":
             pc = priority_class_from_json(obj)
             state.priority_classes[pc.name] = pc.value
-        elif kind in WORKLOAD_KINDS:
+        elif read_kind(obj) is not None:
             w = workload_from_json(obj)
             state.workloads[w.key] = w
         elif kind == "ConfigMap" and (obj.get("metadata") or {}).get("name") == MOVE_LEDGER:

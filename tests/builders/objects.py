@@ -60,8 +60,13 @@ def node(
     return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec, "status": status}
 
 
-def owner_ref(kind: str, name: str, *, api: str = "batch/v1", uid: str | None = None) -> Json:
-    """A controller owner reference."""
+def owner_ref(kind: str, name: str, *, api: str | None = None, uid: str | None = None) -> Json:
+    """A controller owner reference; by default at the apiVersion of the registered kind
+    of that name (batch/v1 for a Job, apps/v1 for a ReplicaSet), else batch/v1."""
+    if api is None:
+        from gangplace.engine.kinds import KINDS  # the project's own registry
+
+        api = next((k.api_version for k in KINDS.values() if k.kind == kind), "batch/v1")
     ref: Json = {"apiVersion": api, "kind": kind, "name": name}
     if uid is not None:
         ref["uid"] = uid

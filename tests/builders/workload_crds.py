@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from gangplace.engine.workloads import SUSPEND_PATHS, WORKLOAD_KINDS
+from gangplace.engine.kinds import KINDS
 
 __all__ = ["CRD_TYPE", "workload_crd"]
 
 # (group, version, plural, kind, namespaced) of the apiextensions resource itself.
 CRD_TYPE = ("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition")
-
-_VERSIONS = {"kubeflow.org": "v1", "jobset.x-k8s.io": "v1alpha2", "ray.io": "v1"}
 
 
 # What runPolicy holds beside ``suspend`` in the training operator's CRDs: an old CRD
@@ -51,10 +49,10 @@ def _schema(path: tuple[str, ...], switch: bool) -> dict[str, Any]:
 
 
 def workload_crd(kind: str, *, switch: bool = True) -> dict[str, Any]:
-    group = WORKLOAD_KINDS[kind]
-    plural = kind.lower() + "s"
-    version = _VERSIONS[group]
-    path = SUSPEND_PATHS.get(kind, ("spec", "suspend"))
+    """The CRD of the registered kind the descheduler reads by this name."""
+    (record,) = (k for k in KINDS.values() if k.kind == kind and k.read and k.group != "batch")
+    group, plural, version = record.group, record.plural, record.version
+    path = record.suspend_path or ("spec", "suspend")
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 import yaml
+from gangplace.engine.kinds import suspendable_kinds
 from gangplace.engine.workloads import (
     ANNOTATION_SUSPEND_IGNORED,
     KUEUE_QUEUE_LABEL,
-    SUSPEND_PATHS,
     crd_switch,
     suspend_refusal,
     with_cluster_facts,
@@ -28,15 +28,8 @@ from tests.builders.workload_crds import workload_crd
 
 CRDS = crds_dir(Path(__file__).resolve().parent)
 
-KINDS = sorted(SUSPEND_PATHS)
-API = {
-    "Job": "batch/v1",
-    "JobSet": "jobset.x-k8s.io/v1alpha2",
-    "RayJob": "ray.io/v1",
-    "PyTorchJob": "kubeflow.org/v1",
-    "TFJob": "kubeflow.org/v1",
-    "MPIJob": "kubeflow.org/v2beta1",
-}
+API = {k.kind: k.api_version for k in suspendable_kinds()}
+KINDS = sorted(API)
 
 
 def workload(

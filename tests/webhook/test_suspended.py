@@ -143,15 +143,17 @@ def test_pytorchjob_suspended_by_a_person_loses_its_podgroup() -> None:
     assert gone.remove and gone.name == "pytorchjob-pt"
 
 
-def test_the_switch_read_where_the_engines_table_says() -> None:
-    assert is_suspended("Job", job(suspend=True))
-    assert not is_suspended("Job", job(suspend=False))
-    assert is_suspended("PyTorchJob", pytorchjob(suspend=True))
-    assert not is_suspended("RayCluster", {"spec": {"suspend": True}})  # no switch
-    assert not is_suspended("Job", {"spec": {"suspend": "true"}})  # not a boolean
-    assert change("Job", None, job(suspend=True)) is None  # no old object: cannot tell
-    assert change("Job", job(suspend=False), job(suspend=True)) == "suspended"
-    assert change("Job", job(suspend=True), job(suspend=False)) == "resumed"
+def test_the_switch_read_where_the_registry_says() -> None:
+    assert is_suspended("batch", "Job", job(suspend=True))
+    assert not is_suspended("batch", "Job", job(suspend=False))
+    assert is_suspended("kubeflow.org", "PyTorchJob", pytorchjob(suspend=True))
+    assert not is_suspended("ray.io", "RayCluster", {"spec": {"suspend": True}})  # no switch
+    assert not is_suspended("batch", "Job", {"spec": {"suspend": "true"}})  # not a boolean
+    # A Volcano Job is not a batch/v1 Job: the registry has no switch for it.
+    assert not is_suspended("batch.volcano.sh", "Job", job(suspend=True))
+    assert change("batch", "Job", None, job(suspend=True)) is None  # no old object
+    assert change("batch", "Job", job(suspend=False), job(suspend=True)) == "suspended"
+    assert change("batch", "Job", job(suspend=True), job(suspend=False)) == "resumed"
 
 
 # --- the reconciler ---------------------------------------------------------------------

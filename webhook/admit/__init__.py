@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gangplace.engine.kinds import KINDS
+
 from .. import keys as K
 from ..cluster import ClusterState
 from ..config import WebhookConfig
@@ -97,8 +99,7 @@ def admit(
         if (
             config.jobs_ignore_disruptions
             and req.operation == "CREATE"
-            and req.group == "batch"
-            and req.kind == "Job"
+            and _evictions_fail_it(req.group, req.kind)
             and not _chose_other_scheduler(obj, config)
         ):
             job_rule = disruption_rule(obj)
@@ -109,6 +110,14 @@ def admit(
         return result
     except (Invalid, InvalidValue, WorkloadError, PatchError) as e:
         return deny(req, kind_label, 400, "BadRequest", str(e))
+
+
+def _evictions_fail_it(group: str, kind: str) -> bool:
+    """Whether an evicted pod counts as a failure of a workload of this kind (the
+    registry's batch/v1 Job): such a workload gets the rule that keeps evictions from
+    burning its retries."""
+    record = KINDS.get((group, kind))
+    return record is not None and record.evicted == "job-failures"
 
 
 def _chose_other_scheduler(job: Mapping[str, Any], config: WebhookConfig) -> bool:

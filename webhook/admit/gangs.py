@@ -13,10 +13,9 @@ from gangplace.engine import Gang, PodShape, ShapeError, TaskRole, shape_from_po
 from gangplace.engine.model import GPU_SHARE_COUNT, GPU_SHARE_MILLI, GPU_SHARE_MODEL
 
 from .. import keys as K
-from ..backends import Dialect, GangInfo, TaskGroup, dialect_for
+from ..backends import Dialect, GangInfo, TaskGroup
 from ..cluster import ClusterState, check_gang
 from ..config import NO_QUEUES, Backend, WebhookConfig
-from ..native_gangs import Served
 from ..patch import Editor
 from ..podgroups.intent import OwnerRef, PodGroupIntent
 from ..quantities import resource_list
@@ -38,24 +37,11 @@ __all__ = [
     "Invalid",
     "Values",
     "controller",
-    "dialect_of",
     "feasibility",
     "podgroup_intent",
     "read_values",
     "shape",
 ]
-
-_DIALECTS: dict[tuple[int, Served | None], tuple[WebhookConfig, Dialect]] = {}
-
-
-def dialect_of(config: WebhookConfig, served: Served | None = None) -> Dialect:
-    hit = _DIALECTS.get((id(config), served))
-    if hit is None or hit[0] is not config:
-        if len(_DIALECTS) > 16:
-            _DIALECTS.clear()
-        hit = (config, dialect_for(config, served))
-        _DIALECTS[(id(config), served)] = hit
-    return hit[1]
 
 
 def _merged(sources: Sequence[Mapping[str, str]]) -> Mapping[str, str]:

@@ -5,12 +5,12 @@ configured default for other pods."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
-from gangplace.engine import gangs
+from gangplace.engine.kinds import kind_of
 
 from .. import keys as K
-from ..backends import GangInfo
+from ..backends import GangInfo, dialect_for, foreign_gang
 from ..cluster import ClusterState
 from ..config import Backend, WebhookConfig
 from ..native_backend import native_gang_of
@@ -21,7 +21,7 @@ from ..spark import spark_pod
 from ..validate import derived_name
 from ..volcano_fields import spec_fields
 from ..workloads import ResolvedRole
-from .gangs import GangShapes, controller, dialect_of, feasibility, podgroup_intent, read_values
+from .gangs import GangShapes, controller, feasibility, podgroup_intent, read_values
 from .mutation import apply_keys, foreign_scheduler, pin_to_pool, set_scheduler
 from .responses import allow, cap, deny, finish
 from .review import AdmitResult, Request
@@ -41,7 +41,7 @@ def admit_pod(
     served: Served | None = None,
 ) -> AdmitResult:
     """``given``: the pod's corral.dev keys (:func:`keys.user_values`)."""
-    dialect = dialect_of(config, served)
+    dialect = dialect_for(config, served)
     owner = controller(meta)
     by_workload = owner is not None and config.table.owns(owner.api_version, owner.kind)
     if config.backend is Backend.KUEUE and by_workload:
@@ -53,7 +53,7 @@ def admit_pod(
     has_keys = not given.keys().isdisjoint(K.USER_KEYS)
     spark = None
     if existing is None:
-        theirs = _foreign_gang(meta) or native_gang_of(obj.get("spec"))
+        theirs = foreign_gang(meta, config.backend) or native_gang_of(obj.get("spec"))
         if theirs is not None:
             return allow(req, "Pod", "unchanged", f"already in a gang ({theirs})")
     if existing is not None:
@@ -63,7 +63,7 @@ def admit_pod(
     elif by_workload:
         # Its workload was left alone (skipped, or made before corral): so is it.
         return allow(req, "Pod", "unchanged", "pod of a workload that is not a gang")
-    elif owner is not None and (owner.api_version.partition("/")[0], owner.kind) in _STEP_OWNERS:
+    elif owner is not None and _runs_steps(owner.api_version, owner.kind):
         return allow(
             req,
             "Pod",
@@ -178,28 +178,12 @@ def admit_pod(
     return finish(req, "Pod", ed, warnings, intents)
 
 
-# Owners whose pods run one after another (workflow steps), not as a gang: their pods
-# are left alone unless they carry a corral.dev key (set on the step's template).
-_STEP_OWNERS: Final = frozenset({("argoproj.io", "Workflow")})
-
-# Every backend's gang key on a pod: a pod in another scheduler's gang is left alone.
-_GANG_KEYS: Final = (
-    ("annotations", gangs.VOLCANO_GROUP_NAME),
-    ("labels", gangs.COSCHED_POD_GROUP_LABEL),
-    ("labels", gangs.YUNIKORN_APP_ID_LABEL),
-    ("annotations", gangs.YUNIKORN_TASK_GROUP_NAME),
-    ("labels", gangs.KUEUE_POD_GROUP_LABEL),
-)
-
-
-def _foreign_gang(meta: Mapping[str, Any]) -> str | None:
-    """The key of another backend's gang the pod is in, if any."""
-    ann, labels = meta.get("annotations"), meta.get("labels")
-    for fld, key in _GANG_KEYS:
-        m = ann if fld == "annotations" else labels
-        if isinstance(m, dict) and m.get(key):
-            return key
-    return None
+def _runs_steps(api_version: str, kind: str) -> bool:
+    """Whether the owner's pods run one after another (workflow steps, the registry's
+    ``steps``), not as a gang: they are left alone unless they carry a corral.dev key
+    (set on the step's template)."""
+    record = kind_of(api_version, kind)
+    return record is not None and record.steps
 
 
 def _split_name(meta: Mapping[str, Any], gang: str) -> str | None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import keys as K
-from ..backends import Dialect, GangInfo
+from ..backends import Dialect, GangInfo, dialect_for
 from ..cluster import ClusterState
 from ..config import Backend, WebhookConfig
 from ..native_gangs import Served
@@ -24,7 +24,6 @@ from .gangs import (
     GangShapes,
     Values,
     controller,
-    dialect_of,
     feasibility,
     podgroup_intent,
     read_values,
@@ -187,7 +186,7 @@ def admit_workload(
     job_rule: JobRule = (None, []),
     served: Served | None = None,
 ) -> AdmitResult:
-    dialect = dialect_of(config, served)
+    dialect = dialect_for(config, served)
     kind = entry.kind
     if config.backend is Backend.KUEUE and controller(meta) is not None:
         # A child (a JobSet's Job): Kueue manages the parent, which carries the queue.
@@ -280,7 +279,7 @@ def admit_workload(
     # A workload created suspended has no pods: its PodGroup is made when it is resumed.
     intents = (
         []
-        if is_suspended(kind, obj)
+        if is_suspended(entry.group, kind, obj)
         else _intents(req, obj, meta, entry, dialect, gang, plan, shaped, update=False)
     )
     return finish(req, kind, ed, warnings, intents, job_rule=job_rule)
@@ -384,7 +383,7 @@ def _rescale(
         return allow(req, kind, "unchanged", "its gang is its parent's")
     if not dialect.makes_objects:
         return allow(req, kind, "unchanged", "the backend has no gang object to update")
-    turned = change(kind, req.old, obj)
+    turned = change(entry.group, kind, req.old, obj)
     if turned == "suspended" and dialect.podgroup is None:
         # A native gang's objects wait without pods; nothing to hold them off.
         return allow(req, kind, "unchanged", "a native gang's objects stay while suspended")
@@ -393,7 +392,7 @@ def _rescale(
             return allow(req, kind, "unchanged", "the descheduler removes its PodGroup itself")
         removals = _removals(req, obj, meta, entry, roles, dialect, existing)
         return finish(req, kind, Editor(obj), [], removals)
-    if turned is None and is_suspended(kind, obj):
+    if turned is None and is_suspended(entry.group, kind, obj):
         return allow(req, kind, "unchanged", "suspended: no PodGroup until it is resumed")
     if turned is None and _same_gang(req.old, obj, meta, entry, roles):
         return allow(req, kind, "unchanged", "the gang did not change")

@@ -23,16 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gangplace.kube import ApiError, KubeClient
-from gangplace.kube.resources import (
-    COSCHED_PODGROUPS,
-    NATIVE_COMPOSITES,
-    NATIVE_PODGROUPS,
-    NATIVE_WORKLOADS,
-    PODS,
-    VOLCANO_PODGROUPS,
-    WORKLOADS,
-    Resource,
-)
+from gangplace.kube.resources import GANG_OBJECT_APIS, PODS, WORKLOADS, Resource
 
 from ..config import WebhookConfig
 from ..keys import MANAGED_BY
@@ -46,16 +37,6 @@ __all__ = ["PodGroupApi", "owner_resource"]
 # The name the webhook has always logged its PodGroup calls under.
 log = logging.getLogger(__name__)
 
-_PODGROUPS = {
-    (r.group, r.plural): r
-    for r in (
-        VOLCANO_PODGROUPS,
-        COSCHED_PODGROUPS,
-        NATIVE_WORKLOADS,
-        NATIVE_PODGROUPS,
-        NATIVE_COMPOSITES,
-    )
-}
 _OWNERS: dict[tuple[str, str], Resource] = {(r.group, r.kind): r for r in (PODS, *WORKLOADS)}
 _JOIN_TRIES = 5
 
@@ -75,7 +56,7 @@ def owner_resource(owner: OwnerRef) -> Resource | None:
 def _podgroups(intent: PodGroupIntent) -> Resource:
     """The resource of an intent's object, at the version it names (the native gang
     API's version is the one the API server serves)."""
-    known = _PODGROUPS.get((intent.group, intent.plural))
+    known = GANG_OBJECT_APIS.get((intent.group, intent.plural))
     if known is None:
         raise ValueError(f"{intent.plural} of {intent.api_version} are not known to the webhook")
     if intent.version == known.version:

@@ -21,10 +21,15 @@ __all__ = [
     "ANNOTATION_QUEUE",
     "ANNOTATION_SKIP",
     "COSCHED_POD_GROUP_LABEL",
+    "DIALECTS",
+    "KAI_MIN_MEMBER",
+    "KAI_POD_GROUP",
+    "KAI_QUEUE_LABEL",
     "KUEUE_POD_GROUP_LABEL",
     "KUEUE_QUEUE_LABEL",
     "KUEUE_TOTAL_COUNT",
     "LABEL_GANG_SCHEDULING",
+    "NATIVE_GANG",
     "VOLCANO_GROUP_NAME",
     "VOLCANO_QUEUE_NAME",
     "VOLCANO_SLA_WAITING_TIME",
@@ -39,6 +44,8 @@ __all__ = [
     "Membership",
     "group_pods",
     "membership",
+    "read_membership",
+    "yunikorn_app_id",
 ]
 
 # corral's own keys (docs/annotations.md).
@@ -68,6 +75,14 @@ YUNIKORN_TASK_GROUPS = "yunikorn.apache.org/task-groups"
 KUEUE_POD_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
 KUEUE_TOTAL_COUNT = "kueue.x-k8s.io/pod-group-total-count"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# KAI-Scheduler: its pod grouper names a pod's PodGroup in an annotation and reads the
+# queue and the gang's minimum from the top owner (pkg/podgrouper, v0.9).
+KAI_POD_GROUP = "pod-group-name"
+KAI_QUEUE_LABEL = "kai.scheduler/queue"
+KAI_MIN_MEMBER = "kai.scheduler/batch-min-member"
+# The native gang API (scheduling.k8s.io Workload/PodGroup): corral's note of the gang
+# on each pod it puts in one (the pod's own field names the group, webhook/native_backend.py).
+NATIVE_GANG = "corral.dev/native-gang"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +95,7 @@ class Membership:
     min_available: int | None = None
     queue: str | None = None
     timeout: str | None = None
+    key: str = ""  # the label or annotation that names the gang
 
 
 def _int(text: str | None) -> int | None:
@@ -100,30 +116,92 @@ def _yunikorn_min(annotations: Mapping[str, str]) -> int | None:
         return None
 
 
+# The dialects a pod's keys are read in, in the order :func:`membership` tries them.
+DIALECTS = ("volcano", "coscheduling", "kueue", "yunikorn", "kai", "kubernetes", "corral")
+
+
+def yunikorn_app_id(
+    labels: Mapping[str, str], annotations: Mapping[str, str]
+) -> tuple[str, str] | None:
+    """A pod's YuniKorn application and the key it is read from, in the order
+    yunikorn-k8shim v1.5+ reads it (pkg/common/utils/utils.go, GetApplicationIDFromPod):
+    the label ``yunikorn.apache.org/app-id``, the annotation of that name, the label
+    ``applicationId``. (k8shim reads Spark's ``spark-app-selector`` last; corral reads a
+    Spark pod by Spark's own keys, webhook/spark.py, and never takes it for a gang.)"""
+    for where, key in (
+        (labels, YUNIKORN_APP_ID),
+        (annotations, YUNIKORN_APP_ID),
+        (labels, YUNIKORN_APP_ID_LABEL),
+    ):
+        if value := where.get(key):
+            return value, key
+    return None
+
+
+def read_membership(
+    dialect: str,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+    *,
+    application: bool = False,
+) -> Membership | None:
+    """The gang a pod's (or a pod template's) keys put it in, read in one dialect (one of
+    :data:`DIALECTS`); None when they put it in none. The one reader of membership: the
+    webhook reads its backend's dialect, the descheduler and the plugin every one.
+
+    A YuniKorn application is a gang only when it declares task groups; with
+    ``application`` its application counts without them (the webhook keeps a pod's
+    application and adds the task groups, never renames it)."""
+    a, lab = annotations, labels
+    timeout = a.get(ANNOTATION_GANG_TIMEOUT)
+    if dialect == "volcano":
+        if name := a.get(VOLCANO_GROUP_NAME):
+            queue = a.get(VOLCANO_QUEUE_NAME) or a.get(ANNOTATION_QUEUE)
+            min_available = _int(a.get(ANNOTATION_MIN_AVAILABLE))
+            return Membership(name, "volcano", min_available, queue, timeout, VOLCANO_GROUP_NAME)
+    elif dialect == "coscheduling":
+        if name := lab.get(COSCHED_POD_GROUP_LABEL):
+            queue = a.get(ANNOTATION_QUEUE)
+            min_available = _int(a.get(ANNOTATION_MIN_AVAILABLE))
+            return Membership(
+                name, "coscheduling", min_available, queue, timeout, COSCHED_POD_GROUP_LABEL
+            )
+    elif dialect == "kueue":
+        if name := lab.get(KUEUE_POD_GROUP_LABEL):
+            queue = lab.get(KUEUE_QUEUE_LABEL)
+            total = _int(a.get(KUEUE_TOTAL_COUNT))
+            return Membership(name, "kueue", total, queue, timeout, KUEUE_POD_GROUP_LABEL)
+    elif dialect == "yunikorn":
+        app = yunikorn_app_id(lab, a)
+        gang = bool(a.get(YUNIKORN_TASK_GROUP_NAME) or a.get(YUNIKORN_TASK_GROUPS))
+        if app and (gang or application):
+            queue = lab.get(YUNIKORN_QUEUE_LABEL) or a.get(YUNIKORN_QUEUE)
+            return Membership(app[0], "yunikorn", _yunikorn_min(a), queue, timeout, app[1])
+    elif dialect == "kai":
+        if name := a.get(KAI_POD_GROUP):
+            queue = lab.get(KAI_QUEUE_LABEL)
+            min_member = _int(a.get(KAI_MIN_MEMBER))
+            return Membership(name, "kai", min_member, queue, timeout, KAI_POD_GROUP)
+    elif dialect == "kubernetes":
+        if name := a.get(NATIVE_GANG):
+            queue = a.get(ANNOTATION_QUEUE)
+            min_available = _int(a.get(ANNOTATION_MIN_AVAILABLE))
+            return Membership(name, "kubernetes", min_available, queue, timeout, NATIVE_GANG)
+    elif dialect == "corral":
+        if name := a.get(ANNOTATION_GANG):
+            queue = a.get(ANNOTATION_QUEUE)
+            return Membership(name, "corral", _int(a.get(ANNOTATION_MIN_AVAILABLE)), queue, timeout)
+    else:
+        raise ValueError(f"dialect {dialect!r}: expected one of {', '.join(DIALECTS)}")
+    return None
+
+
 def membership(pod: PodRecord) -> Membership | None:
     """The gang ``pod`` belongs to, read from whichever dialect it carries."""
-    a, lab = pod.annotations, pod.labels
-    timeout = a.get(ANNOTATION_GANG_TIMEOUT)
-    if name := a.get(VOLCANO_GROUP_NAME):
-        queue = a.get(VOLCANO_QUEUE_NAME) or a.get(ANNOTATION_QUEUE)
-        return Membership(name, "volcano", _int(a.get(ANNOTATION_MIN_AVAILABLE)), queue, timeout)
-    if name := lab.get(COSCHED_POD_GROUP_LABEL):
-        queue = a.get(ANNOTATION_QUEUE)
-        return Membership(
-            name, "coscheduling", _int(a.get(ANNOTATION_MIN_AVAILABLE)), queue, timeout
-        )
-    if name := lab.get(KUEUE_POD_GROUP_LABEL):
-        queue = lab.get(KUEUE_QUEUE_LABEL)
-        return Membership(name, "kueue", _int(a.get(KUEUE_TOTAL_COUNT)), queue, timeout)
-    # A YuniKorn application is a gang only when it declares task groups.
-    app = lab.get(YUNIKORN_APP_ID_LABEL) or a.get(YUNIKORN_APP_ID)
-    if app and (a.get(YUNIKORN_TASK_GROUP_NAME) or a.get(YUNIKORN_TASK_GROUPS)):
-        queue = lab.get(YUNIKORN_QUEUE_LABEL) or a.get(YUNIKORN_QUEUE)
-        return Membership(app, "yunikorn", _yunikorn_min(a), queue, timeout)
-    if name := a.get(ANNOTATION_GANG):
-        return Membership(
-            name, "corral", _int(a.get(ANNOTATION_MIN_AVAILABLE)), a.get(ANNOTATION_QUEUE), timeout
-        )
+    for dialect in DIALECTS:
+        m = read_membership(dialect, pod.labels, pod.annotations)
+        if m is not None:
+            return m
     return None
 
 

@@ -75,6 +75,7 @@ class PodRecord:
     owner_kind: str = ""
     owner_name: str = ""
     owner_uid: str = ""
+    owner_group: str = ""  # the API group of the controller (a kind is known by both)
     priority: int = 0
     priority_class: str = ""
     created: str = ""
@@ -199,12 +200,19 @@ def _node_from_json(obj: Mapping[str, Any], config: EngineConfig | None) -> Node
     )
 
 
-def _owner(meta: Mapping[str, Any]) -> tuple[str, str, str]:
+def _owner(meta: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    """(kind, name, uid, API group) of the controller, else of the first owner."""
     refs = meta.get("ownerReferences") or ()
     chosen = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
     if not chosen:
-        return "", "", ""
-    return str(chosen.get("kind", "")), str(chosen.get("name", "")), str(chosen.get("uid", ""))
+        return "", "", "", ""
+    group = str(chosen.get("apiVersion", "")).rpartition("/")[0]
+    return (
+        str(chosen.get("kind", "")),
+        str(chosen.get("name", "")),
+        str(chosen.get("uid", "")),
+        group,
+    )
 
 
 def _has_local_storage(spec: Mapping[str, Any]) -> bool:
@@ -267,7 +275,7 @@ def _pod_from_json(
                 f"pod {ns}/{name}: annotation {GPU_SHARE_INDEX}="
                 f"{annotations[GPU_SHARE_INDEX]!r}: expected comma-separated GPU indices"
             ) from None
-    kind, owner, owner_uid = _owner(meta)
+    kind, owner, owner_uid, owner_group = _owner(meta)
     return PodRecord(
         namespace=ns,
         name=name,
@@ -280,6 +288,7 @@ def _pod_from_json(
         owner_kind=kind,
         owner_name=owner,
         owner_uid=owner_uid,
+        owner_group=owner_group,
         priority=int(spec.get("priority") or 0),
         priority_class=str(spec.get("priorityClassName") or ""),
         created=str(meta.get("creationTimestamp") or ""),

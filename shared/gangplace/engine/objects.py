@@ -278,6 +278,7 @@ class PodGroupRecord:
     # The controller ownerReference (the workload the webhook made the gang for).
     owner_kind: str = ""
     owner_name: str = ""
+    owner_group: str = ""
 
     @property
     def key(self) -> str:
@@ -324,7 +325,15 @@ def podgroup_from_json(obj: Mapping[str, Any], group: str | None = None) -> PodG
         (r for r in refs if isinstance(r, dict) and r.get("controller")),
         refs[0] if isinstance(refs, list) and refs and isinstance(refs[0], dict) else None,
     )
-    owner = (str(ref.get("kind") or ""), str(ref.get("name") or "")) if ref else ("", "")
+    owner = (
+        (
+            str(ref.get("kind") or ""),
+            str(ref.get("name") or ""),
+            str(ref.get("apiVersion") or "").rpartition("/")[0],
+        )
+        if ref
+        else ("", "", "")
+    )
     last: datetime | None = None
     for c in status.get("conditions") or ():
         t = timestamp(c.get("lastTransitionTime"), f"{what}: condition {c.get('type')}")
@@ -351,6 +360,7 @@ def podgroup_from_json(obj: Mapping[str, Any], group: str | None = None) -> PodG
         last_transition=last,
         owner_kind=owner[0],
         owner_name=owner[1],
+        owner_group=owner[2],
     )
 
 

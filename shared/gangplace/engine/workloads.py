@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .kinds import KINDS, KindRecord, kind_of, split_api_version
 from .objects import RecordError, object_meta
 
 __all__ = [
@@ -19,13 +20,11 @@ __all__ = [
     "DISRUPTION_TARGET",
     "KUEUE_QUEUE_LABEL",
     "RAYJOB_SUSPENDABLE",
-    "RECREATING_OWNERS",
-    "SUSPEND_PATHS",
-    "WORKLOAD_KINDS",
     "WorkloadRecord",
     "crd_switch",
     "ignores_disruption",
     "kueue_owned_uids",
+    "read_kind",
     "suspend_refusal",
     "with_cluster_facts",
     "workload_from_json",
@@ -46,27 +45,6 @@ KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 # (rayjob_controller.go, updateStatusToSuspendingIfNeeded).
 RAYJOB_SUSPENDABLE = frozenset({"Running", "Initializing"})
 
-# Where each kind with a suspend switch keeps it. Suspending removes the pods without
-# counting failures (the Job controller, JobSet, the Kubeflow training operator and
-# KubeRay all support it); Kueue preempts this way.
-SUSPEND_PATHS: Mapping[str, tuple[str, ...]] = {
-    "Job": ("spec", "suspend"),
-    "JobSet": ("spec", "suspend"),
-    "RayJob": ("spec", "suspend"),
-    **{k: ("spec", "runPolicy", "suspend") for k in ("PyTorchJob", "TFJob", "MPIJob")},
-}
-# Kinds read as records: those with a switch, and RayCluster (between a RayJob and its
-# pods). The API group each is listed under.
-WORKLOAD_KINDS: Mapping[str, str] = {
-    "Job": "batch",
-    "JobSet": "jobset.x-k8s.io",
-    "RayJob": "ray.io",
-    "RayCluster": "ray.io",
-    **{k: "kubeflow.org" for k in ("PyTorchJob", "TFJob", "MPIJob")},
-}
-# Direct pod owners that make an evicted pod again without loss.
-RECREATING_OWNERS = frozenset({"ReplicaSet", "StatefulSet", "ReplicationController"})
-
 DISRUPTION_TARGET = "DisruptionTarget"
 
 
@@ -85,6 +63,7 @@ class WorkloadRecord:
     owner_kind: str = ""
     owner_name: str = ""
     owner_uid: str = ""
+    owner_group: str = ""
     suspend_path: tuple[str, ...] = ()
     suspended: bool = False
     backoff_limit: int | None = None
@@ -122,14 +101,29 @@ def workload_key(namespace: str, kind: str, name: str) -> str:
     return f"{namespace}/{kind}/{name}"
 
 
-def _controller(meta: Mapping[str, Any]) -> tuple[str, str, str]:
+def _controller(meta: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    """(kind, name, uid, API group) of the controller owner reference."""
     refs = meta.get("ownerReferences") or ()
     if not isinstance(refs, list):
-        return "", "", ""
+        return "", "", "", ""
     ref = next((r for r in refs if isinstance(r, dict) and r.get("controller")), None)
     if ref is None:
-        return "", "", ""
-    return str(ref.get("kind") or ""), str(ref.get("name") or ""), str(ref.get("uid") or "")
+        return "", "", "", ""
+    group = split_api_version(str(ref.get("apiVersion") or ""))[0]
+    return (
+        str(ref.get("kind") or ""),
+        str(ref.get("name") or ""),
+        str(ref.get("uid") or ""),
+        group,
+    )
+
+
+def read_kind(obj: Mapping[str, Any]) -> KindRecord | None:
+    """The registered kind of ``obj`` that the descheduler reads as a record (by its
+    apiVersion's group and its kind), else None: a Volcano ``batch.volcano.sh`` Job is
+    not a batch/v1 Job."""
+    record = kind_of(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+    return record if record is not None and record.read else None
 
 
 def ignores_disruption(rules: Sequence[Any] | None) -> bool:
@@ -165,10 +159,13 @@ def _get(obj: Mapping[str, Any], path: Sequence[str]) -> Any:
 
 
 def workload_from_json(obj: Mapping[str, Any]) -> WorkloadRecord:
-    """A workload of one of :data:`WORKLOAD_KINDS` as the API returns it."""
+    """A workload of a kind the registry marks ``read`` (:func:`read_kind`) as the API
+    returns it."""
     kind = str(obj.get("kind") or "")
-    if kind not in WORKLOAD_KINDS:
-        raise RecordError(f"{kind or 'object'}: not a workload kind corral reads")
+    record = read_kind(obj)
+    if record is None:
+        api = obj.get("apiVersion") or "no apiVersion"
+        raise RecordError(f"{kind or 'object'} ({api}): not a workload kind corral reads")
     ns, name, meta = object_meta(obj, kind)
     ns = ns or "default"
     what = f"{kind} {ns}/{name}"
@@ -176,13 +173,13 @@ def workload_from_json(obj: Mapping[str, Any]) -> WorkloadRecord:
     status = obj.get("status") or {}
     if not isinstance(spec, Mapping) or not isinstance(status, Mapping):
         raise RecordError(f"{what}: spec and status must be objects")
-    path = SUSPEND_PATHS.get(kind, ())
+    path = record.suspend_path
     suspended = bool(_get(obj, path)) if path else False
     backoff: int | None = None
     failed = 0
     pfp = False
     finished = False
-    if kind == "Job":
+    if record.evicted == "job-failures":
         raw = spec.get("backoffLimit", 6)
         if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
             raise RecordError(f"{what}: spec.backoffLimit: expected a count, got {raw!r}")
@@ -203,19 +200,20 @@ def workload_from_json(obj: Mapping[str, Any]) -> WorkloadRecord:
     ann = meta.get("annotations") or {}
     if not isinstance(ann, Mapping):
         raise RecordError(f"{what}: annotations: expected a map of strings")
-    okind, oname, ouid = _controller(meta)
+    okind, oname, ouid, ogroup = _controller(meta)
     labels = meta.get("labels") or {}
     queue = labels.get(KUEUE_QUEUE_LABEL) if isinstance(labels, Mapping) else None
     kueue = f"label {KUEUE_QUEUE_LABEL}={queue}" if queue else ""
     return WorkloadRecord(
         kind=kind,
-        group=WORKLOAD_KINDS[kind],
+        group=record.group,
         namespace=ns,
         name=name,
         uid=str(meta.get("uid") or ""),
         owner_kind=okind,
         owner_name=oname,
         owner_uid=ouid,
+        owner_group=ogroup,
         suspend_path=path,
         suspended=suspended,
         backoff_limit=backoff,
@@ -273,7 +271,8 @@ def _schema_has(schema: Any, path: Sequence[str]) -> bool:
 
 def crd_switch(crd: Mapping[str, Any]) -> tuple[str, bool] | None:
     """(kind, whether its storage version's served schema declares the suspend switch)
-    for a CustomResourceDefinition of a kind in :data:`SUSPEND_PATHS`, else None. The
+    for a CustomResourceDefinition of a registered kind whose suspend takes effect only
+    when its served schema declares the switch, else None. The
     switch is pruned on write where the schema lacks it (training-operator before v1.7:
     the patch answers 200 and nothing happens)."""
     spec = crd.get("spec") or {}
@@ -281,14 +280,15 @@ def crd_switch(crd: Mapping[str, Any]) -> tuple[str, bool] | None:
         return None
     names = spec.get("names") or {}
     kind = str(names.get("kind") or "") if isinstance(names, Mapping) else ""
-    if kind not in SUSPEND_PATHS or WORKLOAD_KINDS.get(kind) != spec.get("group"):
+    record = KINDS.get((str(spec.get("group") or ""), kind))
+    if record is None or not record.suspend_path:
         return None
     versions = [v for v in spec.get("versions") or () if isinstance(v, Mapping)]
     stored = [v for v in versions if v.get("storage") and v.get("served", True)]
     if not stored:
         return kind, False
     schema = (stored[0].get("schema") or {}).get("openAPIV3Schema")
-    return kind, _schema_has(schema, SUSPEND_PATHS[kind])
+    return kind, _schema_has(schema, record.suspend_path)
 
 
 def kueue_owned_uids(obj: Mapping[str, Any]) -> frozenset[str]:
@@ -309,7 +309,8 @@ def suspend_refusal(
     for "does a suspend take effect". ``switches``: by kind, whether the cluster's served
     CRD declares the switch (None: the CRDs were not read; a kind missing from it could
     not be checked); ``kueue_owned``: uids of jobs a Kueue Workload stands for. The
-    batch/v1 Job is built in: its switch always exists (Kubernetes 1.24+)."""
+    batch/v1 Job is built in: its switch always exists (Kubernetes 1.24+), which its
+    registry entry says (``suspend_takes_effect``)."""
     kueue = w.kueue_managed or (
         "a Kueue Workload stands for it" if w.uid and w.uid in kueue_owned else ""
     )
@@ -323,7 +324,8 @@ def suspend_refusal(
         )
     if w.suspend_refusal:
         return w.suspend_refusal, ""
-    if w.kind != "Job":
+    record = KINDS.get((w.group, w.kind))
+    if record is None or record.suspend_takes_effect == "servedSchema":
         path = ".".join(w.suspend_path)
         got = None if switches is None else switches.get(w.kind)
         if got is None:

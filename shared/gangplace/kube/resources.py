@@ -8,10 +8,11 @@ later check derives from this list cannot fall behind the code.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from gangplace.engine.workloads import SUSPEND_PATHS, WORKLOAD_KINDS
+from gangplace.engine.kinds import KINDS, KindRecord, read_kinds, suspendable_kinds
 
 __all__ = [
     "API_CALLS",
@@ -20,6 +21,7 @@ __all__ = [
     "CRDS",
     "DESCHEDULER_WORKLOADS",
     "EVENTS",
+    "GANG_OBJECT_APIS",
     "JOBS",
     "KUEUE_WORKLOADS",
     "LEASES",
@@ -31,6 +33,7 @@ __all__ = [
     "NODES",
     "NON_TERMINAL_PODS",
     "PDBS",
+    "PODGROUP_APIS",
     "PODS",
     "PRIORITY_CLASSES",
     "RESOURCES",
@@ -44,6 +47,7 @@ __all__ = [
     "UndeclaredApiCall",
     "check_call",
     "pods_on_node",
+    "workload_resource",
 ]
 
 
@@ -135,35 +139,42 @@ MUTATING_WEBHOOKS = Resource(
     namespaced=False,
 )
 
-# The workload kinds the webhook makes gangs of, as owners of their PodGroups: the
-# webhook reads one (to learn its uid) when none of its pods or child workloads named
-# it first. The version is the one a path is built with when the caller has no other.
-JOBS = Resource("batch", "v1", "jobs", "Job", namespaced=True)
-WORKLOADS: tuple[Resource, ...] = (
-    JOBS,
-    Resource("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", namespaced=True),
-    Resource("kubeflow.org", "v1", "tfjobs", "TFJob", namespaced=True),
-    Resource("kubeflow.org", "v2beta1", "mpijobs", "MPIJob", namespaced=True),
-    Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", namespaced=True),
-    Resource("ray.io", "v1", "rayclusters", "RayCluster", namespaced=True),
-    Resource("ray.io", "v1", "rayjobs", "RayJob", namespaced=True),
-    Resource(
-        "leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet", namespaced=True
-    ),
-    Resource(
-        "sparkoperator.k8s.io", "v1beta2", "sparkapplications", "SparkApplication", namespaced=True
-    ),
-)
+# The PodGroup resources by API group: what a write or a mark addresses, by the group a
+# record or an intent names.
+PODGROUP_APIS: Mapping[str, Resource] = {
+    VOLCANO_PODGROUPS.group: VOLCANO_PODGROUPS,
+    COSCHED_PODGROUPS.group: COSCHED_PODGROUPS,
+}
 
+# Every object a backend writes for a gang (the PodGroups above and the native gang
+# API's), by API group and plural: what an intent of the webhook addresses.
+GANG_OBJECT_APIS: Mapping[tuple[str, str], Resource] = {
+    (r.group, r.plural): r
+    for r in (*PODGROUP_APIS.values(), NATIVE_WORKLOADS, NATIVE_PODGROUPS, NATIVE_COMPOSITES)
+}
+
+
+def _resource(k: KindRecord) -> Resource:
+    return Resource(k.group, k.version, k.plural, k.kind, namespaced=True)
+
+
+# The workload kinds, from the engine's one registry (gangplace.engine.kinds.KINDS).
+# The webhook reads one it makes gangs of (to learn its uid) when none of its pods or
+# child workloads named it first; the version is the one a path is built with when the
+# caller has no other.
+WORKLOADS: tuple[Resource, ...] = tuple(_resource(k) for k in KINDS.values() if k.gang)
+JOBS = next(r for r in WORKLOADS if (r.group, r.kind) == ("batch", "Job"))
 # The workloads the descheduler reads (the owners that decide how a gang may move) and,
 # for those with a suspend switch, suspends and resumes.
-# The engine's tables say which kinds those are.
-DESCHEDULER_WORKLOADS: tuple[Resource, ...] = tuple(
-    r for r in WORKLOADS if r.kind in WORKLOAD_KINDS
-)
-SUSPENDABLE_WORKLOADS: tuple[Resource, ...] = tuple(
-    r for r in DESCHEDULER_WORKLOADS if r.kind in SUSPEND_PATHS
-)
+DESCHEDULER_WORKLOADS: tuple[Resource, ...] = tuple(_resource(k) for k in read_kinds())
+SUSPENDABLE_WORKLOADS: tuple[Resource, ...] = tuple(_resource(k) for k in suspendable_kinds())
+
+
+def workload_resource(group: str, kind: str) -> Resource:
+    """The REST resource of a registered workload kind (what a suspend patches, what an
+    Event names). KeyError for a kind the registry does not hold."""
+    return _resource(KINDS[(group, kind)])
+
 
 RESOURCES: tuple[Resource, ...] = (
     NODES,
