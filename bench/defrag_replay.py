@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from gangplace.engine.policies import POLICIES
+from gangplace.sim.hood_moves import DEFAULT_NODE_LIMIT
 from gangplace.sim.limit import MOVE_METHODS, MovesHook
 from gangplace.sim.limit_run import run_limit
 from gangplace.sim.relayout import relayout_idle_pct
@@ -88,7 +89,7 @@ def _base(job: dict[str, Any]) -> list[dict[str, Any]]:
             per_arrival=job["per_arrival"],
             retry_after=job["retry_after"],
             method=job["method"],
-            time_limit=job["moves_time_limit"],
+            node_limit=job["moves_node_limit"],
         )
         res = run.replay(hook=hook)
         out.append(
@@ -355,10 +356,11 @@ def main(argv: list[str] | None = None) -> int:
         help="pods moved at most for one failed arrival (default 8)",
     )
     ap.add_argument(
-        "--moves-time-limit",
-        type=float,
-        default=0.5,
-        help="seconds the exact model gets per neighbourhood (default 0.5)",
+        "--moves-node-limit",
+        type=int,
+        default=DEFAULT_NODE_LIMIT,
+        help="branch-and-bound nodes the exact model gets per neighbourhood "
+        f"(default {DEFAULT_NODE_LIMIT}; a limit of work, so runs repeat exactly)",
     )
     ap.add_argument("--no-oracle", action="store_true", help="skip the oracle and offline bound")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="processes")
@@ -397,8 +399,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.per_arrival < 1:
         die("--per-arrival must be >= 1")
-    if args.moves_time_limit <= 0:
-        die("--moves-time-limit must be > 0")
+    if args.moves_node_limit < 1:
+        die(f"--moves-node-limit {args.moves_node_limit}: must be >= 1")
     seeds = parse_seeds(args.seeds)
     try:
         hoods = [int(k) for k in args.neighbourhoods.split(",") if k.strip()]
@@ -413,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         "relaxed": args.relaxed,
         "neighbourhoods": hoods,
         "per_arrival": args.per_arrival,
-        "moves_time_limit": args.moves_time_limit,
+        "moves_node_limit": args.moves_node_limit,
     }
     jobs = []
     for t in traces:
@@ -441,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         "policies": policies,
         "methods": methods,
         "per_arrival": args.per_arrival,
-        "moves_time_limit": args.moves_time_limit,
+        "moves_node_limit": args.moves_node_limit,
         "budgets_pct": budgets,
         "table": summarise(runs, traces, policies, budgets, methods),
         "runs": runs,

@@ -15,6 +15,7 @@ from gangplace.config_errors import KeyedValueError, describe_validation_error
 from gangplace.engine import EngineConfig
 from gangplace.engine.policies import DEFAULT_POLICY, check_policy
 from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_duration
+from gangplace.sim.hood_moves import DEFAULT_NODE_LIMIT
 from gangplace.yamlfile import YamlFileError, read_yaml
 from pydantic import (
     BaseModel,
@@ -257,6 +258,32 @@ class DefragmentConfig(_Section):
     )
 
 
+class ExactMovesConfig(_Section):
+    """The exact neighbourhood moves (the mover the trace replay measures), tried where
+    the planner's own search finds no move: for a waiting gang make_room cannot serve,
+    and, when defragmenting, for the typical GPU shapes that still fit nowhere. The same
+    rules as every move: whole gangs, priority, move method, limits and budgets."""
+
+    enabled: bool = Field(
+        default=True, description="try the exact moves where the planner's search finds none"
+    )
+    max_pods: int = Field(
+        default=8, ge=0, description="pods moved to place one pod of a gang or typical shape"
+    )
+    node_limit: int = Field(
+        default=DEFAULT_NODE_LIMIT,
+        ge=1,
+        description="branch-and-bound nodes per neighbourhood solve: a limit of work, not of "
+        "seconds, so a plan is the same on a busy machine and a quiet one",
+    )
+    max_rooms: int = Field(
+        default=8,
+        ge=0,
+        description="defragment: pods of typical shapes that fit nowhere room is made for per "
+        "run, most frequent shape first",
+    )
+
+
 class StaleGangsConfig(_Section):
     """Releasing partial gangs that waited past their gang timeout."""
 
@@ -296,6 +323,7 @@ class DeschedulerConfig(_Section):
     moves: MovesConfig = Field(default_factory=MovesConfig)
     make_room: MakeRoomConfig = Field(default_factory=MakeRoomConfig)
     defragment: DefragmentConfig = Field(default_factory=DefragmentConfig)
+    exact_moves: ExactMovesConfig = Field(default_factory=ExactMovesConfig)
     stale_gangs: StaleGangsConfig = Field(default_factory=StaleGangsConfig)
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
     queue_default: str = Field(default="default", description="queue of gangs that name none")

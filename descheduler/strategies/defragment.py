@@ -22,6 +22,9 @@ as when making room); best first, each is tried again on the snapshot as
 earlier moves left it and kept when it still gains at least ``min_gain_gpus``. If all
 kept moves together gain less than ``min_total_gain_gpus``, none is kept: small gains
 are not worth restarting pods.
+
+Then the typical GPU shapes that still fit nowhere get room from the exact
+neighbourhood moves (:mod:`.exact_moves`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from gangplace.engine.policies.corral import cpu_per_gpu_milli, cpu_stranded
 from ..plan_context import PlanContext, Victim, move_way
 from ..plan_model import Move, PodMove
 from ..what_if import try_move
+from .exact_moves import exact_defragment
 
 __all__ = ["Measure", "defragment"]
 
@@ -235,12 +239,37 @@ def _candidates(ctx: PlanContext, measure: Measure, now: FloatArray) -> list[Vic
 
 def defragment(ctx: PlanContext) -> list[Move]:
     """Moves that pack the cluster tighter for its typical workload; only when no gang
-    waits (none did before the plan, and none was left unserved)."""
+    waits (none did before the plan, and none was left unserved): the search's moves,
+    then room made by the exact moves for the typical shapes that still fit nowhere."""
     cfg = ctx.config.defragment
     if ctx.waiting_before or ctx.unserved:
         return []
     if not cfg.enabled or not ctx.workload.shapes:
         return []
+    snap = ctx.snap
+    token = snap.fork()
+    saved = ctx.budget.snapshot()
+    moves, total = _by_search(ctx)
+    ctx.moved.update(m.unit for m in moves)
+    more = exact_defragment(ctx)
+    moves += more
+    total += sum(m.gain_gpus for m in more) * 1000
+    if moves and total < cfg.min_total_gain_gpus * 1000:
+        snap.revert(token)
+        ctx.budget.restore(saved)
+        ctx.moved.difference_update(m.unit for m in moves)
+        ctx.notes.append(
+            f"defragmentation would gain only {total / 1000:.2f} GPUs "
+            f"(min_total_gain_gpus {cfg.min_total_gain_gpus:g}); no move planned"
+        )
+        return []
+    snap.commit(token)
+    return moves
+
+
+def _by_search(ctx: PlanContext) -> tuple[list[Move], float]:
+    """The search's moves, made on the snapshot, and what they gain (thousandths)."""
+    cfg = ctx.config.defragment
     snap = ctx.snap
     measure = Measure(snap, ctx.workload, cfg.stranding_weight)
     now = measure.of_nodes()
@@ -253,8 +282,6 @@ def defragment(ctx: PlanContext) -> list[Move]:
     scored.sort(
         key=lambda t: (t[2].view.priority, ctx.tier(t[2].view), -t[0], -t[1], t[2].view.key)
     )
-    token = snap.fork()
-    saved = ctx.budget.snapshot()
     moves: list[Move] = []
     total = 0.0
     # Members moved per unit: a unit moves whole once, or member by member up to its
@@ -274,18 +301,7 @@ def defragment(ctx: PlanContext) -> list[Move]:
         taken[key] = taken.get(key, 0) + (len(v.pods) if v.partial else 1 << 30)
         total += gain
         moves.append(_move(v, targets, gain, cfg.stranding_weight))
-    if moves and total < cfg.min_total_gain_gpus * 1000:
-        snap.revert(token)
-        ctx.budget.restore(saved)
-        ctx.notes.append(
-            f"defragmentation would gain only {total / 1000:.2f} GPUs "
-            f"(min_total_gain_gpus {cfg.min_total_gain_gpus:g}); no move planned"
-        )
-        return []
-    snap.commit(token)
-    for m in moves:
-        ctx.moved.add(m.unit)
-    return moves
+    return moves, total
 
 
 def _move(v: Victim, targets: Targets, gain: float, weight: float) -> Move:

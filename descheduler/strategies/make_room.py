@@ -16,6 +16,8 @@ For each waiting gang, in DRF order, on the snapshot as the plan has left it:
    victims are removed, the gang is placed and every victim is placed again, all with
    the engine. A victim that fits nowhere is dropped for good. Victims that are not
    needed are pruned, and the move is kept.
+5. When this search finds no move, the exact neighbourhood moves are tried
+   (:mod:`.exact_moves`).
 
 Steps 2 and 3 are :mod:`.room_options`, step 4 :mod:`.room_search`; this module serves
 the waiting gangs one by one and turns the victims found into moves.
@@ -34,6 +36,7 @@ from ..gang_demand import Demand
 from ..plan_context import PlanContext, Victim, move_way
 from ..plan_model import Move, PodMove, Unserved
 from ..what_if import Trial, freed
+from .exact_moves import exact_room
 from .room_options import Candidates, NodeOption, Room, driver, node_option, shortlist
 from .room_search import prune, search
 
@@ -200,6 +203,8 @@ def make_room(ctx: PlanContext) -> list[Move]:
             ctx.unserved.append(Unserved(d.key, taken))
             continue
         found = _room_for(ctx, cand, d)
+        if isinstance(found, str):  # the search found none: the exact moves may
+            found = exact_room(ctx, d, cand.retire) or found
         if isinstance(found, str):
             ctx.unserved.append(Unserved(d.key, found))
             continue

@@ -7,17 +7,18 @@ land). Then solve, as one small integer model, "the pods on the first half plus 
 pod, on the whole neighbourhood", node by node and GPU by GPU (CPU, memory and every
 other resource, whole GPUs, the shares per GPU, the static filters), keeping the most
 pods exactly where they are; the fewest moves on those nodes, proved so when the solver
-finishes in time. (``move_room`` lets the pods on the second half move too: exact for
+finishes within its node limit. (``move_room`` lets the pods on the second half move too: exact for
 the whole neighbourhood, and much slower on a full cluster.) A pod that changes node,
 or GPU on the same node, is a move: on a cluster it has to be recreated either way.
 Units move whole (every pod of a unit stays, or every pod is moved), and a unit with a
 pod outside the neighbourhood stays.
 
 Neighbourhoods of growing size are tried (2, 4, 8, 16 nodes by default), each with a
-short time limit and a cap of one move fewer than the best plan so far; the cheapest
-plan is carried out, checked node by node (allocatable, every GPU, the static filters)
-before it is kept. Either the pod ends up placed and every pod it displaced placed
-again, or the snapshot is exactly as it was.
+limit on the solver's branch-and-bound nodes (not on seconds: the same plan comes out
+on a busy machine and a quiet one) and a cap of one move fewer than the best plan so
+far; the cheapest plan is carried out, checked node by node (allocatable, every GPU,
+the static filters) before it is kept. Either the pod ends up placed and every pod it
+displaced placed again, or the snapshot is exactly as it was.
 """
 
 from __future__ import annotations
@@ -39,9 +40,18 @@ from .exact import verify_nodes
 from .lp_rows import Rows
 from .moves import Repair, shortlist
 
-__all__ = ["DEFAULT_SIZES", "HoodStats", "fit_in_neighbourhood", "neighbourhood"]
+__all__ = [
+    "DEFAULT_NODE_LIMIT",
+    "DEFAULT_SIZES",
+    "HoodStats",
+    "fit_in_neighbourhood",
+    "neighbourhood",
+]
 
 DEFAULT_SIZES = (2, 4, 8, 16)
+# Branch-and-bound nodes per neighbourhood solve: a limit of work, not of wall time, so
+# that a plan never depends on how busy the machine is.
+DEFAULT_NODE_LIMIT = 200
 
 UnitOf = Callable[[PodRecord], Hashable]
 Movable = Callable[[PodRecord], bool]
@@ -53,7 +63,7 @@ class HoodStats:
 
     solves: int = 0
     found: int = 0  # solves that found a plan
-    timeouts: int = 0  # solves that ran out of time without one
+    timeouts: int = 0  # solves that reached the node limit without one
     timeouts_by_size: dict[int, int] = field(default_factory=dict)
     seconds: float = 0.0
     by_size: dict[int, int] = field(default_factory=dict)  # plans carried out, per size
@@ -129,9 +139,10 @@ class _Model:
                 shapes[p.shape] = None
         self.shapes = list(shapes)
 
-    def solve(self, cap: int, deadline: float) -> _Plan | str | None:
-        """The plan moving the fewest pods (at most ``cap``), None when none exists on
-        these nodes, "timeout" when the time ran out first."""
+    def solve(self, cap: int, node_limit: int) -> _Plan | str | None:
+        """The plan moving the fewest pods (at most ``cap``) found within ``node_limit``
+        branch-and-bound nodes, None when none exists on these nodes, "timeout" when the
+        limit came first."""
         snap = self.snap
         shapes = self.shapes
         S = len(shapes)
@@ -278,16 +289,13 @@ class _Model:
             )
         elif cap < 0:
             return None
-        left = deadline - time.perf_counter()
-        if left <= 0.02:
-            return "timeout"
         nv = len(c)
         res = milp(
             np.array(c),
             constraints=rows.constraint(nv),
             integrality=np.ones(nv),
             bounds=Bounds(np.zeros(nv), np.array(ub)),
-            options={"time_limit": left, "mip_rel_gap": 0.0},
+            options={"node_limit": node_limit, "mip_rel_gap": 0.0},
         )
         if res.status == 2:
             return None
@@ -383,14 +391,15 @@ def fit_in_neighbourhood(
     *,
     max_pods: int = 8,
     sizes: Sequence[int] = DEFAULT_SIZES,
-    time_limit: float = 0.5,
+    node_limit: int = DEFAULT_NODE_LIMIT,
     unit_of: UnitOf | None = None,
     movable: Movable | None = None,
     move_room: bool = False,
     stats: HoodStats | None = None,
 ) -> Repair | None:
     """Place one pod of ``shape`` (as ``pod``) by moving at most ``max_pods`` pods, the
-    fewest found over neighbourhoods of ``sizes`` nodes (``time_limit`` seconds each);
+    fewest found over neighbourhoods of ``sizes`` nodes (``node_limit`` branch-and-bound
+    nodes each);
     None, with the snapshot unchanged, when none is found. ``unit_of`` groups pods that
     move together (default: each pod alone); pods ``movable`` rejects stay. Only the pods
     on the half of a neighbourhood nearest to fitting may move, unless ``move_room``:
@@ -427,7 +436,7 @@ def fit_in_neighbourhood(
                 return p.node in near and ok(p)
 
         model = _Model(snap, shape, nodes, unit, may, sizes_of)
-        got = model.solve(cap, t + time_limit)
+        got = model.solve(cap, node_limit)
         st.solves += 1
         st.seconds += time.perf_counter() - t
         if got == "timeout":

@@ -6,7 +6,8 @@ nowhere is placed if *any* rearrangement of the pods already placed plus it fits
 such check ends one of three ways, all counted:
 
 * **placed**: the engine's move search (:func:`fit_with_moves`), optionally the fewest
-  moves on small neighbourhoods (:func:`fit_in_neighbourhood`), or the configuration
+  moves on small neighbourhoods (the mover, :func:`~gangplace.sim.mover.make_room`), or
+  the configuration
   model (:class:`~gangplace.sim.exact.ExactFit`) found a packing, and it is carried out;
 * **proved infeasible**: the configuration LP's bound, or an earlier proof for a shape
   needing no more (the placed pods only grow, so a proof never expires);
@@ -34,7 +35,8 @@ from ..engine.node_pod_records import PodRecord
 from ..engine.snapshot import Snapshot
 from .arrivals import TracePod
 from .exact import ExactFit
-from .hood_moves import DEFAULT_SIZES, HoodStats, fit_in_neighbourhood
+from .hood_moves import DEFAULT_NODE_LIMIT, DEFAULT_SIZES, HoodStats
+from .mover import MoverLimits, make_room
 from .moves import fit_with_moves
 from .relax import FEASIBLE, INFEASIBLE, FitModel
 from .replay import ReplayContext, ReplayResult, summarise
@@ -232,12 +234,12 @@ class OracleHook:
                 return
         if self.exact_moves:
             t = time.perf_counter()
-            rep = fit_in_neighbourhood(snap, shape, rec, max_pods=self.max_pods)
+            room = make_room(snap, [rec], limits=MoverLimits(max_pods=self.max_pods))
             st.search_seconds += time.perf_counter() - t
-            if rep is not None:
+            if room is not None:
                 st.placed_by_search += 1
                 st.placed_how["neighbourhood moves"] += 1
-                st.pods_moved += len(rep.moved)
+                st.pods_moved += len(room.moved)
                 self._failed.rescued(ctx, rec)
                 return
         t = time.perf_counter()
@@ -298,11 +300,11 @@ class MovesHook:
 
     ``method`` says how the moves are found: ``"search"``, the engine's search
     (:func:`fit_with_moves`: evictions on the nodes nearest to fitting, the evicted pods
-    placed again by the policy, ``depth`` levels down); ``"exact"``, the fewest moves on
-    neighbourhoods of ``sizes`` nodes solved exactly
-    (:func:`~gangplace.sim.hood_moves.fit_in_neighbourhood`, ``time_limit`` seconds per
-    neighbourhood); ``"both"``, the search first and the exact model when it finds
-    nothing."""
+    placed again by the policy, ``depth`` levels down); ``"exact"``, the mover
+    (:func:`~gangplace.sim.mover.make_room`: the fewest moves on neighbourhoods of
+    ``sizes`` nodes solved exactly, ``node_limit`` branch-and-bound nodes per
+    neighbourhood), which the descheduler's planner uses too; ``"both"``, the search
+    first and the mover when it finds nothing."""
 
     def __init__(
         self,
@@ -314,7 +316,7 @@ class MovesHook:
         *,
         method: str = "search",
         sizes: Sequence[int] = DEFAULT_SIZES,
-        time_limit: float = 0.5,
+        node_limit: int = DEFAULT_NODE_LIMIT,
     ):
         if method not in MOVE_METHODS:
             raise ValueError(f"method {method!r}: expected one of {', '.join(MOVE_METHODS)}")
@@ -325,7 +327,7 @@ class MovesHook:
         self.depth, self.max_nodes = depth, max_nodes
         self.method = method
         self.sizes = tuple(sizes)
-        self.time_limit = time_limit
+        self.node_limit = node_limit
         self.pods_moved = 0
         # Whether the budget ever cut a search short (else a larger one replays the same).
         self.budget_bound = False
@@ -348,7 +350,7 @@ class MovesHook:
         rec = PodRecord("trace", f"{tp.name}-{ctx.step - 1}", tp.shape)
         t = time.perf_counter()
         cap = min(left, self.per_arrival)
-        rep = None
+        moved: list[PodRecord] | None = None
         how = ""
         if self.method in ("search", "both"):
             rep = fit_with_moves(
@@ -360,23 +362,18 @@ class MovesHook:
                 depth=self.depth,
                 max_nodes=self.max_nodes,
             )
+            moved = rep.moved if rep is not None else None
             how = "search"
-        if rep is None and self.method in ("exact", "both"):
-            rep = fit_in_neighbourhood(
-                ctx.snap,
-                tp.shape,
-                rec,
-                max_pods=cap,
-                sizes=self.sizes,
-                time_limit=self.time_limit,
-                stats=self.hood,
-            )
+        if moved is None and self.method in ("exact", "both"):
+            limits = MoverLimits(max_pods=cap, sizes=self.sizes, node_limit=self.node_limit)
+            room = make_room(ctx.snap, [rec], limits=limits, stats=self.hood)
+            moved = room.moved if room is not None else None
             how = "exact"
         self.seconds += time.perf_counter() - t
-        if rep is None:
+        if moved is None:
             self._here.add(ctx, tp.shape)
             return
-        self.pods_moved += len(rep.moved)
+        self.pods_moved += len(moved)
         self.rescued += 1
         self.rescued_by[how] += 1
         self._failed.rescued(ctx, rec)
