@@ -29,6 +29,7 @@ from .plan_context import PlanContext
 from .plan_model import LargestFit, Move, NotMoved, Plan, PodMove
 from .state import ClusterState
 from .strategies import STRATEGIES
+from .strategies.exact_moves import typical_shapes
 from .what_if import evaluate_waiting
 
 __all__ = ["MoveError", "apply_moves", "fragmentation_now", "move_verdict", "plan"]
@@ -346,18 +347,7 @@ def _probes(ctx: PlanContext) -> list[PodShape]:
         if len(out) >= 3:
             return out
     if not out:
-        for t in ctx.workload.shapes:
-            if t.gpu_count:
-                shape = PodShape.of(
-                    {"cpu": t.cpu},
-                    gpus=t.gpu_count,
-                    gpu_milli=t.gpu_milli if t.gpu_milli < 1000 else None,
-                    gpu_models=t.models,
-                )
-                if shape not in out:
-                    out.append(shape)
-            if len(out) >= 3:
-                break
+        out = typical_shapes(ctx.workload)[:3]
     return out
 
 
