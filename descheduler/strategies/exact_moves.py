@@ -30,6 +30,7 @@ from collections.abc import Callable, Hashable, Sequence
 from gangplace.engine import PodRecord, PodShape, place_gang
 from gangplace.engine.feasibility import fits
 from gangplace.engine.fragmentation import TargetWorkload
+from gangplace.sim.limit import needs_at_least
 from gangplace.sim.mover import MoverLimits, MoveRules, make_room
 
 from ..gang_demand import Demand
@@ -227,6 +228,7 @@ def exact_defragment(ctx: PlanContext) -> list[Move]:
     shapes = [s for s in typical_shapes(ctx.workload) if s.gpu_demand_milli >= floor]
     rules, limits = _rules(ctx, None), _limits(ctx)
     holders: list[PodRecord] = []
+    failed: list[PodShape] = []  # no room found this run: nor for a shape needing more
     out: list[Move] = []
     token = snap.fork()
     try:
@@ -236,11 +238,14 @@ def exact_defragment(ctx: PlanContext) -> list[Move]:
             for shape in shapes:
                 if len(holders) >= cfg.max_rooms or ctx.budget.exhausted():
                     break
+                if any(needs_at_least(snap, shape, f) for f in failed):
+                    continue
                 if fits(snap, shape).any():
                     continue
                 holder = PodRecord("", f"room-{len(holders)}", shape)
                 room = make_room(snap, [holder], rules, limits, max_total=_left(ctx))
                 if room is None:
+                    failed.append(shape)
                     continue
                 holders.append(holder)
                 progress = True
