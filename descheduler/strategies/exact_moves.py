@@ -33,6 +33,7 @@ from gangplace.engine.fragmentation import TargetWorkload
 from gangplace.sim.limit import needs_at_least
 from gangplace.sim.mover import MoverLimits, MoveRules, make_room
 
+from ..budget import PER_RUN
 from ..gang_demand import Demand
 from ..gang_views import GangView
 from ..plan_context import PlanContext, Victim, move_way
@@ -127,8 +128,10 @@ def _limits(ctx: PlanContext) -> MoverLimits:
 
 
 def _left(ctx: PlanContext) -> int | None:
+    """Pods this run may still evict (a bound for the mover; the budget decides)."""
     cap = ctx.config.limits.max_evictions_per_run
-    return None if cap is None else max(cap - ctx.budget.pods, 0)
+    used = ctx.budget.limits.used[(PER_RUN, "")]
+    return None if cap is None else max(cap - used, 0)
 
 
 def _members(d: Demand) -> list[PodRecord]:
