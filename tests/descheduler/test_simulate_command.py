@@ -219,5 +219,13 @@ def test_cpu_only_pod_leaves_the_gpu_node_whose_cpu_it_exhausts() -> None:
         ("hog", "n0", "n1")
     ]
     assert p.moves[0].kind == "defragment" and "CPU-stranded" in p.moves[0].reason
-    off = parse_config({"scheduling": {"policy": "fgd"}, "defragment": {"stranding_weight": 0}})
+    weight0 = {"scheduling": {"policy": "fgd"}, "defragment": {"stranding_weight": 0}}
+    off = parse_config({**weight0, "exact_moves": {"enabled": False}})
     assert plan(state_from_list(stranded_cluster(), NOW), off).moves == []
+    # F(M) alone sees no gain, but a typical pod (1 GPU, 8 cores) fits nowhere: the
+    # exact moves make room for it, with the same move
+    p = plan(state_from_list(stranded_cluster(), NOW), parse_config(weight0))
+    assert [(pm.name, pm.node, pm.target) for m in p.moves for pm in m.pods] == [
+        ("hog", "n0", "n1")
+    ]
+    assert "typical shape cpu=8 gpu=1, which fits nowhere" in p.moves[0].reason
