@@ -51,7 +51,7 @@ __all__ = [
 DEFAULT_SIZES = (2, 4, 8, 16)
 # Branch-and-bound nodes per neighbourhood solve: a limit of work, not of wall time, so
 # that a plan never depends on how busy the machine is.
-DEFAULT_NODE_LIMIT = 200
+DEFAULT_NODE_LIMIT = 50
 
 UnitOf = Callable[[PodRecord], Hashable]
 Movable = Callable[[PodRecord], bool]
