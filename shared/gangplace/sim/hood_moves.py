@@ -295,7 +295,10 @@ class _Model:
             constraints=rows.constraint(nv),
             integrality=np.ones(nv),
             bounds=Bounds(np.zeros(nv), np.array(ub)),
-            options={"node_limit": node_limit, "mip_rel_gap": 0.0},
+            # No presolve: when a solution found on the presolved model needs solving
+            # again on the original, HiGHS prints a line to stdout, which would land in
+            # a plan's JSON; these models are small, and without it as fast.
+            options={"node_limit": node_limit, "mip_rel_gap": 0.0, "presolve": False},
         )
         if res.status == 2:
             return None
