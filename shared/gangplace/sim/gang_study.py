@@ -213,9 +213,10 @@ class LoadResult:
 class DetailedResult:
     """One run with a descheduler (or none). Times in mean job lengths; ``lost_gpu``
     is GPU x job lengths of work thrown away by moves, ``lost_pct`` that as % of the
-    GPU time running jobs used. Rooms: rounds' moves made for one waiting job, and
-    whether it bound (``reached``), another job took the freed GPUs first (``taken``)
-    or neither happened before the next round (``unused``)."""
+    GPU time running jobs used (``busy`` counts it; ``useful`` does not). Rooms: a
+    round's moves made for one waiting job, and whether it bound (``reached``), another
+    job took the freed GPUs first (``taken``) or neither happened before the next round
+    (``unused``)."""
 
     label: str
     mode: str
@@ -226,6 +227,7 @@ class DetailedResult:
     stuck_partial: int
     partial_gpu_pct: float
     busy_gpu_pct: float
+    useful_gpu_pct: float  # busy less the work moves threw away
     held_gpu_pct: float  # GPUs kept idle for a room (hold_room), time-averaged
     mean_wait: float
     p95_wait: float
@@ -621,6 +623,7 @@ def run_detailed(
         stuck_partial=stuck,
         partial_gpu_pct=round(100.0 * sim.area_partial / span, 2),
         busy_gpu_pct=round(100.0 * sim.area_busy / span, 2),
+        useful_gpu_pct=round(100.0 * (sim.area_busy - sim.lost) / span, 2),
         held_gpu_pct=round(100.0 * sim.area_held / span, 2),
         mean_wait=round(wait, 3),
         p95_wait=round(percentile(waits, 95), 3),
