@@ -43,6 +43,7 @@ from ..engine.single_pod import place_pod
 from ..engine.snapshot import Snapshot
 
 __all__ = [
+    "HIGH_PRIORITY",
     "MODES",
     "DeschedulerHook",
     "DetailedResult",
@@ -100,6 +101,9 @@ def jobs_from_pods(
 # What a hook may do with a job: suspend it (whole) or evict some of its pods.
 MoveMethod = Literal["suspend", "evict"]
 
+# The priority of the jobs ``high_share`` picks (the rest have 0).
+HIGH_PRIORITY = 1000
+
 # Event kinds, in the order a tie at one instant is broken by (seq first, then these).
 _ARRIVE, _FINISH, _TICK, _RESUME = 0, 1, 2, 3
 
@@ -114,6 +118,7 @@ class StudyJob:
     arrival: float
     run_start: float
     pods: tuple[PodRecord, ...]
+    priority: int = 0
 
     @property
     def name(self) -> str:
@@ -170,9 +175,17 @@ class _Job:
     named: int = 0  # pods ever made (names stay unique after evictions)
     held_for: int | None = None  # suspended for this job
     moves: int = 0
+    priority: int = 0
+
+    @property
+    def order(self) -> tuple[int, float]:
+        """The scheduler's queue order: higher priority first, then arrival."""
+        return (-self.priority, self.arrival)
 
     def view(self) -> StudyJob:
-        return StudyJob(self.id, self.template, self.arrival, self.run_start, tuple(self.pods))
+        return StudyJob(
+            self.id, self.template, self.arrival, self.run_start, tuple(self.pods), self.priority
+        )
 
 
 @dataclass(slots=True)
@@ -331,7 +344,9 @@ class _Sim:
             self._requeue(other)
 
     def _record(self, job: _Job) -> PodRecord:
-        rec = PodRecord("study", f"job{job.id}-{job.named}", job.template.shape)
+        rec = PodRecord(
+            "study", f"job{job.id}-{job.named}", job.template.shape, priority=job.priority
+        )
         job.named += 1
         return rec
 
@@ -354,7 +369,7 @@ class _Sim:
         while len(job.pods) < job.template.size:
             if shape in failed:
                 return False
-            rec = PodRecord("study", f"job{job.id}-{job.named}", shape)
+            rec = PodRecord("study", f"job{job.id}-{job.named}", shape, priority=job.priority)
             if place_pod(self.snap, shape, self.scorer, rec) is None:
                 failed.add(shape)
                 return False
@@ -391,7 +406,7 @@ class _Sim:
         started: set[int] = set()
         if self.hold_room and self.rooms:
             # The job a room was kept for is tried first, on its room (a nominated pod).
-            for jid in sorted(self.rooms, key=lambda k: self.jobs[k].arrival):
+            for jid in sorted(self.rooms, key=lambda k: self.jobs[k].order):
                 job = self.jobs[jid]
                 if not any(j.id == jid for j in self.waiting):
                     continue
@@ -431,10 +446,11 @@ class _Sim:
         )
 
     def _requeue(self, job: _Job) -> None:
+        """Into the queue, in the scheduler's order."""
         self.held.pop(job.id, None)
         job.held_for = None
-        keys = [j.arrival for j in self.waiting]
-        self.waiting.insert(bisect.bisect_right(keys, job.arrival), job)
+        keys = [j.order for j in self.waiting]
+        self.waiting.insert(bisect.bisect_right(keys, job.order), job)
 
     def _stop(self, job: _Job) -> None:
         """A running job loses the work since its start (or its last checkpoint)."""
@@ -544,6 +560,7 @@ def run_detailed(
     hook: DeschedulerHook | None = None,
     hold_room: bool = False,
     checkpoint: float | None = None,
+    high_share: float = 0.0,
     label: str | None = None,
     scorer: Scorer | None = None,
     jobs: int = 1000,
@@ -551,7 +568,10 @@ def run_detailed(
 ) -> DetailedResult:
     """:func:`run_load` with a descheduler ``hook`` run every ``hook.interval`` (the
     same arrivals as without one), and the figures of its moves. ``checkpoint``: jobs
-    keep their work every that many job lengths (None: a moved job starts over)."""
+    keep their work every that many job lengths (None: a moved job starts over).
+    ``high_share``: that share of the jobs (drawn apart from the arrivals, so these stay
+    the same) has a higher priority; the scheduler takes waiting jobs by priority, then
+    arrival (as Volcano's priority plugin orders jobs), and preempts nobody."""
     if not templates:
         raise ValueError("no job templates (the pod list has no multi-GPU pods?)")
     if not 0 < load <= 2:
@@ -560,10 +580,13 @@ def run_detailed(
         raise ValueError(f"the descheduler's interval must be > 0, got {hook.interval}")
     if checkpoint is not None and not checkpoint > 0:
         raise ValueError(f"checkpoint must be > 0 job lengths, got {checkpoint}")
+    if not 0 <= high_share <= 1:
+        raise ValueError(f"high_share must be in [0, 1], got {high_share}")
     sim = _Sim(snap, mode, scorer, hold_room=hold_room, checkpoint=checkpoint)
     if sim.capacity == 0:
         raise ValueError("the cluster has no GPUs")
     rnd = random.Random(seed)
+    ranks = random.Random(f"priority-{seed}")
     mean_gpu = sum(t.gpu_milli for t in templates) / len(templates)
     rate = load * sim.capacity / mean_gpu  # jobs per mean duration
     t = 0.0
@@ -573,6 +596,8 @@ def run_detailed(
         job = _Job(i, rnd.choice(templates), t, rnd.expovariate(1.0))
         all_jobs.append(job)
         sim.jobs[i] = job
+        if high_share and ranks.random() < high_share:
+            job.priority = HIGH_PRIORITY
         sim.push(t, _ARRIVE, job)
     horizon = t
     if hook is not None:
@@ -585,7 +610,7 @@ def run_detailed(
         sim.advance(when)
         if kind == _ARRIVE:
             assert ev_job is not None
-            sim.waiting.append(ev_job)
+            sim._requeue(ev_job)
             sim.try_waiting([ev_job])
         elif kind == _FINISH:
             assert ev_job is not None
