@@ -67,6 +67,8 @@ class CorralHook:
     ledger: MoveLedger = field(default_factory=MoveLedger)
     rounds: int = 0
     rooms_planned: int = 0  # waiting gangs a round moved others for
+    skipped: int = 0  # rounds answered from the last one (see ``_same``)
+    _last: tuple[object, datetime, Counter[str]] | None = None
 
     def __post_init__(self) -> None:
         if not self.job_hours > 0:
@@ -82,10 +84,17 @@ class CorralHook:
     def __call__(self, state: StudyState) -> Sequence[JobMove]:
         self.rounds += 1
         now = self._time(state.now)
+        print_ = _fingerprint(state)
+        if self._same(print_, now):
+            assert self._last is not None
+            self.refusals.update(self._last[2])
+            self.skipped += 1
+            return []
         cluster = self.cluster_state(state, now)
         result = plan(cluster, self.config, scorer=state.scorer, largest=False)
-        for u in result.unserved:
-            self.refusals[reason_kind(u.reason)] += 1
+        refused = Counter(reason_kind(u.reason) for u in result.unserved)
+        self.refusals.update(refused)
+        self._last = (print_, now, refused) if not result.moves else None
         resume = self.config.moves.resume_after / self._seconds(1.0)
         out: list[JobMove] = []
         made: set[str] = set()
@@ -109,6 +118,23 @@ class CorralHook:
         self.rooms_planned += len(made)
         self.ledger.prune(now, self.config.eviction.cooldown)
         return out
+
+    def _same(self, print_: object, now: datetime) -> bool:
+        """Nothing changed since a round that moved nothing: no job came, went, started
+        or moved, and no cool-down of the ledger ended in between (the rules that read
+        the clock). Only the age of running pods differs, which orders victims by cost;
+        such a round plans the same, and is answered from the last one."""
+        if self._last is None or self._last[0] != print_:
+            return False
+        if self.config.eviction.min_pod_age > 0:
+            return False
+        since = self._last[1]
+        cooldown = self.config.eviction.cooldown
+        for stamps in (self.ledger.last_moved, self.ledger.room_made):
+            for t in stamps.values():
+                if (since - t).total_seconds() < cooldown <= (now - t).total_seconds():
+                    return False
+        return True
 
     def cluster_state(self, state: StudyState, now: datetime) -> ClusterState:
         """The study's cluster as the planner reads a live one (see the module doc)."""
@@ -163,6 +189,14 @@ class CorralHook:
             priority=j.priority,
             gpu_index=bound.gpus if bound is not None else (),
         )
+
+
+def _fingerprint(state: StudyState) -> object:
+    """What the planner would see of the jobs, bar the clock."""
+    return (
+        tuple((j.id, j.run_start, len(j.pods)) for j in state.running),
+        tuple((j.id, len(j.pods)) for j in state.waiting),
+    )
 
 
 def _job_id(unit: str) -> int:
