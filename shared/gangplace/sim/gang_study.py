@@ -633,6 +633,7 @@ def run_detailed(
                 sim._requeue(ev_job)
                 sim.try_waiting(list(sim.waiting))
     sim.advance(horizon)
+    sim.close_rooms()
     started = [j for j in all_jobs if j.start >= 0]
     stuck = sum(1 for j in all_jobs if j.id not in sim.running and j.pods)
     span = horizon * sim.capacity if horizon > 0 else 1.0
