@@ -41,6 +41,7 @@ NAMESPACE = "study"
 
 # Variable parts of a reason (names, counts, durations), so that reasons group by kind.
 _VARIABLE = (
+    (re.compile(r"\b([a-z./-]+)=[^\s,)]+"), r"\1=<q>"),  # a shape's quantities
     (re.compile(r"\bstudy/job\d+\b"), "<gang>"),
     (re.compile(r"\bjob\d+(-\d+)?\b"), "<job>"),
     (re.compile(r"\b\d+h\d+m\d+s|\b\d+h\d+m|\b\d+m\d+s|\b\d+[hms]\b"), "<duration>"),

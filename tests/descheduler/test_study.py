@@ -219,6 +219,8 @@ def test_reason_kinds_group_names_and_numbers() -> None:
     a = reason_kind("gang study/job12 was moved 12m0s ago (cool-down 1h0m0s)")
     b = reason_kind("gang study/job3 was moved 5m ago (cool-down 1h)")
     assert a == b == "gang <gang> was moved <duration> ago (cool-down <duration>)"
+    c = reason_kind("leave room for 3 of the 4 pods of cpu=4m memory=625Gi gpu=8 it needs")
+    assert c == "leave room for <n> of the <n> pods of cpu=<q> memory=<q> gpu=<q> it needs"
 
 
 def test_corral_in_the_study_keeps_gangs_whole() -> None:
