@@ -25,8 +25,9 @@ from datetime import UTC, datetime, timedelta
 
 from gangplace.engine import PodRecord, Snapshot
 from gangplace.engine.gangs import ANNOTATION_MIN_AVAILABLE, VOLCANO_GROUP_NAME
+from gangplace.engine.kinds import KINDS
 from gangplace.engine.timeparse import format_time
-from gangplace.engine.workloads import SUSPEND_PATHS, WorkloadRecord
+from gangplace.engine.workloads import WorkloadRecord
 from gangplace.sim.gang_study import JobMove, StudyJob, StudyState
 
 from .config import DeschedulerConfig
@@ -158,7 +159,7 @@ class CorralHook:
                 namespace=NAMESPACE,
                 name=j.name,
                 uid=f"uid-{j.name}",
-                suspend_path=SUSPEND_PATHS["Job"],
+                suspend_path=KINDS[("batch", "Job")].suspend_path,
                 backoff_limit=6,
             )
             workloads[w.key] = w
@@ -183,6 +184,7 @@ class CorralHook:
                 ANNOTATION_MIN_AVAILABLE: str(j.template.size),
             },
             owner_kind="Job",
+            owner_group="batch",
             owner_name=j.name,
             owner_uid=f"uid-{j.name}",
             created=created,
