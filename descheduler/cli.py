@@ -7,6 +7,7 @@
                            [--metrics-host H] [--metrics-port P] [--output text|json]
     corral-descheduler config        every config key, its default and what it means
     corral-descheduler simulate      trace replay with moves (see replay_with_moves.py)
+    corral-descheduler study         gangs over time with and without a descheduler
 
 Exit codes: 0 done, 1 some evictions failed (or the cluster could not be read), 2 bad
 config or input, 3 the Lease was lost part way through a run (the gang begun finished).
@@ -29,6 +30,7 @@ from .planner import plan
 from .render import render_plan
 from .simulate_command import add_simulate_command
 from .state import StateError
+from .study_command import add_study_command
 
 __all__ = ["SAMPLE", "SAMPLES", "SNAPSHOT_TIME", "main"]
 
@@ -200,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("config", help="print every config key with its default and meaning")
     c.set_defaults(func=cmd_config)
     add_simulate_command(sub)
+    add_study_command(sub)
     return p
 
 

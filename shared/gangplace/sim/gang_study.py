@@ -12,16 +12,28 @@ Per load the study reports the jobs that started, the jobs stuck partly placed a
 end, the GPUs partly placed jobs hold (time-averaged, % of capacity), the GPUs doing
 useful work (running jobs, time-averaged %) and the mean wait of started jobs. Pure:
 the caller provides the snapshot and the job templates.
+
+A descheduler can join a run (:func:`run_detailed`): a :class:`DeschedulerHook` is called
+every ``interval`` of simulated time with the cluster as it is (:class:`StudyState`) and
+returns :class:`JobMove` s. A suspended job leaves whole and queues again once the job it
+made room for starts (or after ``resume_after``); an evicted pod leaves and its job, if
+it ran, starts over once it is whole again (a data-parallel job restarts when a worker
+goes). The work a moved job did since it started -- or since its last checkpoint -- is
+lost and counted. Between the moves and the binding of the job they made room for,
+another job may take the freed GPUs: the run counts how often ("room taken"), and with
+``hold_room`` it keeps them for that job until it binds or the next round.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from ..engine.gang import Gang, GangOptions, place_gang
 from ..engine.model import PodShape
@@ -31,10 +43,18 @@ from ..engine.single_pod import place_pod
 from ..engine.snapshot import Snapshot
 
 __all__ = [
+    "HIGH_PRIORITY",
     "MODES",
+    "DeschedulerHook",
+    "DetailedResult",
+    "JobMove",
     "JobTemplate",
     "LoadResult",
+    "StudyJob",
+    "StudyState",
     "jobs_from_pods",
+    "percentile",
+    "run_detailed",
     "run_load",
     "run_study",
 ]
@@ -78,6 +98,69 @@ def jobs_from_pods(
     return out
 
 
+# What a hook may do with a job: suspend it (whole) or evict some of its pods.
+MoveMethod = Literal["suspend", "evict"]
+
+# The priority of the jobs ``high_share`` picks (the rest have 0).
+HIGH_PRIORITY = 1000
+
+# Event kinds, in the order a tie at one instant is broken by (seq first, then these).
+_ARRIVE, _FINISH, _TICK, _RESUME = 0, 1, 2, 3
+
+
+@dataclass(frozen=True, slots=True)
+class StudyJob:
+    """A job as a hook sees it: ``pods`` are its bound pods (records of the study's
+    snapshot); ``run_start`` is when its current run began (-1 while it waits)."""
+
+    id: int
+    template: JobTemplate
+    arrival: float
+    run_start: float
+    pods: tuple[PodRecord, ...]
+    priority: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"job{self.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class StudyState:
+    """The cluster at one round: ``snap`` is the study's own (a hook reads it and leaves
+    it as it found it), ``waiting`` in arrival order (some may hold part of their pods),
+    ``now`` in mean job lengths."""
+
+    now: float
+    snap: Snapshot
+    scorer: Scorer
+    running: tuple[StudyJob, ...]
+    waiting: tuple[StudyJob, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class JobMove:
+    """Move ``pods`` (pod names) of job ``job``. ``suspend``: every pod of the job; it
+    queues again once ``for_job`` starts, or ``resume_after`` job lengths later.
+    ``evict``: those pods go and are made again pending at once."""
+
+    job: int
+    pods: tuple[str, ...]
+    method: MoveMethod
+    for_job: int | None = None
+    resume_after: float = 0.0
+
+
+class DeschedulerHook(Protocol):
+    """A descheduler run every ``interval`` job lengths; ``refusals`` counts, by reason,
+    the moves it would have liked to make and its rules refused."""
+
+    interval: float
+    refusals: Counter[str]
+
+    def __call__(self, state: StudyState) -> Sequence[JobMove]: ...
+
+
 @dataclass(slots=True)
 class _Job:
     id: int
@@ -85,7 +168,34 @@ class _Job:
     arrival: float
     duration: float
     pods: list[PodRecord] = field(default_factory=list)  # bound pods
-    start: float = -1.0
+    start: float = -1.0  # first start
+    run_start: float = -1.0  # start of the current run; -1 while not running
+    done: float = 0.0  # work kept through moves (checkpoints)
+    runs: int = 0  # bumped on every start and move: older completion events are void
+    named: int = 0  # pods ever made (names stay unique after evictions)
+    held_for: int | None = None  # suspended for this job
+    moves: int = 0
+    priority: int = 0
+
+    @property
+    def order(self) -> tuple[int, float]:
+        """The scheduler's queue order: higher priority first, then arrival."""
+        return (-self.priority, self.arrival)
+
+    def view(self) -> StudyJob:
+        return StudyJob(
+            self.id, self.template, self.arrival, self.run_start, tuple(self.pods), self.priority
+        )
+
+
+@dataclass(slots=True)
+class _Room:
+    """GPUs a round freed for one waiting job, until it binds or the next round."""
+
+    devices: set[tuple[int, int]]
+    # Placeholders on the freed devices (hold_room), with where they sit.
+    holds: list[tuple[PodRecord, int, tuple[int, ...]]] = field(default_factory=list)
+    holding: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +222,75 @@ class LoadResult:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class DetailedResult:
+    """One run with a descheduler (or none). Times in mean job lengths; ``lost_gpu``
+    is GPU x job lengths of work thrown away by moves, ``lost_pct`` that as % of the
+    GPU time running jobs used (``busy`` counts it; ``useful`` does not). Rooms: a
+    round's moves made for one waiting job, and whether it bound (``reached``), another
+    job took the freed GPUs first (``taken``) or neither happened before the next round
+    (``unused``)."""
+
+    label: str
+    mode: str
+    load_pct: int
+    seed: int
+    jobs: int
+    started: int
+    stuck_partial: int
+    partial_gpu_pct: float
+    busy_gpu_pct: float
+    useful_gpu_pct: float  # busy less the work moves threw away
+    held_gpu_pct: float  # GPUs kept idle for a room (hold_room), time-averaged
+    mean_wait: float
+    p95_wait: float
+    pods_moved: int
+    jobs_moved: int
+    lost_gpu: float
+    lost_pct: float
+    rooms_made: int
+    rooms_reached: int
+    rooms_taken: int
+    rooms_unused: int
+    rounds: int
+    refusals: Mapping[str, int]
+
+    def load_result(self) -> LoadResult:
+        return LoadResult(
+            self.mode,
+            self.load_pct,
+            self.jobs,
+            self.started,
+            self.stuck_partial,
+            self.partial_gpu_pct,
+            self.busy_gpu_pct,
+            self.mean_wait,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {k: getattr(self, k) for k in self.__slots__}
+        out["refusals"] = dict(sorted(self.refusals.items(), key=lambda kv: (-kv[1], kv[0])))
+        return out
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The nearest-rank ``q``-th percentile (NaN for no values)."""
+    if not values:
+        return math.nan
+    xs = sorted(values)
+    return xs[max(0, math.ceil(q / 100 * len(xs)) - 1)]
+
+
 class _Sim:
-    def __init__(self, snap: Snapshot, mode: str, scorer: Scorer | None) -> None:
+    def __init__(
+        self,
+        snap: Snapshot,
+        mode: str,
+        scorer: Scorer | None,
+        *,
+        hold_room: bool = False,
+        checkpoint: float | None = None,
+    ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.snap, self.mode = snap, mode
@@ -122,77 +299,130 @@ class _Sim:
         self.waiting: list[_Job] = []  # arrival order
         self.partial_milli = 0  # GPU held by jobs not yet started
         self.busy_milli = 0  # GPU held by running jobs
+        self.held_milli = 0  # GPU kept for rooms
         self.area_partial = 0.0
         self.area_busy = 0.0
+        self.area_held = 0.0
         self.now = 0.0
         self.seq = 0
-        self.events: list[tuple[float, int, int, _Job]] = []  # (time, seq, kind, job)
+        self.events: list[tuple[float, int, int, _Job | None, int]] = []
+        self.hold_room = hold_room
+        self.checkpoint = checkpoint
+        self.jobs: dict[int, _Job] = {}
+        self.running: dict[int, _Job] = {}
+        self.held: dict[int, _Job] = {}  # suspended jobs waiting to queue again
+        self.rooms: dict[int, _Room] = {}
+        self.pods_moved = 0
+        self.lost = 0.0  # GPU milli x job lengths
+        self.rooms_made = self.rooms_reached = self.rooms_taken = self.rooms_unused = 0
 
     def advance(self, t: float) -> None:
         dt = t - self.now
         self.area_partial += dt * self.partial_milli
         self.area_busy += dt * self.busy_milli
+        self.area_held += dt * self.held_milli
         self.now = t
 
-    def push(self, t: float, kind: int, job: _Job) -> None:
+    def push(self, t: float, kind: int, job: _Job | None, run: int = 0) -> None:
         self.seq += 1
-        heapq.heappush(self.events, (t, self.seq, kind, job))
+        heapq.heappush(self.events, (t, self.seq, kind, job, run))
 
     def _start(self, job: _Job) -> None:
         self.partial_milli -= job.template.gpu_milli
         self.busy_milli += job.template.gpu_milli
-        job.start = self.now
-        self.push(self.now + job.duration, 1, job)
+        if job.start < 0:
+            job.start = self.now
+        job.run_start = self.now
+        job.runs += 1
+        self.running[job.id] = job
+        self.push(self.now + job.duration - job.done, _FINISH, job, job.runs)
+        room = self.rooms.pop(job.id, None)
+        if room is not None:
+            self.rooms_reached += 1
+            self._drop_holds(room)
+        for other in [j for j in self.held.values() if j.held_for == job.id]:
+            self._requeue(other)
 
-    def _bind(self, job: _Job, node: int, gpus: tuple[int, ...]) -> None:
-        rec = PodRecord("study", f"job{job.id}-{len(job.pods)}", job.template.shape)
-        self.snap.place(rec.shape, node, gpus, pod=rec)
+    def _record(self, job: _Job) -> PodRecord:
+        rec = PodRecord(
+            "study", f"job{job.id}-{job.named}", job.template.shape, priority=job.priority
+        )
+        job.named += 1
+        return rec
+
+    def _bound(self, job: _Job, rec: PodRecord) -> None:
         job.pods.append(rec)
         self.partial_milli += rec.shape.gpu_demand_milli
+        if self.rooms and rec.gpus:
+            mine = {(rec.node, g) for g in rec.gpus}
+            for jid in [k for k, r in self.rooms.items() if k != job.id and r.devices & mine]:
+                self.rooms_taken += 1
+                self._drop_holds(self.rooms.pop(jid))
+
+    def _bind(self, job: _Job, node: int, gpus: tuple[int, ...]) -> None:
+        rec = self._record(job)
+        self.snap.place(rec.shape, node, gpus, pod=rec)
+        self._bound(job, rec)
 
     def _try_pods(self, job: _Job, failed: set[PodShape]) -> bool:
         shape = job.template.shape
         while len(job.pods) < job.template.size:
             if shape in failed:
                 return False
-            rec = PodRecord("study", f"job{job.id}-{len(job.pods)}", shape)
+            rec = PodRecord("study", f"job{job.id}-{job.named}", shape, priority=job.priority)
             if place_pod(self.snap, shape, self.scorer, rec) is None:
                 failed.add(shape)
                 return False
-            job.pods.append(rec)
-            self.partial_milli += shape.gpu_demand_milli
+            job.named += 1
+            self._bound(job, rec)
         return True
 
     def _try_gang(self, job: _Job, failed: dict[PodShape, int]) -> bool:
         t = job.template
-        if failed.get(t.shape, 1 << 30) <= t.size:
+        need = t.size - len(job.pods)
+        if failed.get(t.shape, 1 << 30) <= need:
             return False
         res = place_gang(
             self.snap,
-            Gang.uniform(f"job{job.id}", t.shape, t.size),
+            Gang.uniform(f"job{job.id}", t.shape, need),
             self.scorer,
             GangOptions(best_effort=False, dry_run=True),
         )
         if not res.ok:
-            failed[t.shape] = min(failed.get(t.shape, 1 << 30), t.size)
+            failed[t.shape] = min(failed.get(t.shape, 1 << 30), need)
             return False
         for a in res.assignments:
             self._bind(job, a.node, a.gpus)
         return True
 
+    def _try(self, job: _Job, pod_failed: set[PodShape], gang_failed: dict[PodShape, int]) -> bool:
+        if self.mode == "pod-by-pod":
+            return self._try_pods(job, pod_failed)
+        return self._try_gang(job, gang_failed)
+
     def try_waiting(self, jobs: Sequence[_Job]) -> None:
         pod_failed: set[PodShape] = set()
         gang_failed: dict[PodShape, int] = {}
         started: set[int] = set()
+        if self.hold_room and self.rooms:
+            # The job a room was kept for is tried first, on its room (a nominated pod).
+            for jid in sorted(self.rooms, key=lambda k: self.jobs[k].order):
+                job = self.jobs[jid]
+                if not any(j.id == jid for j in self.waiting):
+                    continue
+                room = self.rooms[jid]
+                self._drop_holds(room)
+                if self._try(job, set(), {}):
+                    started.add(job.id)
+                    self._start(job)
+                else:
+                    self._hold(room)
         for job in jobs:
-            ok = (
-                self._try_pods(job, pod_failed)
-                if self.mode == "pod-by-pod"
-                else self._try_gang(job, gang_failed)
-            )
-            if ok:
-                self._start(job)
+            if job.id in started:
+                continue
+            if self._try(job, pod_failed, gang_failed):
                 started.add(job.id)
+                self._start(job)
         if started:
             self.waiting = [j for j in self.waiting if j.id not in started]
 
@@ -200,7 +430,105 @@ class _Sim:
         for p in job.pods:
             self.snap.remove(p)
         job.pods = []
+        job.run_start = -1.0
         self.busy_milli -= job.template.gpu_milli
+        del self.running[job.id]
+
+    # --- a descheduler's rounds -----------------------------------------------------------
+
+    def state(self) -> StudyState:
+        return StudyState(
+            self.now,
+            self.snap,
+            self.scorer,
+            tuple(j.view() for j in sorted(self.running.values(), key=lambda j: j.id)),
+            tuple(j.view() for j in self.waiting),
+        )
+
+    def _requeue(self, job: _Job) -> None:
+        """Into the queue, in the scheduler's order."""
+        self.held.pop(job.id, None)
+        job.held_for = None
+        keys = [j.order for j in self.waiting]
+        self.waiting.insert(bisect.bisect_right(keys, job.order), job)
+
+    def _stop(self, job: _Job) -> None:
+        """A running job loses the work since its start (or its last checkpoint)."""
+        elapsed = self.now - job.run_start
+        kept = 0.0
+        if self.checkpoint:
+            kept = math.floor(elapsed / self.checkpoint) * self.checkpoint
+        job.done += kept
+        self.lost += (elapsed - kept) * job.template.gpu_milli
+        self.busy_milli -= job.template.gpu_milli
+        self.partial_milli += job.template.gpu_milli
+        job.run_start = -1.0
+        job.runs += 1
+        del self.running[job.id]
+
+    def apply(self, moves: Sequence[JobMove]) -> None:
+        freed: dict[int, set[tuple[int, int]]] = {}
+        shapes: dict[int, list[tuple[PodShape, int, tuple[int, ...]]]] = {}
+        for m in moves:
+            job = self.jobs.get(m.job)
+            if job is None:
+                raise ValueError(f"move of job {m.job}: no such job")
+            by_name = {p.name: p for p in job.pods}
+            pods = [by_name[n] for n in m.pods if n in by_name]
+            if len(pods) != len(m.pods) or not pods:
+                raise ValueError(f"move of job{m.job}: pods {list(m.pods)} are not all bound")
+            if m.method == "suspend" and len(pods) != len(job.pods):
+                raise ValueError(f"suspend of job{m.job}: every pod of a job goes")
+            if job.id in self.running:
+                self._stop(job)
+            else:
+                self.waiting = [j for j in self.waiting if j.id != job.id]
+            for p in pods:
+                if m.for_job is not None:
+                    freed.setdefault(m.for_job, set()).update((p.node, g) for g in p.gpus)
+                    shapes.setdefault(m.for_job, []).append((p.shape, p.node, p.gpus))
+                self.snap.remove(p)
+                self.partial_milli -= p.shape.gpu_demand_milli
+                job.pods.remove(p)
+            self.pods_moved += len(pods)
+            job.moves += 1
+            if m.method == "suspend" and m.for_job is not None and m.for_job in self.jobs:
+                job.held_for = m.for_job
+                self.held[job.id] = job
+                self.push(self.now + m.resume_after, _RESUME, job, job.runs)
+            else:
+                self._requeue(job)
+        for jid, devices in freed.items():
+            room = _Room(devices)
+            self.rooms_made += 1
+            if self.hold_room:
+                for k, (shape, node, gpus) in enumerate(shapes[jid]):
+                    room.holds.append((PodRecord("study", f"hold-job{jid}-{k}", shape), node, gpus))
+                self._hold(room)
+            self.rooms[jid] = room
+
+    def _drop_holds(self, room: _Room) -> None:
+        if not room.holding:
+            return
+        for rec, _, _ in room.holds:
+            self.snap.remove(rec)
+            self.held_milli -= rec.shape.gpu_demand_milli
+        room.holding = False
+
+    def _hold(self, room: _Room) -> None:
+        if room.holding:
+            return
+        for rec, node, gpus in room.holds:
+            self.snap.place(rec.shape, node, gpus, pod=rec)
+            self.held_milli += rec.shape.gpu_demand_milli
+        room.holding = True
+
+    def close_rooms(self) -> None:
+        """A new round: rooms whose job neither bound nor lost them went unused."""
+        for room in self.rooms.values():
+            self.rooms_unused += 1
+            self._drop_holds(room)
+        self.rooms.clear()
 
 
 def run_load(
@@ -218,14 +546,47 @@ def run_load(
     ``snap`` is changed in place (use a fresh one per run). Time is in mean job
     durations; arrivals are Poisson at the rate that offers ``load``.
     """
+    return run_detailed(
+        snap, templates, load, mode, scorer=scorer, jobs=jobs, seed=seed
+    ).load_result()
+
+
+def run_detailed(
+    snap: Snapshot,
+    templates: Sequence[JobTemplate],
+    load: float,
+    mode: str,
+    *,
+    hook: DeschedulerHook | None = None,
+    hold_room: bool = False,
+    checkpoint: float | None = None,
+    high_share: float = 0.0,
+    label: str | None = None,
+    scorer: Scorer | None = None,
+    jobs: int = 1000,
+    seed: int = 1,
+) -> DetailedResult:
+    """:func:`run_load` with a descheduler ``hook`` run every ``hook.interval`` (the
+    same arrivals as without one), and the figures of its moves. ``checkpoint``: jobs
+    keep their work every that many job lengths (None: a moved job starts over).
+    ``high_share``: that share of the jobs (drawn apart from the arrivals, so these stay
+    the same) has a higher priority; the scheduler takes waiting jobs by priority, then
+    arrival (as Volcano's priority plugin orders jobs), and preempts nobody."""
     if not templates:
         raise ValueError("no job templates (the pod list has no multi-GPU pods?)")
     if not 0 < load <= 2:
         raise ValueError(f"load must be in (0, 2], got {load}")
-    sim = _Sim(snap, mode, scorer)
+    if hook is not None and not hook.interval > 0:
+        raise ValueError(f"the descheduler's interval must be > 0, got {hook.interval}")
+    if checkpoint is not None and not checkpoint > 0:
+        raise ValueError(f"checkpoint must be > 0 job lengths, got {checkpoint}")
+    if not 0 <= high_share <= 1:
+        raise ValueError(f"high_share must be in [0, 1], got {high_share}")
+    sim = _Sim(snap, mode, scorer, hold_room=hold_room, checkpoint=checkpoint)
     if sim.capacity == 0:
         raise ValueError("the cluster has no GPUs")
     rnd = random.Random(seed)
+    ranks = random.Random(f"priority-{seed}")
     mean_gpu = sum(t.gpu_milli for t in templates) / len(templates)
     rate = load * sim.capacity / mean_gpu  # jobs per mean duration
     t = 0.0
@@ -234,33 +595,74 @@ def run_load(
         t += rnd.expovariate(rate)
         job = _Job(i, rnd.choice(templates), t, rnd.expovariate(1.0))
         all_jobs.append(job)
-        sim.push(t, 0, job)
+        sim.jobs[i] = job
+        if high_share and ranks.random() < high_share:
+            job.priority = HIGH_PRIORITY
+        sim.push(t, _ARRIVE, job)
     horizon = t
+    if hook is not None:
+        sim.push(hook.interval, _TICK, None)
+    rounds = 0
     while sim.events:
-        when, _, kind, job = heapq.heappop(sim.events)
+        when, _, kind, ev_job, run = heapq.heappop(sim.events)
         if when > horizon:
             break
         sim.advance(when)
-        if kind == 0:
-            sim.waiting.append(job)
-            sim.try_waiting([job])
-        else:
-            sim.release(job)
+        if kind == _ARRIVE:
+            assert ev_job is not None
+            sim._requeue(ev_job)
+            sim.try_waiting([ev_job])
+        elif kind == _FINISH:
+            assert ev_job is not None
+            if ev_job.runs != run or ev_job.id not in sim.running:
+                continue  # moved since: this run will not finish
+            sim.release(ev_job)
             sim.try_waiting(list(sim.waiting))
+        elif kind == _TICK:
+            assert hook is not None
+            rounds += 1
+            sim.close_rooms()
+            moves = hook(sim.state())
+            if moves:
+                sim.apply(moves)
+                sim.try_waiting(list(sim.waiting))
+            sim.push(when + hook.interval, _TICK, None)
+        else:
+            assert ev_job is not None
+            if ev_job.id in sim.held and ev_job.runs == run:
+                sim._requeue(ev_job)
+                sim.try_waiting(list(sim.waiting))
     sim.advance(horizon)
+    sim.close_rooms()
     started = [j for j in all_jobs if j.start >= 0]
-    stuck = sum(1 for j in all_jobs if j.start < 0 and j.pods)
+    stuck = sum(1 for j in all_jobs if j.id not in sim.running and j.pods)
     span = horizon * sim.capacity if horizon > 0 else 1.0
-    wait = sum(j.start - j.arrival for j in started) / len(started) if started else math.nan
-    return LoadResult(
+    waits = [j.start - j.arrival for j in started]
+    wait = sum(waits) / len(started) if started else math.nan
+    return DetailedResult(
+        label=label or mode,
         mode=mode,
         load_pct=round(load * 100),
+        seed=seed,
         jobs=jobs,
         started=len(started),
         stuck_partial=stuck,
         partial_gpu_pct=round(100.0 * sim.area_partial / span, 2),
         busy_gpu_pct=round(100.0 * sim.area_busy / span, 2),
+        useful_gpu_pct=round(100.0 * (sim.area_busy - sim.lost) / span, 2),
+        held_gpu_pct=round(100.0 * sim.area_held / span, 2),
         mean_wait=round(wait, 3),
+        p95_wait=round(percentile(waits, 95), 3),
+        pods_moved=sim.pods_moved,
+        jobs_moved=sum(1 for j in all_jobs if j.moves),
+        lost_gpu=round(sim.lost / 1000, 3),
+        lost_pct=round(100.0 * sim.lost / sim.area_busy, 3) if sim.area_busy else 0.0,
+        rooms_made=sim.rooms_made,
+        rooms_reached=sim.rooms_reached,
+        rooms_taken=sim.rooms_taken,
+        rooms_unused=sim.rooms_unused,
+        rounds=rounds,
+        refusals=dict(hook.refusals) if hook is not None else {},
     )
 
 
