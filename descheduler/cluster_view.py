@@ -2,8 +2,9 @@
 
 :class:`ClusterView` keeps informers of what the planner reads: nodes and pods as the
 engine's compact records (:class:`~gangplace.kube.ClusterCache`), and PodGroups of both
-APIs, Volcano Queues, PodDisruptionBudgets, PriorityClasses and the workloads that own
-gangs as their JSON, trimmed, and Kueue's Workloads (their owners only). Each run reads
+APIs and of the native gang API (its Workloads and PodGroups, in the newest version the
+server serves), Volcano Queues, PodDisruptionBudgets, PriorityClasses and the workloads
+that own gangs as their JSON, trimmed, and Kueue's Workloads (their owners only). Each run reads
 the CustomResourceDefinitions of the workload kinds with a suspend switch (a GET each),
 trimmed to what says whether the switch is served. A run hands that JSON to
 :func:`~descheduler.state.state_from_objects`, the parser ``plan --snapshot`` uses on a
@@ -14,12 +15,14 @@ PodGroup, Queue or workload API that is not installed is left out.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from gangplace.engine.kinds import KINDS
+from gangplace.engine.native_groups import native_groups_from_json
 from gangplace.engine.objects import pdb_from_json, podgroup_from_json, queue_from_json
 from gangplace.engine.workloads import crd_switch, workload_from_json
 from gangplace.kube import TRANSIENT_ERRORS, ApiError, ClusterCache, Informer, KubeClient
@@ -28,6 +31,9 @@ from gangplace.kube.resources import (
     CRDS,
     DESCHEDULER_WORKLOADS,
     KUEUE_WORKLOADS,
+    NATIVE_PODGROUPS,
+    NATIVE_VERSIONS,
+    NATIVE_WORKLOADS,
     PDBS,
     PODGROUP_APIS,
     PRIORITY_CLASSES,
@@ -64,6 +70,8 @@ _WORKLOAD_SPEC = frozenset(
         "clusterSelector",
     }
 )
+# The native gang API's resources read (CompositePodGroups are not).
+_NATIVE_PLURALS = frozenset({NATIVE_WORKLOADS.plural, NATIVE_PODGROUPS.plural})
 # How long the CRDs read for one state serve the next ones (seconds).
 CRD_TTL = 60.0
 # The CRDs whose schema says whether a suspend takes effect (the registry says which:
@@ -141,6 +149,8 @@ class ClusterView:
             return pdb_from_json
         if resource in DESCHEDULER_WORKLOADS:
             return workload_from_json
+        if resource.group == NATIVE_WORKLOADS.group and resource.plural in _NATIVE_PLURALS:
+            return native_groups_from_json
         return lambda o: o
 
     async def _installed(self, resource: Resource) -> bool:
@@ -157,6 +167,15 @@ class ClusterView:
             log.warning("probing %s: %s: %s", resource, type(e).__name__, e)
         return True
 
+    async def _served_version(self, resource: Resource) -> Resource | None:
+        """``resource`` in the newest version of the native gang API the server serves
+        (None before 1.35, or with the API switched off)."""
+        for version in NATIVE_VERSIONS:
+            r = dataclasses.replace(resource, version=version)
+            if await self._installed(r):
+                return r
+        return None
+
     async def start(self) -> None:
         resources = [PDBS, PRIORITY_CLASSES]
         for r in _OPTIONAL:
@@ -165,6 +184,16 @@ class ClusterView:
             else:
                 self.missing.append(str(r))
                 log.info("API not installed; left out", extra={"fields": {"resource": str(r)}})
+        for base in (NATIVE_WORKLOADS, NATIVE_PODGROUPS):
+            served = await self._served_version(base)
+            if served is not None:
+                resources.append(served)
+            else:
+                self.missing.append(str(base))
+                log.info(
+                    "native gang API not served; left out",
+                    extra={"fields": {"resource": str(base)}},
+                )
         for r in resources:
             self.objects[r] = Informer(
                 self.client, r, _trimmed(r, self._checker(r)), name=str(r), **self._kw

@@ -1,9 +1,11 @@
 """Gangs as the planner sees them: every pod in one *unit*, with who runs and who waits.
 
 Every pod belongs to exactly one *unit*: its gang (read with the engine's one table of
-gang keys, joined with the gang's PodGroup if the List has one), or, for a pod without
-gang keys, the pod alone. A unit is what the planner moves: whole, or -- for a gang --
-only the members above its minAvailable. What a waiting unit still needs to start is
+gang keys, joined with the gang's PodGroup if the List has one, or with its group of the
+native gang API), or, for a pod without gang keys, the pod alone. A unit is what the
+planner moves: whole, or -- for a gang -- only the members above its minAvailable. A
+native group whose disruption mode is ``all`` is moved whole or not at all, and one with
+the ``basic`` policy is no gang: its pods are lone pods. What a waiting unit still needs to start is
 worked out from its view in :mod:`descheduler.gang_demand`.
 """
 
@@ -21,6 +23,7 @@ from gangplace.engine.gangs import (
     VOLCANO_SLA_WAITING_TIME,
     group_pods,
 )
+from gangplace.engine.native_groups import NativeGroupRecord
 from gangplace.engine.objects import PodGroupRecord
 from gangplace.engine.timeparse import TimeFormatError, parse_duration, parse_time
 
@@ -63,6 +66,8 @@ class GangView:
     room_made: datetime | None = None  # when a run last started making room for it
     # The PodGroup's minResources in the units queue shares use (``gpu`` in thousandths).
     min_resources: Mapping[str, int] = field(default_factory=dict)
+    # Its group of the native gang API, when its pods name one and the group was read.
+    native: NativeGroupRecord | None = None
 
     @property
     def gang_name(self) -> str | None:
@@ -82,8 +87,17 @@ class GangView:
         return [p for p in self.pods if not p.node_name]
 
     @property
+    def whole(self) -> bool:
+        """Disrupted only all together (a native group's ``disruptionMode: {all: {}}``):
+        no member moves without the rest."""
+        return self.native is not None and self.native.whole
+
+    @property
     def extras(self) -> int:
-        """Running members above minAvailable: the most that may move without the rest."""
+        """Running members above minAvailable: the most that may move without the rest
+        (none for a gang moved only whole)."""
+        if self.whole:
+            return 0
         return max(0, len(self.running) - self.min_available)
 
     def describe(self) -> str:
@@ -146,6 +160,12 @@ def _room_made(pg: PodGroupRecord | None, ledger: MoveLedger, key: str) -> datet
     return _latest(stamps, ledger.room_made.get(key))
 
 
+def _native_priority(ng: NativeGroupRecord, classes: Mapping[str, int]) -> int:
+    if ng.priority is not None:
+        return ng.priority
+    return classes.get(ng.priority_class, 0)
+
+
 def build_views(state: ClusterState, default_queue: str) -> dict[str, GangView]:
     """Every unit of the cluster, by key: ``ns/gang`` for gangs (PodGroups without pods
     too), ``ns/pod:name`` for a pod without gang keys (``:`` cannot occur in names)."""
@@ -155,10 +175,17 @@ def build_views(state: ClusterState, default_queue: str) -> dict[str, GangView]:
     grouped = group_pods(snap.pods)
     in_gang: set[int] = set()
     for key, g in grouped.items():
+        ng = None
+        if g.dialect == "kubernetes":
+            ng = state.native_groups.get(f"{g.namespace}/{g.pods[0].native_group}")
+            if ng is not None and ng.min_count is None:
+                continue  # the basic policy: no gang, its pods are lone pods
         pg = state.podgroups.get(key)
         pods = sorted(g.pods, key=lambda p: p.name)
         in_gang.update(id(p) for p in pods)
-        if pg is not None:
+        if ng is not None and ng.min_count is not None:
+            min_av = ng.min_count
+        elif pg is not None:
             min_av = pg.min_member
         elif g.min_available is not None:
             min_av = g.min_available
@@ -167,7 +194,11 @@ def build_views(state: ClusterState, default_queue: str) -> dict[str, GangView]:
         prio = max((p.priority for p in pods), default=0)
         if pg is not None and pg.priority_class in state.priority_classes:
             prio = max(prio, state.priority_classes[pg.priority_class])
+        if ng is not None:
+            prio = max(prio, _native_priority(ng, state.priority_classes))
         created = [t for t in (_time(p.created) for p in pods) if t is not None]
+        if ng is not None and ng.created is not None:
+            created.append(ng.created)
         views[key] = GangView(
             key=key,
             namespace=g.namespace,
@@ -182,9 +213,14 @@ def build_views(state: ClusterState, default_queue: str) -> dict[str, GangView]:
             podgroup=pg,
             timeout=_timeout(pg, pods),
             last_moved=_last_moved(pg, pods, ledger.last_moved.get(key)),
-            annotations=dict(pg.annotations) if pg is not None else {},
+            annotations=dict(pg.annotations)
+            if pg is not None
+            else dict(ng.annotations)
+            if ng is not None
+            else {},
             room_made=_room_made(pg, ledger, key),
             min_resources=drf_resources(pg.min_resources, snap.config) if pg is not None else {},
+            native=ng,
         )
     for key, pg in state.podgroups.items():
         if key not in views:

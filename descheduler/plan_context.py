@@ -38,7 +38,7 @@ from .gang_demand import Demand, demand_of, request_of
 from .gang_views import GangView, build_views
 from .move_method import Owners, Way
 from .plan_model import Move, Unserved
-from .protect import gang_protection
+from .protect import gang_protection, workload_protection
 from .state import GPU, ClusterState, EvictedPod
 
 __all__ = ["PlanContext", "Victim", "cluster_total", "move_way"]
@@ -178,6 +178,8 @@ class PlanContext:
             if held is not None:
                 ctx.suspended[v.key] = _suspended_reason(held)
             why = gang_protection(v, config.eviction, state.queues, state.now)
+            if why is None:
+                why = workload_protection(v, state.workloads)
             if why is None and len(v.placed) != len(v.running):
                 why = f"{v.describe()} runs partly on nodes missing from the snapshot"
             if why is None and held is not None:

@@ -8,7 +8,10 @@ system-critical priorities, excluded namespaces, pods that opt out
 pods with local storage unless allowed, pods that are not running yet or younger than
 the minimum age. Gang rules: one protected member protects its whole gang (a gang is
 moved whole or not at all), and so do a recent move (cool-down) and a queue that is not
-reclaimable.
+reclaimable. KAI-Scheduler's opt-out from its own consolidation,
+``kai.scheduler/safe-to-consolidate: "false"``, is honoured whatever the backend, on a
+pod (annotation or label), on its gang's PodGroup or native group, or on a workload
+above it (:func:`workload_protection`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from datetime import datetime
 from gangplace.engine import PodRecord, Queue
 from gangplace.engine.gangs import ANNOTATION_EVICTABLE
 from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_time
+from gangplace.engine.workloads import WorkloadRecord, workload_key
 
 from .config import EvictionRules
 from .gang_views import GangView
@@ -27,14 +31,26 @@ __all__ = [
     "ANNOTATION_MIRROR",
     "ANNOTATION_PREFER_NO_EVICTION",
     "ANNOTATION_SAFE_TO_EVICT",
+    "KAI_SAFE_TO_CONSOLIDATE",
     "gang_protection",
     "pod_protection",
+    "workload_protection",
 ]
 
 ANNOTATION_MIRROR = "kubernetes.io/config.mirror"
 ANNOTATION_PREFER_NO_EVICTION = "descheduler.alpha.kubernetes.io/prefer-no-eviction"
 # The cluster autoscaler's opt-out, which admins already put on pods that must not go.
 ANNOTATION_SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+# KAI-Scheduler's opt-out from consolidation, which admins of GPU clusters put on
+# workloads that must not be moved (handout VERSIONS.md, "Others"). kai-scheduler's
+# source up to main of 2026-08-07 reads no such key (its consolidation takes only
+# preemptible jobs, kai.scheduler/preemptibility), so where KAI reads it is not known:
+# corral honours it as an annotation or a label, on a pod, its gang and its workloads.
+KAI_SAFE_TO_CONSOLIDATE = "kai.scheduler/safe-to-consolidate"
+
+
+def _opted_out(keys: Mapping[str, str], key: str) -> bool:
+    return keys.get(key, "").strip().lower() == "false"
 
 
 def pod_protection(pod: PodRecord, rules: EvictionRules, now: datetime) -> str | None:
@@ -59,6 +75,10 @@ def pod_protection(pod: PodRecord, rules: EvictionRules, now: datetime) -> str |
         return f'pod {pod.key} is annotated {ANNOTATION_SAFE_TO_EVICT}: "false"'
     if ANNOTATION_PREFER_NO_EVICTION in pod.annotations:
         return f"pod {pod.key} is annotated {ANNOTATION_PREFER_NO_EVICTION}"
+    if _opted_out(pod.annotations, KAI_SAFE_TO_CONSOLIDATE):
+        return f'pod {pod.key} is annotated {KAI_SAFE_TO_CONSOLIDATE}: "false"'
+    if _opted_out(pod.labels, KAI_SAFE_TO_CONSOLIDATE):
+        return f'pod {pod.key} is labelled {KAI_SAFE_TO_CONSOLIDATE}: "false"'
     if pod.local_storage and not rules.evict_local_storage_pods:
         return f"pod {pod.key} has local storage (emptyDir or hostPath)"
     if pod.phase != "Running":
@@ -85,6 +105,8 @@ def gang_protection(
         return f"queue {view.queue} is not reclaimable"
     if view.annotations.get(ANNOTATION_EVICTABLE, "").strip().lower() == "false":
         return f'{view.describe()} is annotated {ANNOTATION_EVICTABLE}: "false"'
+    if _opted_out(view.annotations, KAI_SAFE_TO_CONSOLIDATE):
+        return f'{view.describe()} is annotated {KAI_SAFE_TO_CONSOLIDATE}: "false"'
     if view.last_moved is not None and rules.cooldown > 0:
         since = (now - view.last_moved).total_seconds()
         if since < rules.cooldown:
@@ -97,4 +119,22 @@ def gang_protection(
             why = pod_protection(p, rules, now)
             if why is not None:
                 return why
+    return None
+
+
+def workload_protection(view: GangView, workloads: Mapping[str, WorkloadRecord]) -> str | None:
+    """Why no member of ``view`` may be moved for a workload above its pods (their
+    owners, up the chain of the workloads read): KAI-Scheduler's opt-out, or None."""
+    seen: set[str] = set()
+    for p in view.pods:
+        kind, name = p.owner_kind, p.owner_name
+        while kind:
+            key = workload_key(p.namespace, kind, name)
+            w = workloads.get(key)
+            if w is None or key in seen:
+                break
+            seen.add(key)
+            if _opted_out(w.annotations, KAI_SAFE_TO_CONSOLIDATE):
+                return f'{w.describe()} is annotated {KAI_SAFE_TO_CONSOLIDATE}: "false"'
+            kind, name = w.owner_kind, w.owner_name
     return None

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from gangplace.engine import EngineConfig, Queue, Snapshot, SnapshotError
+from gangplace.engine.native_groups import NativeGroupRecord, is_native, native_groups_from_json
 from gangplace.engine.objects import (
     PdbRecord,
     PodGroupRecord,
@@ -46,6 +47,8 @@ class ClusterState:
     snapshot: Snapshot
     now: datetime
     podgroups: dict[str, PodGroupRecord] = field(default_factory=dict)
+    # The groups of the native gang API (scheduling.k8s.io), by ``ns/name``.
+    native_groups: dict[str, NativeGroupRecord] = field(default_factory=dict)
     pdbs: list[PdbRecord] = field(default_factory=list)
     queues: dict[str, Queue] = field(default_factory=dict)
     priority_classes: dict[str, int] = field(default_factory=dict)
@@ -71,9 +74,9 @@ def state_from_objects(
     now: datetime,
     objects: Iterable[Mapping[str, Any]] = (),
 ) -> ClusterState:
-    """A state from a snapshot and the other objects (PodGroups, Queues, PDBs,
-    PriorityClasses, the workloads of the kinds the registry has it read
-    (:func:`~gangplace.engine.workloads.read_kind`), the
+    """A state from a snapshot and the other objects (PodGroups, the native gang API's
+    Workloads and PodGroups, Queues, PDBs, PriorityClasses, the workloads of the kinds
+    the registry has it read (:func:`~gangplace.engine.workloads.read_kind`), the
     CustomResourceDefinitions of those kinds and Kueue's Workloads (which decide whether
     a suspend takes effect), and the descheduler's move ledger ConfigMap; anything else
     is ignored)."""
@@ -83,7 +86,10 @@ def state_from_objects(
     state = ClusterState(snapshot=snapshot, now=now)
     for obj in objects:
         kind = obj.get("kind")
-        if kind == "PodGroup":
+        if is_native(obj):
+            for ng in native_groups_from_json(obj):
+                state.native_groups[ng.key] = ng
+        elif kind == "PodGroup":
             pg = podgroup_from_json(obj)
             state.podgroups[pg.key] = pg
         elif kind == "Queue":

@@ -36,6 +36,7 @@ from descheduler.ledger_store import LedgerStore
 from tests.kubeapi import ApiServer
 from tests.kubeapi import objects as o
 from tests.kubeapi.app import _resolve
+from tests.kubeapi.versions import Versions
 
 # Pods of a workload with a scale (a budget with maxUnavailable needs one to be computed).
 _RS = ("ReplicaSet", "w")
@@ -86,6 +87,9 @@ def wire_calls(api: ApiServer) -> set[tuple[str, str, str, str]]:
 
 
 async def test_api_calls_match_the_wire(api: ApiServer, kube: KubeClient) -> None:
+    # A release with the native gang API on, whose Workloads and PodGroups the
+    # descheduler's informers read.
+    api.store.versions = Versions.of("1.37", native_gangs=True)
     api.store.load(
         [
             o.namespace("corral"),

@@ -197,7 +197,14 @@ def read_membership(
 
 
 def membership(pod: PodRecord) -> Membership | None:
-    """The gang ``pod`` belongs to, read from whichever dialect it carries."""
+    """The gang ``pod`` belongs to, read from whichever dialect it carries. A pod that
+    names a group of the native gang API (its spec, read into ``native_gang``) is of
+    that gang whatever keys it also carries: the scheduler places it by that group. Its
+    minCount is the group object's (:mod:`gangplace.engine.native_groups`)."""
+    if pod.native_gang:
+        timeout = pod.annotations.get(ANNOTATION_GANG_TIMEOUT)
+        queue = pod.annotations.get(ANNOTATION_QUEUE)
+        return Membership(pod.native_gang, "kubernetes", None, queue, timeout)
     for dialect in DIALECTS:
         m = read_membership(dialect, pod.labels, pod.annotations)
         if m is not None:

@@ -30,6 +30,7 @@ __all__ = [
     "NodeRecord",
     "PodRecord",
     "SnapshotError",
+    "native_reference",
     "node_from_json",
     "pod_from_json",
 ]
@@ -83,6 +84,10 @@ class PodRecord:
     local_storage: bool = False
     gpu_index: tuple[int, ...] = ()
     preemption_policy: str = ""  # spec.preemptionPolicy ("Never": it preempts nobody)
+    # The native gang API group it names (gangplace.engine.native_groups) and its gang
+    # there: the group, or one replica of it (1.35's podGroupReplicaKey); '' for none.
+    native_group: str = ""
+    native_gang: str = ""
     # Set by the snapshot: row of the node the pod is bound to (-1: not bound).
     node: int = -1
     gpus: tuple[int, ...] = ()
@@ -246,6 +251,24 @@ def pod_from_json(
         ) from None
 
 
+def native_reference(spec: Mapping[str, Any]) -> tuple[str, str]:
+    """``(group, gang)`` a pod's spec names in the native gang API (KEP-4671), ``("",
+    "")`` for none: the PodGroup of ``spec.schedulingGroup.podGroupName`` (1.36+), or of
+    ``spec.workloadRef{name, podGroup, podGroupReplicaKey}`` (1.35) the group
+    ``<name>-<podGroup>``, whose every replica key is a gang of its own (kubernetes
+    ``staging/src/k8s.io/api/core/v1/types.go`` at release-1.35 and release-1.36)."""
+    sg = spec.get("schedulingGroup")
+    if isinstance(sg, Mapping) and sg.get("podGroupName"):
+        name = str(sg["podGroupName"])
+        return name, name
+    ref = spec.get("workloadRef")
+    if isinstance(ref, Mapping) and ref.get("name") and ref.get("podGroup"):
+        group = f"{ref['name']}-{ref['podGroup']}"
+        replica = str(ref.get("podGroupReplicaKey") or "")
+        return group, f"{group}-{replica}" if replica else group
+    return "", ""
+
+
 def _pod_from_json(
     obj: Mapping[str, Any],
     config: EngineConfig | None,
@@ -276,6 +299,7 @@ def _pod_from_json(
                 f"{annotations[GPU_SHARE_INDEX]!r}: expected comma-separated GPU indices"
             ) from None
     kind, owner, owner_uid, owner_group = _owner(meta)
+    native_group, native_gang = native_reference(spec)
     return PodRecord(
         namespace=ns,
         name=name,
@@ -296,4 +320,6 @@ def _pod_from_json(
         local_storage=_has_local_storage(spec),
         gpu_index=gpu_index,
         preemption_policy=str(spec.get("preemptionPolicy") or ""),
+        native_group=native_group,
+        native_gang=native_gang,
     )

@@ -168,6 +168,8 @@ _ROWS: tuple[tuple[tuple[str, ...], Resource, str, tuple[Grant, ...]], ...] = (
     (("list", "watch"), VOLCANO_PODGROUPS, "", (_D,)),
     (("list", "watch"), VOLCANO_QUEUES, "", (_D,)),
     (("list", "watch"), COSCHED_PODGROUPS, "", (_D,)),
+    (("list", "watch"), NATIVE_WORKLOADS, "", (_D,)),
+    (("list", "watch"), NATIVE_PODGROUPS, "", (_D,)),
     (("list",), PRIORITY_CLASSES, "", (_K,)),
     (("list",), PDBS, "", (_K,)),
     (("list",), VOLCANO_PODGROUPS, "", (_K,)),

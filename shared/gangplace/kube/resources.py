@@ -29,6 +29,7 @@ __all__ = [
     "NAMESPACES",
     "NATIVE_COMPOSITES",
     "NATIVE_PODGROUPS",
+    "NATIVE_VERSIONS",
     "NATIVE_WORKLOADS",
     "NODES",
     "NON_TERMINAL_PODS",
@@ -117,6 +118,8 @@ NATIVE_PODGROUPS = Resource(
 NATIVE_COMPOSITES = Resource(
     "scheduling.k8s.io", "v1alpha3", "compositepodgroups", "CompositePodGroup", namespaced=True
 )
+# The versions of the native gang API, newest first: a reader takes the newest served.
+NATIVE_VERSIONS = ("v1beta1", "v1alpha2", "v1alpha1")
 COSCHED_PODGROUPS = Resource(
     "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", namespaced=True
 )
@@ -235,6 +238,14 @@ API_CALLS: tuple[ApiCall, ...] = (
     *_watched(VOLCANO_PODGROUPS, "informer: Volcano gangs"),
     *_watched(VOLCANO_QUEUES, "informer: Volcano queues"),
     *_watched(COSCHED_PODGROUPS, "informer: scheduler-plugins gangs"),
+    *_watched(
+        NATIVE_WORKLOADS,
+        "descheduler informer: native gangs (1.35: the Workload holds the groups' minCount)",
+    ),
+    *_watched(
+        NATIVE_PODGROUPS,
+        "descheduler informer: native gangs (1.36+: minCount and disruptionMode)",
+    ),
     *(
         call
         for r in DESCHEDULER_WORKLOADS
