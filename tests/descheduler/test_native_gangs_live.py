@@ -1,0 +1,119 @@
+"""``corral-descheduler run --dry-run`` against the in-memory API server playing
+Kubernetes 1.37 with the native gang API on: the informers read the v1beta1 PodGroups
+and the pods' group references, the plan moves a group whose disruption mode is ``all``
+whole, and a pod opted out of KAI-Scheduler's consolidation stays where it is, named
+with why. On 1.34 the same run reads no native API and fails nothing."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+from typing import Any
+
+import pytest
+
+from descheduler import DeschedulerConfig, plan, state_from_list
+from descheduler.run_process import RunOptions, run_command
+from tests.builders.descheduler_cluster import NOW, as_list, gpu_node, pod
+from tests.kubeapi import ApiServer
+from tests.kubeapi.versions import Versions
+
+pytestmark = pytest.mark.scenario
+
+NS = "corral-system"
+KAI = "kai.scheduler/safe-to-consolidate"
+
+
+def podgroup(name: str, min_count: int, disruption: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-npg-{name}"},
+        "spec": {
+            "workloadRef": {"workloadName": name, "templateName": "gang"},
+            "schedulingPolicy": {"gang": {"minCount": min_count}},
+            "disruptionMode": {disruption: {}},
+        },
+    }
+
+
+def member(name: str, group: str, node: str, gpus: int, **kw: Any) -> dict[str, Any]:
+    p = pod(name, node, gpus, owner=group, **kw)
+    p["spec"]["schedulingGroup"] = {"podGroupName": group}
+    p["spec"]["schedulerName"] = "default-scheduler"
+    return p
+
+
+def cluster() -> list[dict[str, Any]]:
+    """n0: a native gang of four 1-GPU pods (minCount 2, disrupted only whole) and a
+    2-GPU pod opted out of KAI consolidation; n1: 6 GPUs busy. A native gang of one
+    4-GPU pod waits. Moving the opted-out pod to n1 would be the cheapest room; the
+    plan moves the whole gang instead (two of its pods land back on n0)."""
+    items: list[dict[str, Any]] = [gpu_node("n0"), gpu_node("n1")]
+    items.append(podgroup("elastic", 2, "all"))
+    items += [member(f"elastic-{i}", "elastic", "n0", 1) for i in range(4)]
+    items.append(pod("pinned", "n0", 2, annotations={KAI: "false"}))
+    items.append(pod("busy", "n1", 6, owner_kind=""))
+    items.append(podgroup("job", 1, "single"))
+    items.append(member("job-0", "job", "", 4, priority=1000))
+    return items
+
+
+async def run_dry(api: ApiServer, items: list[dict[str, Any]]) -> dict[str, Any]:
+    api.store.load([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}])
+    api.store.load(copy.deepcopy(items))
+    out = io.StringIO()
+    opts = RunOptions(once=True, dry_run=True, output="json", lease_namespace=NS, sync_timeout=5.0)
+    code = await run_command(
+        opts,
+        DeschedulerConfig(),
+        client=api.client("once"),
+        clock=lambda: NOW,
+        out=out,
+        install_signals=False,
+    )
+    assert code == 0
+    doc: dict[str, Any] = json.loads(out.getvalue())
+    assert not [r for r in api.log if r.method in ("POST", "PATCH", "PUT", "DELETE")]
+    return doc
+
+
+async def test_a_live_plan_moves_a_native_group_whole_and_keeps_a_kai_opt_out() -> None:
+    items = cluster()
+    async with ApiServer(
+        bookmark_interval=0.2, versions=Versions.of("1.37", native_gangs=True)
+    ) as api:
+        doc = await run_dry(api, items)
+        listed = {r.path for r in api.log if r.method == "GET" and not r.watch}
+    assert "/apis/scheduling.k8s.io/v1beta1/podgroups" in listed
+    (move,) = doc["moves"]
+    assert move["unit"] == "default/elastic" and move["for_gang"] == "default/job"
+    assert not move["partial"] and sorted(p["name"] for p in move["pods"]) == [
+        f"elastic-{i}" for i in range(4)
+    ]
+    assert {o["status"] for o in doc["run"]["outcomes"]} == {"dry-run"}
+    not_moved = {x["unit"]: x["reason"] for x in doc["not_moved"]}
+    assert not_moved["default/pod:pinned"] == f'pod default/pinned is annotated {KAI}: "false"'
+    # the same plan as from a dump of the same objects
+    assert doc["evictions"] == plan(state_from_list(as_list(items), NOW)).evictions
+    # without the opt-out the pinned pod is the cheaper room
+    free = copy.deepcopy(items)
+    for x in free:
+        if x["metadata"]["name"] == "pinned":
+            x["metadata"]["annotations"].pop(KAI)
+    assert [e["name"] for e in plan(state_from_list(as_list(free), NOW)).evictions] == ["pinned"]
+
+
+async def test_before_1_35_no_native_api_is_read_and_the_run_goes_on() -> None:
+    items = [gpu_node("n0"), pod("a", "n0", 2)]
+    async with ApiServer(bookmark_interval=0.2, versions=Versions.of("1.34")) as api:
+        doc = await run_dry(api, items)
+        watched = {r.path for r in api.log if r.watch}
+    native = [
+        p
+        for p in watched
+        if p.startswith("/apis/scheduling.k8s.io/") and "/priorityclasses" not in p
+    ]
+    assert doc["moves"] == [] and native == []
+    assert "/apis/scheduling.k8s.io/v1/priorityclasses" in watched
