@@ -4,8 +4,9 @@ Every pod belongs to exactly one *unit*: its gang (read with the engine's one ta
 gang keys, joined with the gang's PodGroup if the List has one, or with its group of the
 native gang API), or, for a pod without gang keys, the pod alone. A unit is what the
 planner moves: whole, or -- for a gang -- only the members above its minAvailable. A
-native group whose disruption mode is ``all`` is moved whole or not at all, and one with
-the ``basic`` policy is no gang: its pods are lone pods. What a waiting unit still needs to start is
+native group whose disruption mode is ``all`` is moved whole or not at all, the groups
+under one CompositePodGroup are one gang moved whole, and a group of the ``basic``
+policy is no gang: its pods are lone pods. What a waiting unit still needs to start is
 worked out from its view in :mod:`descheduler.gang_demand`.
 """
 
@@ -21,6 +22,7 @@ from gangplace.engine.gangs import (
     ANNOTATION_QUEUE,
     VOLCANO_QUEUE_NAME,
     VOLCANO_SLA_WAITING_TIME,
+    GangMembers,
     group_pods,
 )
 from gangplace.engine.native_groups import NativeGroupRecord
@@ -66,8 +68,12 @@ class GangView:
     room_made: datetime | None = None  # when a run last started making room for it
     # The PodGroup's minResources in the units queue shares use (``gpu`` in thousandths).
     min_resources: Mapping[str, int] = field(default_factory=dict)
-    # Its group of the native gang API, when its pods name one and the group was read.
-    native: NativeGroupRecord | None = None
+    # Its groups of the native gang API, when its pods name one and the group was read
+    # (several: the PodGroups under one CompositePodGroup, which are one gang).
+    native: tuple[NativeGroupRecord, ...] = ()
+    # Disrupted only all together (a native group's ``disruptionMode: {all: {}}``, or a
+    # CompositePodGroup): no member moves without the rest.
+    whole: bool = False
 
     @property
     def gang_name(self) -> str | None:
@@ -85,12 +91,6 @@ class GangView:
     @property
     def pending(self) -> list[PodRecord]:
         return [p for p in self.pods if not p.node_name]
-
-    @property
-    def whole(self) -> bool:
-        """Disrupted only all together (a native group's ``disruptionMode: {all: {}}``):
-        no member moves without the rest."""
-        return self.native is not None and self.native.whole
 
     @property
     def extras(self) -> int:
@@ -166,6 +166,36 @@ def _native_priority(ng: NativeGroupRecord, classes: Mapping[str, int]) -> int:
     return classes.get(ng.priority_class, 0)
 
 
+def _native_units(
+    grouped: Mapping[str, GangMembers], groups: Mapping[str, NativeGroupRecord]
+) -> dict[str, tuple[GangMembers, tuple[NativeGroupRecord, ...]]]:
+    """The gangs of :func:`group_pods` with their native groups: the pods of a group of
+    the basic policy left out (lone pods), and the groups under one CompositePodGroup
+    joined into one gang named after it (its members start, and move, together)."""
+    out: dict[str, tuple[GangMembers, tuple[NativeGroupRecord, ...]]] = {}
+    for key, g in grouped.items():
+        ng = (
+            groups.get(f"{g.namespace}/{g.pods[0].native_group}")
+            if g.dialect == "kubernetes"
+            else None
+        )
+        if ng is None:
+            out[key] = (g, ())
+        elif ng.parent:
+            joined = f"{g.namespace}/{ng.parent}"
+            prev = out.get(joined)
+            if prev is None:
+                gm = GangMembers(g.namespace, ng.parent, g.dialect, list(g.pods))
+                gm.queue, gm.timeout = g.queue, g.timeout
+                out[joined] = (gm, (ng,))
+            else:
+                prev[0].pods.extend(g.pods)
+                out[joined] = (prev[0], (*prev[1], ng))
+        elif ng.min_count is not None:
+            out[key] = (g, (ng,))
+    return out
+
+
 def build_views(state: ClusterState, default_queue: str) -> dict[str, GangView]:
     """Every unit of the cluster, by key: ``ns/gang`` for gangs (PodGroups without pods
     too), ``ns/pod:name`` for a pod without gang keys (``:`` cannot occur in names)."""
@@ -174,17 +204,12 @@ def build_views(state: ClusterState, default_queue: str) -> dict[str, GangView]:
     views: dict[str, GangView] = {}
     grouped = group_pods(snap.pods)
     in_gang: set[int] = set()
-    for key, g in grouped.items():
-        ng = None
-        if g.dialect == "kubernetes":
-            ng = state.native_groups.get(f"{g.namespace}/{g.pods[0].native_group}")
-            if ng is not None and ng.min_count is None:
-                continue  # the basic policy: no gang, its pods are lone pods
-        pg = state.podgroups.get(key)
+    for key, (g, ngs) in _native_units(grouped, state.native_groups).items():
+        pg = state.podgroups.get(key) if not ngs else None
         pods = sorted(g.pods, key=lambda p: p.name)
         in_gang.update(id(p) for p in pods)
-        if ng is not None and ng.min_count is not None:
-            min_av = ng.min_count
+        if ngs:
+            min_av = sum(n.min_count or 0 for n in ngs)
         elif pg is not None:
             min_av = pg.min_member
         elif g.min_available is not None:
@@ -194,11 +219,12 @@ def build_views(state: ClusterState, default_queue: str) -> dict[str, GangView]:
         prio = max((p.priority for p in pods), default=0)
         if pg is not None and pg.priority_class in state.priority_classes:
             prio = max(prio, state.priority_classes[pg.priority_class])
-        if ng is not None:
-            prio = max(prio, _native_priority(ng, state.priority_classes))
+        annotations = dict(pg.annotations) if pg is not None else {}
+        for n in ngs:
+            prio = max(prio, _native_priority(n, state.priority_classes))
+            annotations.update(n.annotations)
         created = [t for t in (_time(p.created) for p in pods) if t is not None]
-        if ng is not None and ng.created is not None:
-            created.append(ng.created)
+        created += [n.created for n in ngs if n.created is not None]
         views[key] = GangView(
             key=key,
             namespace=g.namespace,
@@ -213,14 +239,11 @@ def build_views(state: ClusterState, default_queue: str) -> dict[str, GangView]:
             podgroup=pg,
             timeout=_timeout(pg, pods),
             last_moved=_last_moved(pg, pods, ledger.last_moved.get(key)),
-            annotations=dict(pg.annotations)
-            if pg is not None
-            else dict(ng.annotations)
-            if ng is not None
-            else {},
+            annotations=annotations,
             room_made=_room_made(pg, ledger, key),
             min_resources=drf_resources(pg.min_resources, snap.config) if pg is not None else {},
-            native=ng,
+            native=ngs,
+            whole=any(n.whole or n.parent for n in ngs),
         )
     for key, pg in state.podgroups.items():
         if key not in views:

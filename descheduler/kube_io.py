@@ -244,7 +244,7 @@ class KubeIO:
             if p.namespace != ns or p.node_name:
                 continue
             m = membership(p)
-            if m is not None and m.gang == name:
+            if (m is not None and m.gang == name) or _under(self.state, p, name):
                 pending += 1
         if pending == 0:
             return (
@@ -363,3 +363,12 @@ class KubeIO:
                 }
             },
         )
+
+
+def _under(state: ClusterState, pod: PodRecord, composite: str) -> bool:
+    """Whether ``pod``'s native group is under the CompositePodGroup ``composite`` (a
+    gang of several groups, planned for as one)."""
+    if not pod.native_group:
+        return False
+    ng = state.native_groups.get(f"{pod.namespace}/{pod.native_group}")
+    return ng is not None and ng.parent == composite

@@ -30,6 +30,7 @@ def podgroup_v1beta1(
     disruption: str | None = None,
     annotations: dict[str, str] | None = None,
     priority: int | None = None,
+    parent: str | None = None,
 ) -> dict[str, Any]:
     """A 1.37 PodGroup (scheduling.k8s.io/v1beta1) as the API server returns it."""
     spec: dict[str, Any] = {
@@ -42,6 +43,8 @@ def podgroup_v1beta1(
         spec["disruptionMode"] = {disruption: {}}
     if priority is not None:
         spec["priority"] = priority
+    if parent is not None:
+        spec["parentCompositePodGroupName"] = parent
     return {
         "apiVersion": "scheduling.k8s.io/v1beta1",
         "kind": "PodGroup",
@@ -168,6 +171,24 @@ def test_1_35_workload_groups_and_replica_keys() -> None:
         v = views[f"default/train-workers-{replica}"]
         assert v.is_gang and v.min_available == 2 and len(v.pods) == 3
     assert "default/pod:driver" in views and "default/train-driver" not in views
+
+
+def test_the_groups_under_one_composite_are_one_gang_moved_whole() -> None:
+    """1.37: a PyTorchJob as a master group and a worker group under one
+    CompositePodGroup; the planner moves all of it or none, under the composite's name."""
+    items: list[Any] = [gpu_node("n0"), gpu_node("n1")]
+    items += [podgroup_v1beta1("pt-master", 1, parent="pt", disruption="single")]
+    items += [podgroup_v1beta1("pt-worker", 2, parent="pt", disruption="single")]
+    items += native_pods("pt-master", ["n0"], 1) + native_pods("pt-worker", ["n0"] * 3, 1)
+    items += [pod("fixed", "n0", 2, owner_kind=""), pod("n1-busy", "n1", 6, owner_kind="")]
+    items += gang("job", [], 4, pending=1)
+    st = state(items)
+    views = build_views(st, "default")
+    v = views["default/pt"]
+    assert v.is_gang and len(v.pods) == 4 and v.min_available == 3 and v.whole
+    assert "default/pt-master" not in views and "default/pt-worker" not in views
+    p = plan(st)
+    assert [(m.unit, m.partial, len(m.pods)) for m in p.moves] == [("default/pt", False, 4)]
 
 
 def test_the_group_priority_counts_for_its_gang() -> None:

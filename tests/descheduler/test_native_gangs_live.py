@@ -25,8 +25,10 @@ NS = "corral-system"
 KAI = "kai.scheduler/safe-to-consolidate"
 
 
-def podgroup(name: str, min_count: int, disruption: str) -> dict[str, Any]:
-    return {
+def podgroup(
+    name: str, min_count: int, disruption: str, parent: str | None = None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
         "apiVersion": "scheduling.k8s.io/v1beta1",
         "kind": "PodGroup",
         "metadata": {"name": name, "namespace": "default", "uid": f"uid-npg-{name}"},
@@ -36,6 +38,9 @@ def podgroup(name: str, min_count: int, disruption: str) -> dict[str, Any]:
             "disruptionMode": {disruption: {}},
         },
     }
+    if parent is not None:
+        out["spec"]["parentCompositePodGroupName"] = parent
+    return out
 
 
 def member(name: str, group: str, node: str, gpus: int, **kw: Any) -> dict[str, Any]:
@@ -60,11 +65,20 @@ def cluster() -> list[dict[str, Any]]:
     return items
 
 
-async def run_dry(api: ApiServer, items: list[dict[str, Any]]) -> dict[str, Any]:
+async def run(
+    api: ApiServer, items: list[dict[str, Any]], *, dry_run: bool = True
+) -> dict[str, Any]:
     api.store.load([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}])
     api.store.load(copy.deepcopy(items))
     out = io.StringIO()
-    opts = RunOptions(once=True, dry_run=True, output="json", lease_namespace=NS, sync_timeout=5.0)
+    opts = RunOptions(
+        once=True,
+        dry_run=dry_run,
+        output="json",
+        lease_namespace=NS,
+        sync_timeout=5.0,
+        backoff_initial=0.01,
+    )
     code = await run_command(
         opts,
         DeschedulerConfig(),
@@ -75,7 +89,8 @@ async def run_dry(api: ApiServer, items: list[dict[str, Any]]) -> dict[str, Any]
     )
     assert code == 0
     doc: dict[str, Any] = json.loads(out.getvalue())
-    assert not [r for r in api.log if r.method in ("POST", "PATCH", "PUT", "DELETE")]
+    if dry_run:
+        assert not [r for r in api.log if r.method in ("POST", "PATCH", "PUT", "DELETE")]
     return doc
 
 
@@ -84,7 +99,7 @@ async def test_a_live_plan_moves_a_native_group_whole_and_keeps_a_kai_opt_out() 
     async with ApiServer(
         bookmark_interval=0.2, versions=Versions.of("1.37", native_gangs=True)
     ) as api:
-        doc = await run_dry(api, items)
+        doc = await run(api, items)
         listed = {r.path for r in api.log if r.method == "GET" and not r.watch}
     assert "/apis/scheduling.k8s.io/v1beta1/podgroups" in listed
     (move,) = doc["moves"]
@@ -108,7 +123,7 @@ async def test_a_live_plan_moves_a_native_group_whole_and_keeps_a_kai_opt_out() 
 async def test_before_1_35_no_native_api_is_read_and_the_run_goes_on() -> None:
     items = [gpu_node("n0"), pod("a", "n0", 2)]
     async with ApiServer(bookmark_interval=0.2, versions=Versions.of("1.34")) as api:
-        doc = await run_dry(api, items)
+        doc = await run(api, items)
         watched = {r.path for r in api.log if r.watch}
     native = [
         p
@@ -117,3 +132,25 @@ async def test_before_1_35_no_native_api_is_read_and_the_run_goes_on() -> None:
     ]
     assert doc["moves"] == [] and native == []
     assert "/apis/scheduling.k8s.io/v1/priorityclasses" in watched
+
+
+async def test_room_is_made_for_a_waiting_composite_gang() -> None:
+    """1.37: a gang of two roles (two PodGroups under one CompositePodGroup) waits; the
+    run finds its pending pods through their groups and evicts the one pod in its way."""
+    items: list[dict[str, Any]] = [gpu_node("n0"), gpu_node("n1"), gpu_node("n2")]
+    items += [pod("small", "n0", 2), pod("fill0", "n0", 4, owner_kind="")]
+    items += [pod("fill1", "n1", 5, owner_kind=""), pod("fill2", "n2", 6, owner_kind="")]
+    items += [podgroup("pt-master", 1, "all", "pt"), podgroup("pt-worker", 1, "all", "pt")]
+    items += [member("pt-master-0", "pt-master", "", 3, priority=1000)]
+    items += [member("pt-worker-0", "pt-worker", "", 3, priority=1000)]
+    async with ApiServer(
+        bookmark_interval=0.2, versions=Versions.of("1.37", native_gangs=True)
+    ) as api:
+        doc = await run(api, items, dry_run=False)
+        evicted = [r.path for r in api.log if r.method == "POST" and "dryRun" not in r.query]
+    (move,) = doc["moves"]
+    assert move["for_gang"] == "default/pt" and move["unit"] == "default/pod:small"
+    assert [o["status"] for o in doc["run"]["outcomes"]] == ["evicted"]
+    assert [p for p in evicted if p.endswith("/eviction")] == [
+        "/api/v1/namespaces/default/pods/small/eviction"
+    ]

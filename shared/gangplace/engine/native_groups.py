@@ -18,8 +18,10 @@ Read from kubernetes ``staging/src/k8s.io/api``:
 
 Which group a pod names is read with the pod
 (:func:`~gangplace.engine.node_pod_records.native_reference`). A group with the
-``basic`` policy is no gang: its pods are lone pods to the planner. CompositePodGroups
-(1.37, ``v1alpha3``) are not read: each PodGroup under one is a gang of its own here.
+``basic`` policy is no gang: its pods are lone pods to the planner. The PodGroups under
+one CompositePodGroup (1.37, ``v1alpha3``; ``spec.parentCompositePodGroupName``) are one
+gang, moved whole; the CompositePodGroup object itself is not read (its
+``minGroupCount`` is taken as all of its groups).
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ class NativeGroupRecord:
     priority: int | None = None
     annotations: Mapping[str, str] = field(default_factory=dict)
     created: datetime | None = None
+    # The CompositePodGroup it is under (1.37, ``spec.parentCompositePodGroupName``).
+    parent: str = ""
 
     @property
     def key(self) -> str:
@@ -173,5 +177,6 @@ def native_groups_from_json(obj: Json) -> list[NativeGroupRecord]:
             priority=priority if isinstance(priority, int) else None,
             annotations=annotations,
             created=created,
+            parent=str(spec.get("parentCompositePodGroupName") or ""),
         )
     ]
