@@ -4,6 +4,7 @@ them (the same planner state ``corral-descheduler`` builds)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -16,6 +17,9 @@ from gangplace.kube.resources import (
     COSCHED_PODGROUPS,
     DESCHEDULER_WORKLOADS,
     NAMESPACES,
+    NATIVE_PODGROUPS,
+    NATIVE_VERSIONS,
+    NATIVE_WORKLOADS,
     NODES,
     NON_TERMINAL_PODS,
     PDBS,
@@ -128,11 +132,23 @@ class Reader:
                 out.notes.append(f"{r.api_version} PodGroups: not served by this cluster")
             else:
                 out.others += found
+        for base in (NATIVE_WORKLOADS, NATIVE_PODGROUPS):
+            out.others += await self._native(base, namespace)
         if planner:
             for r in PLANNER_OBJECTS:
                 found = await self.list(r, optional=r in _OPTIONAL)
                 out.others += found or []
         return out
+
+    async def _native(self, base: Resource, namespace: str | None) -> list[Json]:
+        """The native gang API's objects of ``base``'s kind in the newest version served
+        (none before 1.35, or with the API off: most clusters, so no note)."""
+        for version in NATIVE_VERSIONS:
+            r = dataclasses.replace(base, version=version)
+            found = await self.list(r, namespace=namespace, optional=True)
+            if found is not None:
+                return found
+        return []
 
     async def namespace_labels(self, name: str) -> tuple[dict[str, str] | None, str]:
         """A namespace's labels, or None and why they could not be read."""

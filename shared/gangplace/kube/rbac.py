@@ -175,6 +175,8 @@ _ROWS: tuple[tuple[tuple[str, ...], Resource, str, tuple[Grant, ...]], ...] = (
     (("list",), VOLCANO_PODGROUPS, "", (_K,)),
     (("list",), VOLCANO_QUEUES, "", (_K,)),
     (("list",), COSCHED_PODGROUPS, "", (_K,)),
+    (("list",), NATIVE_WORKLOADS, "", (_K,)),
+    (("list",), NATIVE_PODGROUPS, "", (_K,)),
     # The owners that decide how a gang moves; suspending and resuming those with a
     # switch, and removing (then making again) the PodGroup of a suspended workload.
     *((("list", "watch"), r, "", (_D,)) for r in DESCHEDULER_WORKLOADS),
