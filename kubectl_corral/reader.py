@@ -5,7 +5,7 @@ them (the same planner state ``corral-descheduler`` builds)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -140,7 +140,7 @@ class Reader:
                 out.others += found or []
         return out
 
-    async def _native(self, base: Resource, namespace: str | None) -> list[Json]:
+    async def _native(self, base: Resource, namespace: str | None) -> Sequence[Json]:
         """The native gang API's objects of ``base``'s kind in the newest version served
         (none before 1.35, or with the API off: most clusters, so no note)."""
         for version in NATIVE_VERSIONS:
