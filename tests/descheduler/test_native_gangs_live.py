@@ -17,6 +17,7 @@ from descheduler import DeschedulerConfig, plan, state_from_list
 from descheduler.run_process import RunOptions, run_command
 from tests.builders.descheduler_cluster import NOW, as_list, gpu_node, pod
 from tests.kubeapi import ApiServer
+from tests.kubeapi.native_objects import Group, gang_objects, refer
 from tests.kubeapi.versions import Versions
 
 pytestmark = pytest.mark.scenario
@@ -154,3 +155,30 @@ async def test_room_is_made_for_a_waiting_composite_gang() -> None:
     assert [p for p in evicted if p.endswith("/eviction")] == [
         "/api/v1/namespaces/default/pods/small/eviction"
     ]
+
+
+@pytest.mark.parametrize(
+    ("kube", "moved"),
+    [("1.35", 2), ("1.36", 2), ("1.37", 4)],
+)
+async def test_each_release_s_native_gang_is_read(kube: str, moved: int) -> None:
+    """The objects each release serves, as a writer of native gangs makes them
+    (v1alpha1 Workload and spec.workloadRef; v1alpha2 Workload, PodGroup and
+    spec.schedulingGroup; v1beta1 with disruptionMode all): the gang of four needs 2, so
+    before 1.37 two members move alone; on 1.37 it moves whole."""
+    versions = Versions.of(kube, native_gangs=True)
+    items: list[dict[str, Any]] = [gpu_node("n0"), gpu_node("n1")]
+    kinds = {"workloads": "Workload", "podgroups": "PodGroup"}
+    for api_version, plural, obj in gang_objects(versions, "elastic", [Group("gang", 2)]):
+        obj["metadata"]["namespace"] = "default"
+        items.append({"apiVersion": api_version, "kind": kinds[plural], **obj})
+    for i in range(4):
+        p = pod(f"elastic-{i}", "n0", 1, owner="elastic")
+        items.append(refer(versions, p, "elastic", "gang"))
+    items += [pod("fixed", "n0", 2, owner_kind=""), pod("busy", "n1", 6, owner_kind="")]
+    items += [pod("job-0", "", 4, priority=1000, annotations={"corral.dev/gang": "job"})]
+    async with ApiServer(bookmark_interval=0.2, versions=versions) as api:
+        doc = await run(api, items)
+    (move,) = doc["moves"]
+    assert move["unit"] == "default/elastic-gang" and len(move["pods"]) == moved
+    assert move["partial"] is (moved == 2)
