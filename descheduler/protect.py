@@ -127,14 +127,14 @@ def workload_protection(view: GangView, workloads: Mapping[str, WorkloadRecord])
     owners, up the chain of the workloads read): KAI-Scheduler's opt-out, or None."""
     seen: set[str] = set()
     for p in view.pods:
-        kind, name = p.owner_kind, p.owner_name
+        group, kind, name = p.owner_group, p.owner_kind, p.owner_name
         while kind:
             key = workload_key(p.namespace, kind, name)
             w = workloads.get(key)
-            if w is None or key in seen:
-                break
+            if w is None or w.group != group or key in seen:
+                break  # not read, or another group's kind of that name
             seen.add(key)
             if _opted_out(w.annotations, KAI_SAFE_TO_CONSOLIDATE):
                 return f'{w.describe()} is annotated {KAI_SAFE_TO_CONSOLIDATE}: "false"'
-            kind, name = w.owner_kind, w.owner_name
+            group, kind, name = w.owner_group, w.owner_kind, w.owner_name
     return None
