@@ -15,6 +15,7 @@ not a ``batch/v1`` Job. Pure: no I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -23,10 +24,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 __all__ = [
     "KINDS",
+    "AddedKind",
     "Evicted",
     "Factor",
     "GangPer",
     "KindRecord",
+    "Kinds",
     "RoleSpec",
     "SuspendTakesEffect",
     "WorkloadKind",
@@ -36,6 +39,7 @@ __all__ = [
     "registry",
     "split_api_version",
     "suspendable_kinds",
+    "with_added",
 ]
 
 
@@ -97,7 +101,39 @@ class GangPer(_Frozen):
     label: str = Field(min_length=1)
 
 
-class WorkloadKind(_Frozen):
+# What becomes of an evicted pod of a kind that owns pods directly: its controller makes
+# it again without loss (``recreated``), it counts as a failure of the Job
+# (``job-failures``: the Job controller counts it unless its podFailurePolicy ignores
+# DisruptionTarget, and fails the Job past backoffLimit), or it is not made again
+# without loss (``lost``).
+Evicted = Literal["recreated", "job-failures", "lost"]
+# When a suspend takes effect: always (the switch is built into the API: batch/v1 Job,
+# Kubernetes 1.24+), or only when the served CRD declares the switch (a switch it lacks
+# is pruned on write and ignored).
+SuspendTakesEffect = Literal["always", "servedSchema"]
+
+
+class AddedKind(_Frozen):
+    """A kind an admin adds in a config (the webhook's and the descheduler's
+    ``workloads:`` entries): what the descheduler and the RBAC need of it. ``plural``:
+    its REST resource (default: the kind in lower case with an ``s``, the CRD
+    convention); ``suspendPath``: its suspend switch, a dot path (empty: none);
+    ``suspendTakesEffect``: ``servedSchema`` (only when the served CRD declares the
+    switch) or ``always``; ``evicted``: what becomes of an evicted pod it owns directly.
+    The webhook's entries add the roles (:class:`WorkloadKind`)."""
+
+    group: str
+    versions: tuple[str, ...] = Field(min_length=1)
+    kind: str = Field(min_length=1)
+    plural: str | None = None
+    suspend_path: str = Field(default="", alias="suspendPath")
+    suspend_takes_effect: SuspendTakesEffect = Field(
+        default="servedSchema", alias="suspendTakesEffect"
+    )
+    evicted: Evicted = "lost"
+
+
+class WorkloadKind(AddedKind):
     """One table entry: a kind, its API versions, its roles, its default min-available.
 
     ``minMember``: a fixed minMember, for workloads whose first pod creates the others
@@ -105,11 +141,10 @@ class WorkloadKind(_Frozen):
     starts with one, and its minResources still reserve every pod. ``minAvailableFrom``:
     a path whose value is the default min-available (an elastic job's minimum).
     ``leftAloneWhen``: paths that, when set, hand the workload to another integration.
+    The fields of :class:`AddedKind` count for a kind added in the config only (a
+    built-in kind's :class:`KindRecord` says them).
     """
 
-    group: str
-    versions: tuple[str, ...] = Field(min_length=1)
-    kind: str = Field(min_length=1)
     roles: tuple[RoleSpec, ...] = Field(min_length=1)
     default_min_available: str | None = Field(default=None, alias="defaultMinAvailable")
     min_member: int | None = Field(default=None, ge=1, alias="minMember")
@@ -203,16 +238,6 @@ _SPARK = _kind(
 )
 
 
-# What becomes of an evicted pod of a kind that owns pods directly: its controller makes
-# it again without loss (``recreated``), it counts as a failure of the Job
-# (``job-failures``: the Job controller counts it unless its podFailurePolicy ignores
-# DisruptionTarget, and fails the Job past backoffLimit), or it is not made again
-# without loss (``lost``).
-Evicted = Literal["recreated", "job-failures", "lost"]
-# When a suspend takes effect: always (the switch is built into the API: batch/v1 Job,
-# Kubernetes 1.24+), or only when the served CRD declares the switch (a switch it lacks
-# is pruned on write and ignored).
-SuspendTakesEffect = Literal["always", "servedSchema"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -396,22 +421,94 @@ KINDS: Mapping[tuple[str, str], KindRecord] = registry(
 )
 
 
-def kind_of(api_version: str, kind: str) -> KindRecord | None:
+Kinds = Mapping[tuple[str, str], KindRecord]
+
+# A CRD's group is a DNS subdomain with a dot in it; its plural a lower-case DNS label.
+_GROUP = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$")
+_PLURAL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_VERSION = re.compile(r"^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$")
+_PATH_PART = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _added_record(entry: AddedKind, where: str) -> KindRecord:
+    if not _GROUP.match(entry.group) or len(entry.group) > 253:
+        raise ValueError(
+            f"{where}.group: {entry.group!r} is not an API group (allowed: a DNS subdomain "
+            "with a dot, such as example.com)"
+        )
+    bad = next((v for v in entry.versions if not _VERSION.match(v)), None)
+    if bad is not None:
+        raise ValueError(
+            f"{where}.versions: {bad!r} is not an API version (allowed: v1, v1beta1, v2alpha1...)"
+        )
+    plural = entry.plural if entry.plural is not None else f"{entry.kind.lower()}s"
+    if not _PLURAL.match(plural) or len(plural) > 63:
+        raise ValueError(
+            f"{where}.plural: {plural!r} is not a resource name (allowed: lower-case letters, "
+            "digits and '-', as the CRD's spec.names.plural)"
+        )
+    path = tuple(entry.suspend_path.split(".")) if entry.suspend_path else ()
+    if not all(_PATH_PART.match(p) for p in path):
+        raise ValueError(
+            f"{where}.suspendPath: {entry.suspend_path!r} is not a dot path of field names "
+            "(allowed: such as spec.suspend)"
+        )
+    return KindRecord(
+        entry.group,
+        entry.kind,
+        plural,
+        entry.versions[0],
+        gang=entry if isinstance(entry, WorkloadKind) else None,
+        suspend_path=path,
+        suspend_takes_effect=entry.suspend_takes_effect,
+        evicted=entry.evicted,
+        read=True,
+    )
+
+
+def with_added(
+    added: Sequence[AddedKind], base: Kinds = KINDS, where: str = "workloads"
+) -> Kinds:
+    """The registry ``base`` extended with the kinds a config adds (its ``workloads:``
+    entries, ``where`` naming the key): each is read by the descheduler as an owner,
+    makes gangs when it has roles, and may be suspended when it has a switch. Raises
+    ValueError, one line naming the entry, for an entry that cannot be one: a kind the
+    registry holds, one added twice, a bad group, version, plural or path."""
+    seen: dict[tuple[str, str], int] = {}
+    for i, e in enumerate(added):
+        key = (e.group, e.kind)
+        if key in base:
+            raise ValueError(
+                f"{where}[{i}]: {e.kind} of group {e.group!r} is built in (allowed: a kind "
+                "the built-in table lacks)"
+            )
+        if key in seen:
+            raise ValueError(
+                f"{where}[{i}]: {e.kind} of group {e.group!r} is already {where}[{seen[key]}]"
+            )
+        seen[key] = i
+    records = [_added_record(e, f"{where}[{i}]") for i, e in enumerate(added)]
+    if not records:
+        return base
+    return registry((*base.values(), *records))
+
+
+def kind_of(api_version: str, kind: str, kinds: Kinds = KINDS) -> KindRecord | None:
     """The registered kind an object or owner reference names (by its apiVersion's
     group and its kind), or None."""
-    return KINDS.get((split_api_version(api_version)[0], kind))
+    return kinds.get((split_api_version(api_version)[0], kind))
 
 
-def gang_kinds() -> tuple[WorkloadKind, ...]:
+def gang_kinds(kinds: Kinds = KINDS) -> tuple[WorkloadKind, ...]:
     """The kinds the webhook makes gangs of, in registry order."""
-    return tuple(r.gang for r in KINDS.values() if r.gang is not None)
+    return tuple(r.gang for r in kinds.values() if r.gang is not None)
 
 
-def read_kinds() -> tuple[KindRecord, ...]:
+def read_kinds(kinds: Kinds = KINDS) -> tuple[KindRecord, ...]:
     """The kinds the descheduler reads as owners."""
-    return tuple(r for r in KINDS.values() if r.read)
+    return tuple(r for r in kinds.values() if r.read)
 
 
-def suspendable_kinds() -> tuple[KindRecord, ...]:
+def suspendable_kinds(kinds: Kinds = KINDS) -> tuple[KindRecord, ...]:
     """The kinds the descheduler reads and may suspend (they have a switch)."""
-    return tuple(r for r in KINDS.values() if r.read and r.suspend_path)
+    return tuple(r for r in kinds.values() if r.read and r.suspend_path)
