@@ -21,7 +21,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from gangplace.engine.kinds import KINDS
+from gangplace.engine.kinds import KINDS, Kinds
 from gangplace.engine.native_groups import native_groups_from_json
 from gangplace.engine.objects import pdb_from_json, podgroup_from_json, queue_from_json
 from gangplace.engine.workloads import crd_switch, workload_from_json
@@ -40,6 +40,8 @@ from gangplace.kube.resources import (
     VOLCANO_PODGROUPS,
     VOLCANO_QUEUES,
     Resource,
+    added_kind_calls,
+    descheduler_workloads,
 )
 
 from .config import DeschedulerConfig
@@ -74,17 +76,25 @@ _WORKLOAD_SPEC = frozenset(
 _NATIVE_PLURALS = frozenset({NATIVE_WORKLOADS.plural, NATIVE_PODGROUPS.plural})
 # How long the CRDs read for one state serve the next ones (seconds).
 CRD_TTL = 60.0
-# The CRDs whose schema says whether a suspend takes effect (the registry says which:
-# a batch/v1 Job's switch is built in).
-_SWITCH_CRDS = tuple(
-    r
-    for r in DESCHEDULER_WORKLOADS
-    if KINDS[(r.group, r.kind)].suspend_path
-    and KINDS[(r.group, r.kind)].suspend_takes_effect == "servedSchema"
-)
 
 
-def _trimmed(resource: Resource, check: Callable[[Json], object]) -> Callable[[Json], Json]:
+def _switch_crds(kinds: Kinds) -> tuple[Resource, ...]:
+    """The CRDs whose schema says whether a suspend takes effect (the registry says
+    which: a batch/v1 Job's switch is built in)."""
+    return tuple(
+        r
+        for r in descheduler_workloads(kinds)
+        if kinds[(r.group, r.kind)].suspend_path
+        and kinds[(r.group, r.kind)].suspend_takes_effect == "servedSchema"
+    )
+
+
+def _trimmed(
+    resource: Resource,
+    check: Callable[[Json], object],
+    workloads: tuple[Resource, ...] = DESCHEDULER_WORKLOADS,
+    spec_keys: frozenset[str] = _WORKLOAD_SPEC,
+) -> Callable[[Json], Json]:
     """The object as a dump would list it (list items may omit kind and apiVersion),
     without managedFields; ``check`` raises ValueError for one the planner cannot read,
     which the informer then leaves out (and reports) rather than failing every run."""
@@ -93,9 +103,9 @@ def _trimmed(resource: Resource, check: Callable[[Json], object]) -> Callable[[J
         out = dict(obj)
         out["kind"], out["apiVersion"] = resource.kind, resource.api_version
         spec = out.get("spec")
-        if resource in DESCHEDULER_WORKLOADS and isinstance(spec, dict):
+        if resource in workloads and isinstance(spec, dict):
             # a workload's pod templates can be large, and the planner reads none of them
-            out["spec"] = {k: v for k, v in spec.items() if k in _WORKLOAD_SPEC}
+            out["spec"] = {k: v for k, v in spec.items() if k in spec_keys}
         if resource == KUEUE_WORKLOADS:
             # only whose it is matters (its ownerReferences)
             out.pop("spec", None)
@@ -128,6 +138,16 @@ class ClusterView:
     ) -> None:
         self.client = client
         self.config = config
+        # The registry extended by the config's ``workloads:``: their informers, their
+        # CRDs' switches, and the calls (and RBAC, from the same config) to read them.
+        self.kinds = config.kinds
+        self.workload_apis = descheduler_workloads(self.kinds)
+        self._switch_crds = _switch_crds(self.kinds)
+        # an added kind's switch may sit under a spec field of its own
+        self._spec_keys = _WORKLOAD_SPEC | {
+            k.suspend_path[1] for k in self.kinds.values() if len(k.suspend_path) > 1
+        }
+        client.declare(added_kind_calls(self.kinds))
         self.ledger_namespace = ledger_namespace
         self.cache = ClusterCache(
             client, config.engine, page_size=page_size, watch_timeout=watch_timeout
@@ -147,8 +167,9 @@ class ClusterView:
             return lambda o: drf_queue(queue_from_json(o), cfg)
         if resource == PDBS:
             return pdb_from_json
-        if resource in DESCHEDULER_WORKLOADS:
-            return workload_from_json
+        if resource in self.workload_apis:
+            kinds = self.kinds
+            return lambda o: workload_from_json(o, kinds)
         if resource.group == NATIVE_WORKLOADS.group and resource.plural in _NATIVE_PLURALS:
             return native_groups_from_json
         return lambda o: o
@@ -178,7 +199,7 @@ class ClusterView:
 
     async def start(self) -> None:
         resources = [PDBS, PRIORITY_CLASSES]
-        for r in _OPTIONAL:
+        for r in (*_OPTIONAL, *(w for w in self.workload_apis if w not in _OPTIONAL)):
             if await self._installed(r):
                 resources.append(r)
             else:
@@ -196,7 +217,11 @@ class ClusterView:
                 )
         for r in resources:
             self.objects[r] = Informer(
-                self.client, r, _trimmed(r, self._checker(r)), name=str(r), **self._kw
+                self.client,
+                r,
+                _trimmed(r, self._checker(r), self.workload_apis, self._spec_keys),
+                name=str(r),
+                **self._kw,
             )
         await self.cache.start()
         for inf in self.objects.values():
@@ -247,7 +272,7 @@ class ClusterView:
         if self._crds is not None and now - self._crds[0] < CRD_TTL:
             return self._crds[1]
         out: list[Json] = []
-        for r in _SWITCH_CRDS:
+        for r in self._switch_crds:
             if r in self.objects or not self.objects:
                 try:
                     crd = await self.client.get(CRDS, f"{r.plural}.{r.group}")
@@ -258,9 +283,9 @@ class ClusterView:
                 except TRANSIENT_ERRORS as e:
                     log.warning("reading the CRD of %s: %s: %s", r, type(e).__name__, e)
                     continue
-                hit = crd_switch(crd)
+                hit = crd_switch(crd, self.kinds)
                 declared = hit is not None and hit[1]
-                out.append(_switch_only(crd, r.kind, declared))
+                out.append(_switch_only(crd, r.kind, declared, self.kinds))
         self._crds = (now, out)
         return out
 
@@ -270,13 +295,13 @@ class ClusterView:
         objects.extend(await self.switch_crds())
         if ledger is not None:
             objects.append(ledger)
-        return state_from_objects(snap, now, objects)
+        return state_from_objects(snap, now, objects, self.kinds)
 
 
-def _switch_only(crd: Json, kind: str, declared: bool) -> Json:
+def _switch_only(crd: Json, kind: str, declared: bool, kinds: Kinds = KINDS) -> Json:
     """A CRD cut down to what :func:`~gangplace.engine.workloads.crd_switch` reads: the
     schema of its storage version keeps the switch only if it was declared."""
-    path = KINDS[(str((crd.get("spec") or {}).get("group") or ""), kind)].suspend_path
+    path = kinds[(str((crd.get("spec") or {}).get("group") or ""), kind)].suspend_path
     node: Json = {
         "type": "object",
         "properties": {path[-1]: {"type": "boolean"}} if declared else {},

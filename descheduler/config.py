@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from gangplace.config_errors import KeyedValueError, describe_validation_error
 from gangplace.engine import EngineConfig
+from gangplace.engine.kinds import AddedKind, Kinds, with_added
 from gangplace.engine.policies import DEFAULT_POLICY, check_policy
 from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_duration
 from gangplace.sim.hood_moves import DEFAULT_NODE_LIMIT
@@ -327,6 +328,24 @@ class DeschedulerConfig(_Section):
     stale_gangs: StaleGangsConfig = Field(default_factory=StaleGangsConfig)
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
     queue_default: str = Field(default="default", description="queue of gangs that name none")
+    # Workload kinds beside the built-in ones (docs/configuration.md); not rendered by
+    # render_defaults (an empty list), documented with the webhook's ``workloads:``.
+    workloads: tuple[AddedKind, ...] = ()
+
+    @field_validator("workloads")
+    @classmethod
+    def _added(cls, v: tuple[AddedKind, ...]) -> tuple[AddedKind, ...]:
+        try:
+            with_added(v)
+        except ValueError as e:
+            raise KeyedValueError(str(e)) from None
+        return v
+
+    @property
+    def kinds(self) -> Kinds:
+        """The registry of kinds extended by ``workloads`` (what the informers, the
+        state, the move methods and the suspender read)."""
+        return with_added(self.workloads)
 
 
 def parse_config(raw: Any, where: str = "config") -> DeschedulerConfig:
@@ -368,6 +387,8 @@ def render_defaults() -> str:
     lines = ["# corral-descheduler configuration: every key, at its default."]
     defaults = DeschedulerConfig()
     for name, field in DeschedulerConfig.model_fields.items():
+        if name == "workloads":
+            continue
         value = getattr(defaults, name)
         lines.append("")
         if isinstance(value, BaseModel):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gangplace.engine.kinds import KINDS, Kinds
 from gangplace.engine.node_pod_records import PodRecord
 from gangplace.engine.workloads import WorkloadRecord
 from gangplace.kube import KubeClient, event_body, post_event
@@ -20,10 +21,10 @@ __all__ = ["involved_object", "post_gang_event", "workload_ref"]
 Json = dict[str, Any]
 
 
-def workload_ref(w: WorkloadRecord) -> Json:
-    """An Event's involvedObject naming a workload."""
+def workload_ref(w: WorkloadRecord, kinds: Kinds = KINDS) -> Json:
+    """An Event's involvedObject naming a workload (of a kind in ``kinds``)."""
     return {
-        "apiVersion": workload_resource(w.group, w.kind).api_version,
+        "apiVersion": workload_resource(w.group, w.kind, kinds).api_version,
         "kind": w.kind,
         "namespace": w.namespace,
         "name": w.name,
@@ -38,7 +39,7 @@ def involved_object(
     its name is empty when the event names no pod either."""
     w = state.workloads.get(event.workloads[0]) if state is not None and event.workloads else None
     if w is not None:
-        return workload_ref(w)
+        return workload_ref(w, state.kinds if state is not None else KINDS)
     api = event.podgroup_api or ""
     if event.podgroup and api in PODGROUP_APIS:
         r = PODGROUP_APIS[api]

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gangplace.engine import PodRecord
-from gangplace.engine.kinds import KINDS, KindRecord
+from gangplace.engine.kinds import KINDS, KindRecord, Kinds
 from gangplace.engine.objects import PodGroupRecord
 from gangplace.engine.workloads import WorkloadRecord, workload_key
 
@@ -50,12 +50,19 @@ class Way:
 
 
 class Owners:
-    """The workloads of a state, and who owns whom."""
+    """The workloads of a state, and who owns whom; ``kinds`` is the registry the state
+    was read with (the config's added kinds move by their own entries)."""
 
-    def __init__(self, workloads: Mapping[str, WorkloadRecord]) -> None:
+    def __init__(self, workloads: Mapping[str, WorkloadRecord], kinds: Kinds = KINDS) -> None:
         self.workloads = workloads
+        self.kinds = kinds
         # top-level workload key -> the units whose pods it owns
         self.units: dict[str, set[str]] = {}
+
+    def _read(self, group: str, kind: str) -> bool:
+        """Whether the registry has the descheduler read this kind as a workload record."""
+        record: KindRecord | None = self.kinds.get((group, kind))
+        return record is not None and record.read
 
     def chain_top(
         self, namespace: str, group: str, kind: str, name: str
@@ -63,13 +70,13 @@ class Owners:
         """The top-level workload above (group, kind, name), or None and why it is
         unknown ('' when the owner is not a kind the descheduler reads at all: a Volcano
         ``batch.volcano.sh`` Job is not a batch/v1 Job)."""
-        if not _read(group, kind):
+        if not self._read(group, kind):
             return None, ""
         seen: set[str] = set()
         cur = self.workloads.get(workload_key(namespace, kind, name))
         if cur is None or cur.group != group:
             return None, f"{kind} {namespace}/{name} is not in the cluster state"
-        while _read(cur.owner_group, cur.owner_kind) and cur.key not in seen:
+        while self._read(cur.owner_group, cur.owner_kind) and cur.key not in seen:
             seen.add(cur.key)
             up = self.workloads.get(workload_key(namespace, cur.owner_kind, cur.owner_name))
             if up is None or up.group != cur.owner_group:
@@ -150,7 +157,7 @@ class Owners:
         jobs: dict[str, WorkloadRecord] = {}
         for p in pods:
             kind = p.owner_kind
-            known = KINDS.get((p.owner_group, kind))
+            known = self.kinds.get((p.owner_group, kind))
             evicted = known.evicted if known is not None else None
             if evicted == "recreated":
                 continue
@@ -197,9 +204,3 @@ class Owners:
         if why_not_suspend and why_not_suspend not in why:
             why = f"{why}; not suspended: {why_not_suspend}"
         return Way(None, f"not movable: {why}")
-
-
-def _read(group: str, kind: str) -> bool:
-    """Whether the registry has the descheduler read this kind as a workload record."""
-    record: KindRecord | None = KINDS.get((group, kind))
-    return record is not None and record.read

@@ -169,7 +169,7 @@ class PlanContext:
             workload=workload,
             budget=Budget(config.limits, state.pdbs),
         )
-        ctx.owners = Owners(state.workloads)
+        ctx.owners = Owners(state.workloads, state.kinds)
         ctx.owners.index_units((v.key, v.pods) for v in views.values())
         for v in views.values():
             for p in v.pods:

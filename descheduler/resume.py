@@ -98,7 +98,7 @@ def _podgroup_key(mark: Mark) -> str | None:
 
 def _has_pods(state: ClusterState, w: WorkloadRecord) -> bool:
     """Whether pods the workload owns (directly or through its child workloads) remain."""
-    owners = Owners(state.workloads)
+    owners = Owners(state.workloads, state.kinds)
     for p in state.snapshot.pods:
         if p.namespace != w.namespace:
             continue

@@ -81,7 +81,7 @@ class Suspender:
 
     async def _patch_workload(self, w: WorkloadRecord, body: Json) -> None:
         await self.client.patch(
-            workload_resource(w.group, w.kind),
+            workload_resource(w.group, w.kind, self.config.kinds),
             w.name,
             body,
             namespace=w.namespace,
@@ -145,7 +145,7 @@ class Suspender:
         The patch carries the resourceVersion the plan read: a workload changed since
         (a person resumed or suspended it) is not touched (409). ``state`` is the one
         the plan was made on, ``pods`` its pods by key, ``plan_id`` the plan's name."""
-        owners = Owners(state.workloads)
+        owners = Owners(state.workloads, state.kinds)
         records = [state.workloads.get(k) for k in move.workloads]
         missing = [k for k, w in zip(move.workloads, records, strict=True) if w is None]
         if missing or not records:
@@ -316,7 +316,7 @@ class Suspender:
         self, w: WorkloadRecord, type_: str, reason: str, message: str
     ) -> None:
         error = await post_gang_event(
-            self.client, workload_ref(w), type_, reason, message, self.component
+            self.client, workload_ref(w, self.config.kinds), type_, reason, message, self.component
         )
         if error:
             log.warning("event on %s not written: %s", w.describe(), error)

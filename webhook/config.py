@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gangplace.config_errors import KeyedValueError, describe_validation_error
+from gangplace.engine.kinds import Kinds, with_added
 from gangplace.engine import EngineConfig
 from gangplace.engine.policies import DEFAULT_POLICY, check_policy
 from gangplace.yamlfile import YamlFileError, read_yaml
@@ -111,6 +112,15 @@ class WebhookConfig(_Model):
     workloads: tuple[WorkloadKind, ...] = ()
     engine: EngineConfig = Field(default_factory=EngineConfig)
 
+    @field_validator("workloads")
+    @classmethod
+    def _added(cls, v: tuple[WorkloadKind, ...]) -> tuple[WorkloadKind, ...]:
+        try:
+            with_added(v)
+        except ValueError as e:
+            raise KeyedValueError(str(e)) from None
+        return v
+
     @field_validator("default_min_available")
     @classmethod
     def _min_values(cls, v: dict[str, str]) -> dict[str, str]:
@@ -186,6 +196,12 @@ class WebhookConfig(_Model):
     @cached_property
     def table(self) -> WorkloadTable:
         return WorkloadTable([*BUILTIN_KINDS, *self.workloads])
+
+    @cached_property
+    def kinds(self) -> Kinds:
+        """The registry of kinds extended by ``workloads`` (the same records the
+        descheduler's ``workloads:`` make: what RBAC is generated from)."""
+        return with_added(self.workloads)
 
     @cached_property
     def timeout_seconds(self) -> int | None:

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from gangplace.engine import EngineConfig, Queue, Snapshot, SnapshotError
+from gangplace.engine.kinds import KINDS, Kinds
 from gangplace.engine.native_groups import NativeGroupRecord, is_native, native_groups_from_json
 from gangplace.engine.objects import (
     PdbRecord,
@@ -60,6 +61,9 @@ class ClusterState:
     crd_switches: dict[str, bool] | None = None
     # uids of the jobs a Kueue Workload stands for.
     kueue_owned: frozenset[str] = frozenset()
+    # The registry of kinds the state was read with: the built-in one, extended by the
+    # config's ``workloads:`` (how an owner moves, where its switch is).
+    kinds: Kinds = field(default_factory=lambda: KINDS)
 
 
 def _resolve_priorities(snap: Snapshot, classes: Mapping[str, int]) -> None:
@@ -73,17 +77,18 @@ def state_from_objects(
     snapshot: Snapshot,
     now: datetime,
     objects: Iterable[Mapping[str, Any]] = (),
+    kinds: Kinds = KINDS,
 ) -> ClusterState:
     """A state from a snapshot and the other objects (PodGroups, the native gang API's
     Workloads and PodGroups, Queues, PDBs, PriorityClasses, the workloads of the kinds
     the registry has it read (:func:`~gangplace.engine.workloads.read_kind`), the
     CustomResourceDefinitions of those kinds and Kueue's Workloads (which decide whether
     a suspend takes effect), and the descheduler's move ledger ConfigMap; anything else
-    is ignored)."""
+    is ignored). ``kinds``: the registry to read workloads with (the config's)."""
     if now.tzinfo is None:
         raise StateError("now must be an aware datetime (UTC)")
     cfg = snapshot.config
-    state = ClusterState(snapshot=snapshot, now=now)
+    state = ClusterState(snapshot=snapshot, now=now, kinds=kinds)
     for obj in objects:
         kind = obj.get("kind")
         if is_native(obj):
@@ -100,21 +105,21 @@ def state_from_objects(
         elif kind == "PriorityClass":
             pc = priority_class_from_json(obj)
             state.priority_classes[pc.name] = pc.value
-        elif read_kind(obj) is not None:
-            w = workload_from_json(obj)
+        elif read_kind(obj, kinds) is not None:
+            w = workload_from_json(obj, kinds)
             state.workloads[w.key] = w
         elif kind == "ConfigMap" and (obj.get("metadata") or {}).get("name") == MOVE_LEDGER:
             state.ledger = ledger_from_json(obj)
         elif kind == "CustomResourceDefinition":
             if state.crd_switches is None:
                 state.crd_switches = {}
-            hit = crd_switch(obj)
+            hit = crd_switch(obj, kinds)
             if hit is not None:
                 state.crd_switches[hit[0]] = hit[1]
         elif kind == "Workload":
             state.kueue_owned |= kueue_owned_uids(obj)
     state.workloads = {
-        k: with_cluster_facts(w, state.crd_switches, state.kueue_owned)
+        k: with_cluster_facts(w, state.crd_switches, state.kueue_owned, kinds)
         for k, w in state.workloads.items()
     }
     _resolve_priorities(snapshot, state.priority_classes)

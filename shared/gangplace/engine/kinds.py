@@ -448,10 +448,10 @@ def _added_record(entry: AddedKind, where: str) -> KindRecord:
             "digits and '-', as the CRD's spec.names.plural)"
         )
     path = tuple(entry.suspend_path.split(".")) if entry.suspend_path else ()
-    if not all(_PATH_PART.match(p) for p in path):
+    if path and (len(path) < 2 or path[0] != "spec" or not all(map(_PATH_PART.match, path))):
         raise ValueError(
             f"{where}.suspendPath: {entry.suspend_path!r} is not a dot path of field names "
-            "(allowed: such as spec.suspend)"
+            "under spec (allowed: such as spec.suspend)"
         )
     return KindRecord(
         entry.group,

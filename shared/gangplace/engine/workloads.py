@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .kinds import KINDS, KindRecord, kind_of, split_api_version
+from .kinds import KINDS, KindRecord, Kinds, kind_of, split_api_version
 from .objects import RecordError, object_meta
 
 __all__ = [
@@ -118,11 +118,11 @@ def _controller(meta: Mapping[str, Any]) -> tuple[str, str, str, str]:
     )
 
 
-def read_kind(obj: Mapping[str, Any]) -> KindRecord | None:
+def read_kind(obj: Mapping[str, Any], kinds: Kinds = KINDS) -> KindRecord | None:
     """The registered kind of ``obj`` that the descheduler reads as a record (by its
     apiVersion's group and its kind), else None: a Volcano ``batch.volcano.sh`` Job is
     not a batch/v1 Job."""
-    record = kind_of(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+    record = kind_of(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), kinds)
     return record if record is not None and record.read else None
 
 
@@ -158,11 +158,11 @@ def _get(obj: Mapping[str, Any], path: Sequence[str]) -> Any:
     return cur
 
 
-def workload_from_json(obj: Mapping[str, Any]) -> WorkloadRecord:
+def workload_from_json(obj: Mapping[str, Any], kinds: Kinds = KINDS) -> WorkloadRecord:
     """A workload of a kind the registry marks ``read`` (:func:`read_kind`) as the API
     returns it."""
     kind = str(obj.get("kind") or "")
-    record = read_kind(obj)
+    record = read_kind(obj, kinds)
     if record is None:
         api = obj.get("apiVersion") or "no apiVersion"
         raise RecordError(f"{kind or 'object'} ({api}): not a workload kind corral reads")
@@ -269,7 +269,7 @@ def _schema_has(schema: Any, path: Sequence[str]) -> bool:
     return isinstance(cur, Mapping) and cur.get("type") in (None, "boolean")
 
 
-def crd_switch(crd: Mapping[str, Any]) -> tuple[str, bool] | None:
+def crd_switch(crd: Mapping[str, Any], kinds: Kinds = KINDS) -> tuple[str, bool] | None:
     """(kind, whether its storage version's served schema declares the suspend switch)
     for a CustomResourceDefinition of a registered kind whose suspend takes effect only
     when its served schema declares the switch, else None. The
@@ -280,7 +280,7 @@ def crd_switch(crd: Mapping[str, Any]) -> tuple[str, bool] | None:
         return None
     names = spec.get("names") or {}
     kind = str(names.get("kind") or "") if isinstance(names, Mapping) else ""
-    record = KINDS.get((str(spec.get("group") or ""), kind))
+    record = kinds.get((str(spec.get("group") or ""), kind))
     if record is None or not record.suspend_path:
         return None
     versions = [v for v in spec.get("versions") or () if isinstance(v, Mapping)]
@@ -303,7 +303,10 @@ def kueue_owned_uids(obj: Mapping[str, Any]) -> frozenset[str]:
 
 
 def suspend_refusal(
-    w: WorkloadRecord, switches: Mapping[str, bool] | None, kueue_owned: frozenset[str]
+    w: WorkloadRecord,
+    switches: Mapping[str, bool] | None,
+    kueue_owned: frozenset[str],
+    kinds: Kinds = KINDS,
 ) -> tuple[str, str]:
     """(why a suspend of ``w`` would not take effect, why Kueue owns it): the one rule
     for "does a suspend take effect". ``switches``: by kind, whether the cluster's served
@@ -324,7 +327,7 @@ def suspend_refusal(
         )
     if w.suspend_refusal:
         return w.suspend_refusal, ""
-    record = KINDS.get((w.group, w.kind))
+    record = kinds.get((w.group, w.kind))
     if record is None or record.suspend_takes_effect == "servedSchema":
         path = ".".join(w.suspend_path)
         got = None if switches is None else switches.get(w.kind)
@@ -344,10 +347,13 @@ def suspend_refusal(
 
 
 def with_cluster_facts(
-    w: WorkloadRecord, switches: Mapping[str, bool] | None, kueue_owned: frozenset[str]
+    w: WorkloadRecord,
+    switches: Mapping[str, bool] | None,
+    kueue_owned: frozenset[str],
+    kinds: Kinds = KINDS,
 ) -> WorkloadRecord:
     """``w`` with :func:`suspend_refusal` applied (the cluster's CRDs and Kueue)."""
-    why, kueue = suspend_refusal(w, switches, kueue_owned)
+    why, kueue = suspend_refusal(w, switches, kueue_owned, kinds)
     if not w.suspend_path:
         why = ""  # can_suspend is False already; the move method says "no switch"
     return replace(w, suspend_refusal=why, kueue_managed=kueue)

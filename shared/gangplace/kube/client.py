@@ -18,7 +18,7 @@ import aiohttp
 import orjson
 from kubernetes_asyncio.client import ApiClient
 
-from .resources import PODS, Resource, check_call
+from .resources import PODS, ApiCall, Resource, check_call, declared_calls
 
 __all__ = ["REQUEST_ERRORS", "TRANSIENT_ERRORS", "ApiError", "KubeClient"]
 
@@ -113,6 +113,12 @@ class KubeClient:
     def __init__(self, api: ApiClient, *, request_timeout: float = 30.0) -> None:
         self.api = api
         self.request_timeout = request_timeout
+        self._declared = declared_calls()
+
+    def declare(self, calls: tuple[ApiCall, ...]) -> None:
+        """Allow ``calls`` beside :data:`~gangplace.kube.resources.API_CALLS`: those on
+        the workload kinds a config adds (their RBAC comes from the same config)."""
+        self._declared = declared_calls(calls) | self._declared
 
     async def close(self) -> None:
         await self.api.close()
@@ -175,7 +181,7 @@ class KubeClient:
     # --- verbs ----------------------------------------------------------------------
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Json:
-        check_call("get", resource)
+        check_call("get", resource, declared=self._declared)
         return await self.request("GET", resource.path(namespace, name))
 
     async def list(
@@ -189,7 +195,7 @@ class KubeClient:
         continue_token: str | None = None,
     ) -> Json:
         """One page of a list; ``metadata.continue`` names the next page, if any."""
-        check_call("list", resource)
+        check_call("list", resource, declared=self._declared)
         query: list[tuple[str, str]] = []
         if label_selector:
             query.append(("labelSelector", label_selector))
@@ -215,7 +221,7 @@ class KubeClient:
         """The watch events after ``resource_version``, as parsed JSON, until the server
         ends the stream. An ERROR event is yielded like any other: the caller decides
         (a 410 means relist)."""
-        check_call("watch", resource)
+        check_call("watch", resource, declared=self._declared)
         query = [
             ("watch", "true"),
             ("resourceVersion", resource_version),
@@ -266,7 +272,7 @@ class KubeClient:
         namespace: str | None = None,
         dry_run: bool = False,
     ) -> Json:
-        check_call("create", resource)
+        check_call("create", resource, declared=self._declared)
         query = [("dryRun", "All")] if dry_run else []
         return await self.request("POST", resource.path(namespace), query, dict(body))
 
@@ -280,7 +286,7 @@ class KubeClient:
     ) -> Json:
         """PUT; a ``metadata.resourceVersion`` in ``body`` makes it conditional (409 when
         the object changed since)."""
-        check_call("update", resource)
+        check_call("update", resource, declared=self._declared)
         return await self.request("PUT", resource.path(namespace, name), (), dict(body))
 
     async def patch(
@@ -296,7 +302,7 @@ class KubeClient:
         """PATCH: an RFC 6902 JSON patch (a list of operations; a failed ``test`` is a
         422 and changes nothing) or, with ``content_type="application/merge-patch+json"``,
         a merge patch; of ``subresource`` (``status``) when given."""
-        check_call("patch", resource, subresource)
+        check_call("patch", resource, subresource, declared=self._declared)
         return await self.request(
             "PATCH",
             resource.path(namespace, name, subresource),
@@ -316,7 +322,7 @@ class KubeClient:
     ) -> Json:
         """DELETE with a propagationPolicy (Background, Foreground or Orphan); with
         ``uid`` only that object, not a newer one of the same name (409 otherwise)."""
-        check_call("delete", resource)
+        check_call("delete", resource, declared=self._declared)
         body: Json = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
         if uid:
             body["preconditions"] = {"uid": uid}
@@ -327,7 +333,7 @@ class KubeClient:
     ) -> Json:
         """POST a policy/v1 Eviction. With ``uid``, the API server refuses (409) if the
         pod of that name is no longer the same pod."""
-        check_call("create", PODS, "eviction")
+        check_call("create", PODS, "eviction", declared=self._declared)
         body: Json = {
             "apiVersion": "policy/v1",
             "kind": "Eviction",

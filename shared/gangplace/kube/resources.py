@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from gangplace.engine.kinds import KINDS, KindRecord, read_kinds, suspendable_kinds
+from gangplace.engine.kinds import KINDS, KindRecord, Kinds, read_kinds, suspendable_kinds
 
 __all__ = [
     "API_CALLS",
@@ -46,7 +46,11 @@ __all__ = [
     "ApiCall",
     "Resource",
     "UndeclaredApiCall",
+    "added_kind_calls",
     "check_call",
+    "declared_calls",
+    "descheduler_workloads",
+    "suspendable_workloads",
     "pods_on_node",
     "workload_resource",
 ]
@@ -171,12 +175,44 @@ JOBS = next(r for r in WORKLOADS if (r.group, r.kind) == ("batch", "Job"))
 # for those with a suspend switch, suspends and resumes.
 DESCHEDULER_WORKLOADS: tuple[Resource, ...] = tuple(_resource(k) for k in read_kinds())
 SUSPENDABLE_WORKLOADS: tuple[Resource, ...] = tuple(_resource(k) for k in suspendable_kinds())
+# (the same two of a registry a config extends: descheduler_workloads, suspendable_workloads)
 
 
-def workload_resource(group: str, kind: str) -> Resource:
+def workload_resource(group: str, kind: str, kinds: Kinds = KINDS) -> Resource:
     """The REST resource of a registered workload kind (what a suspend patches, what an
     Event names). KeyError for a kind the registry does not hold."""
-    return _resource(KINDS[(group, kind)])
+    return _resource(kinds[(group, kind)])
+
+
+def descheduler_workloads(kinds: Kinds = KINDS) -> tuple[Resource, ...]:
+    """The workloads the descheduler reads, of a registry (one the config extends)."""
+    return tuple(_resource(k) for k in read_kinds(kinds))
+
+
+def suspendable_workloads(kinds: Kinds = KINDS) -> tuple[Resource, ...]:
+    """The workloads the descheduler may suspend, of a registry."""
+    return tuple(_resource(k) for k in suspendable_kinds(kinds))
+
+
+def added_kind_calls(kinds: Kinds) -> tuple[ApiCall, ...]:
+    """The calls on the kinds ``kinds`` holds beyond the built-in registry (a config's
+    ``workloads:``): what the built-ins of the same standing get (list and watch of a
+    kind the descheduler reads, patch of one it may suspend, get of one the webhook
+    makes gangs of). A client declares them (:meth:`KubeClient.declare`); the RBAC of
+    ``make manifests`` grants them."""
+    added = [r for key, r in kinds.items() if key not in KINDS]
+    out: list[ApiCall] = []
+    for k in added:
+        r = _resource(k)
+        if k.read:
+            out.extend(_watched(r, "descheduler informer: a workload kind the config adds"))
+        if k.read and k.suspend_path:
+            out.append(
+                ApiCall("patch", r.group, r.plural, why="descheduler: suspend a workload")
+            )
+        if k.gang is not None:
+            out.append(ApiCall("get", r.group, r.plural, why="webhook: the uid of a workload"))
+    return tuple(out)
 
 
 RESOURCES: tuple[Resource, ...] = (
@@ -401,13 +437,25 @@ API_CALLS: tuple[ApiCall, ...] = (
 _DECLARED = frozenset((c.verb, c.group, c.resource, c.subresource) for c in API_CALLS)
 
 
+def declared_calls(extra: tuple[ApiCall, ...] = ()) -> frozenset[tuple[str, str, str, str]]:
+    """The (verb, group, resource, subresource) of :data:`API_CALLS` and ``extra``."""
+    if not extra:
+        return _DECLARED
+    return _DECLARED | {(c.verb, c.group, c.resource, c.subresource) for c in extra}
+
+
 class UndeclaredApiCall(RuntimeError):
     """The code tried a call that :data:`API_CALLS` does not list (a programming error:
     add it to the list, and to the RBAC rules)."""
 
 
-def check_call(verb: str, resource: Resource, subresource: str = "") -> None:
-    if (verb, resource.group, resource.plural, subresource) not in _DECLARED:
+def check_call(
+    verb: str,
+    resource: Resource,
+    subresource: str = "",
+    declared: frozenset[tuple[str, str, str, str]] = _DECLARED,
+) -> None:
+    if (verb, resource.group, resource.plural, subresource) not in declared:
         sub = f"/{subresource}" if subresource else ""
         raise UndeclaredApiCall(
             f"{verb} {resource}{sub} is not declared in gangplace.kube.resources.API_CALLS"
