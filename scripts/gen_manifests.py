@@ -11,7 +11,10 @@
 - ``docs/cli.md``: every command's ``--help``, so every flag and its default is in
   the docs.
 
-``--check`` writes nothing and exits 1 naming the files that are out of date. Run as
+``--webhook-config FILE`` and ``--descheduler-config FILE``: the configs installed; the
+kinds their ``workloads:`` add get the RBAC the built-in kinds get (without them the
+output is the built-in kinds' alone). ``--check`` writes nothing and exits 1 naming the
+files that are out of date. Run as
 ``python -m scripts.gen_manifests`` with corral installed (``make manifests`` does both).
 """
 
@@ -25,12 +28,17 @@ from typing import Any
 
 import yaml
 from gangplace.cli import build_parser as gangplace_parser
+from gangplace.engine.kinds import KINDS, AddedKind, Kinds, with_added
 from gangplace.kube import rbac
 
 from descheduler.cli import build_parser as descheduler_parser
+from descheduler.config import ConfigError as DeschedulerConfigError
+from descheduler.config import load_config as load_descheduler_config
 from descheduler.config import render_defaults
 from kubectl_corral.cli import build_parser as kubectl_parser
 from webhook.cli import build_parser as webhook_parser
+from webhook.config import ConfigError as WebhookConfigError
+from webhook.config import load_config as load_webhook_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,11 +65,25 @@ def dump(objects: list[dict[str, Any]], note: str) -> str:
     return head + "---\n" + "---\n".join(docs)
 
 
-def rbac_files() -> dict[Path, str]:
+def added_kinds(webhook_config: str | None, descheduler_config: str | None) -> Kinds:
+    """The registry extended by the ``workloads:`` of both configs (a kind in both is
+    counted once, as the descheduler's config has it). Raises SystemExit with the
+    config's one-line error."""
+    try:
+        desched = load_descheduler_config(descheduler_config).workloads
+        webhook = load_webhook_config(webhook_config).workloads
+    except (DeschedulerConfigError, WebhookConfigError) as e:
+        raise SystemExit(f"gen_manifests: {e}") from None
+    keys = {(w.group, w.kind) for w in desched}
+    entries: list[AddedKind] = [*desched, *(w for w in webhook if (w.group, w.kind) not in keys)]
+    return with_added(entries)
+
+
+def rbac_files(kinds: Kinds = KINDS) -> dict[Path, str]:
     components = [c for c in rbac.COMPONENTS if c in rbac.SERVICE_ACCOUNTS]
     out = {
         ROOT / "manifests/base/rbac.yaml": dump(
-            [o for c in components for o in rbac.rbac_objects(c)],
+            [o for c in components for o in rbac.rbac_objects(c, kinds=kinds)],
             "What the webhook and the descheduler need in every install.",
         )
     }
@@ -149,9 +171,10 @@ def cli_doc() -> str:
             os.environ["COLUMNS"] = saved
 
 
-def generated() -> dict[Path, str]:
-    """Every generated file and what it must contain."""
-    out = rbac_files()
+def generated(kinds: Kinds = KINDS) -> dict[Path, str]:
+    """Every generated file and what it must contain (``kinds``: the registry the
+    installed configs extend)."""
+    out = rbac_files(kinds)
     out[ROOT / "manifests/base/descheduler.yaml"] = descheduler_config()
     out.update(docs_files())
     out[ROOT / "docs/cli.md"] = cli_doc()
@@ -161,7 +184,12 @@ def generated() -> dict[Path, str]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--check", action="store_true", help="only say which files are stale")
+    p.add_argument("--webhook-config", metavar="FILE", help="the webhook's installed config")
+    p.add_argument(
+        "--descheduler-config", metavar="FILE", help="the descheduler's installed config"
+    )
     args = p.parse_args(argv)
+    kinds = added_kinds(args.webhook_config, args.descheduler_config)
     problems = rbac.attribution_problems()
     if problems:
         print("gen_manifests: fix the attribution first:", file=sys.stderr)
@@ -169,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {line}", file=sys.stderr)
         return 1
     stale = []
-    for path, text in generated().items():
+    for path, text in generated(kinds).items():
         current = path.read_text() if path.exists() else None
         if current == text:
             continue

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import parse_qs
 
+from gangplace.engine.kinds import KINDS, Kinds
 from .resources import (
     API_CALLS,
     CONFIGMAPS,
@@ -53,6 +54,7 @@ from .resources import (
     WORKLOADS,
     ApiCall,
     Resource,
+    added_kind_calls,
 )
 
 __all__ = [
@@ -73,6 +75,7 @@ __all__ = [
     "CallKey",
     "Grant",
     "allowed",
+    "attribution",
     "attribution_problems",
     "calls_of",
     "parse_request",
@@ -300,6 +303,20 @@ def _build(
 ATTRIBUTION: Final[Mapping[CallKey, tuple[Grant, ...]]] = _build(_ROWS)
 
 
+def attribution(kinds: Kinds = KINDS) -> Mapping[CallKey, tuple[Grant, ...]]:
+    """:data:`ATTRIBUTION` with the calls on the kinds a config adds to the registry
+    (:func:`~gangplace.kube.resources.added_kind_calls`), granted to the descheduler as
+    the built-in kinds' are: list and watch, and patch of one with a suspend switch."""
+    extra = added_kind_calls(kinds)
+    if not extra:
+        return ATTRIBUTION
+    out = dict(ATTRIBUTION)
+    for c in extra:
+        key = calls_of(c)
+        out[key] = (*out.get(key, ()), _D)
+    return out
+
+
 def calls_of(call: ApiCall) -> CallKey:
     return (call.verb, call.group, call.resource, call.subresource)
 
@@ -359,12 +376,12 @@ def role_name(component: str, when: tuple[str, str] | None = None) -> str:
 
 
 def _grants(
-    component: str, own_namespace: bool, when: tuple[str, str] | None
+    component: str, own_namespace: bool, when: tuple[str, str] | None, kinds: Kinds = KINDS
 ) -> list[tuple[CallKey, Grant]]:
-    declared = {calls_of(c) for c in API_CALLS}
+    declared = {calls_of(c) for c in (*API_CALLS, *added_kind_calls(kinds))}
     return [
         (key, g)
-        for key, grants in ATTRIBUTION.items()
+        for key, grants in attribution(kinds).items()
         if key in declared
         for g in grants
         if g.component == component and g.own_namespace == own_namespace and g.when == when
@@ -372,14 +389,19 @@ def _grants(
 
 
 def rules(
-    component: str, *, own_namespace: bool = False, when: tuple[str, str] | None = None
+    component: str,
+    *,
+    own_namespace: bool = False,
+    when: tuple[str, str] | None = None,
+    kinds: Kinds = KINDS,
 ) -> list[dict[str, Any]]:
     """The PolicyRules for one component, scope and choice: one rule per API group and
     set of object names, merging resources that are granted the same verbs. Sorted, so
-    the output never changes unless the attribution does."""
+    the output never changes unless the attribution does. ``kinds``: the registry a
+    config extends (its added kinds get the built-ins' grants)."""
     # (group, resource, names) -> verbs
     per_resource: dict[tuple[str, str, tuple[str, ...]], set[str]] = {}
-    for (verb, group, res, sub), g in _grants(component, own_namespace, when):
+    for (verb, group, res, sub), g in _grants(component, own_namespace, when, kinds):
         resource = f"{res}/{sub}" if sub else res
         names = tuple(sorted(g.resource_names)) if verb in _NAMED_VERBS else ()
         per_resource.setdefault((group, resource, names), set()).add(verb)
@@ -401,7 +423,10 @@ def _labels(component: str) -> dict[str, str]:
 
 
 def rbac_objects(
-    component: str, when: tuple[str, str] | None = None, namespace: str = NAMESPACE
+    component: str,
+    when: tuple[str, str] | None = None,
+    namespace: str = NAMESPACE,
+    kinds: Kinds = KINDS,
 ) -> list[dict[str, Any]]:
     """The ClusterRole and Role (each with its binding to the component's
     ServiceAccount) for ``component``'s grants of choice ``when`` (None: the grants
@@ -416,7 +441,7 @@ def rbac_objects(
     }
     out: list[dict[str, Any]] = []
     for own_ns in (False, True):
-        rs = rules(component, own_namespace=own_ns, when=when)
+        rs = rules(component, own_namespace=own_ns, when=when, kinds=kinds)
         if not rs:
             continue
         kind = "Role" if own_ns else "ClusterRole"

@@ -196,9 +196,9 @@ def suspendable_workloads(kinds: Kinds = KINDS) -> tuple[Resource, ...]:
 
 def added_kind_calls(kinds: Kinds) -> tuple[ApiCall, ...]:
     """The calls on the kinds ``kinds`` holds beyond the built-in registry (a config's
-    ``workloads:``): what the built-ins of the same standing get (list and watch of a
-    kind the descheduler reads, patch of one it may suspend, get of one the webhook
-    makes gangs of). A client declares them (:meth:`KubeClient.declare`); the RBAC of
+    ``workloads:``): what the descheduler's built-ins of the same standing get (list and
+    watch of a kind it reads, patch of one it may suspend; the webhook reads no added
+    kind, see webhook.podgroups.api). A client declares them (:meth:`KubeClient.declare`); the RBAC of
     ``make manifests`` grants them."""
     added = [r for key, r in kinds.items() if key not in KINDS]
     out: list[ApiCall] = []
@@ -210,8 +210,6 @@ def added_kind_calls(kinds: Kinds) -> tuple[ApiCall, ...]:
             out.append(
                 ApiCall("patch", r.group, r.plural, why="descheduler: suspend a workload")
             )
-        if k.gang is not None:
-            out.append(ApiCall("get", r.group, r.plural, why="webhook: the uid of a workload"))
     return tuple(out)
 
 
