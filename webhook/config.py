@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gangplace.config_errors import KeyedValueError, describe_validation_error
-from gangplace.engine.kinds import Kinds, with_added
 from gangplace.engine import EngineConfig
+from gangplace.engine.kinds import Kinds, with_added
 from gangplace.engine.policies import DEFAULT_POLICY, check_policy
 from gangplace.yamlfile import YamlFileError, read_yaml
 from pydantic import (

@@ -160,7 +160,8 @@ def test_a_kind_added_twice_is_refused() -> None:
 
 def test_the_webhook_refuses_a_built_in_kind_again() -> None:
     job = {**WEBHOOK_ENTRY, "group": "batch", "kind": "Job"}
-    with pytest.raises(WebhookConfigError, match=r"workloads\[0\]: Job of group 'batch' is built in"):
+    built_in = r"workloads\[0\]: Job of group 'batch' is built in"
+    with pytest.raises(WebhookConfigError, match=built_in):
         webhook_config({"workloads": [job]})
 
 

@@ -238,8 +238,6 @@ _SPARK = _kind(
 )
 
 
-
-
 @dataclass(frozen=True, slots=True)
 class KindRecord:
     """One workload kind. ``gang``: how the webhook makes a gang of it (None: it makes
@@ -466,9 +464,7 @@ def _added_record(entry: AddedKind, where: str) -> KindRecord:
     )
 
 
-def with_added(
-    added: Sequence[AddedKind], base: Kinds = KINDS, where: str = "workloads"
-) -> Kinds:
+def with_added(added: Sequence[AddedKind], base: Kinds = KINDS, where: str = "workloads") -> Kinds:
     """The registry ``base`` extended with the kinds a config adds (its ``workloads:``
     entries, ``where`` naming the key): each is read by the descheduler as an owner,
     makes gangs when it has roles, and may be suspended when it has a switch. Raises

@@ -28,6 +28,7 @@ from typing import Any, Final
 from urllib.parse import parse_qs
 
 from gangplace.engine.kinds import KINDS, Kinds
+
 from .resources import (
     API_CALLS,
     CONFIGMAPS,

@@ -50,8 +50,8 @@ __all__ = [
     "check_call",
     "declared_calls",
     "descheduler_workloads",
-    "suspendable_workloads",
     "pods_on_node",
+    "suspendable_workloads",
     "workload_resource",
 ]
 
@@ -198,8 +198,8 @@ def added_kind_calls(kinds: Kinds) -> tuple[ApiCall, ...]:
     """The calls on the kinds ``kinds`` holds beyond the built-in registry (a config's
     ``workloads:``): what the descheduler's built-ins of the same standing get (list and
     watch of a kind it reads, patch of one it may suspend; the webhook reads no added
-    kind, see webhook.podgroups.api). A client declares them (:meth:`KubeClient.declare`); the RBAC of
-    ``make manifests`` grants them."""
+    kind, see webhook.podgroups.api). A client declares them (``KubeClient.declare``);
+    the RBAC of ``make manifests`` grants them."""
     added = [r for key, r in kinds.items() if key not in KINDS]
     out: list[ApiCall] = []
     for k in added:
@@ -207,9 +207,7 @@ def added_kind_calls(kinds: Kinds) -> tuple[ApiCall, ...]:
         if k.read:
             out.extend(_watched(r, "descheduler informer: a workload kind the config adds"))
         if k.read and k.suspend_path:
-            out.append(
-                ApiCall("patch", r.group, r.plural, why="descheduler: suspend a workload")
-            )
+            out.append(ApiCall("patch", r.group, r.plural, why="descheduler: suspend a workload"))
     return tuple(out)
 
 
