@@ -328,9 +328,10 @@ class DeschedulerConfig(_Section):
     stale_gangs: StaleGangsConfig = Field(default_factory=StaleGangsConfig)
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
     queue_default: str = Field(default="default", description="queue of gangs that name none")
-    # Workload kinds beside the built-in ones (docs/configuration.md); not rendered by
-    # render_defaults (an empty list), documented with the webhook's ``workloads:``.
-    workloads: tuple[AddedKind, ...] = ()
+    workloads: tuple[AddedKind, ...] = Field(
+        default=(),
+        description="workload kinds beside the built-in ones (docs/configuration.md)",
+    )
 
     @field_validator("workloads")
     @classmethod
@@ -387,8 +388,6 @@ def render_defaults() -> str:
     lines = ["# corral-descheduler configuration: every key, at its default."]
     defaults = DeschedulerConfig()
     for name, field in DeschedulerConfig.model_fields.items():
-        if name == "workloads":
-            continue
         value = getattr(defaults, name)
         lines.append("")
         if isinstance(value, BaseModel):
