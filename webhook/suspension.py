@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from gangplace.engine.kinds import KINDS
+from gangplace.engine.kinds import KINDS, Kinds
 from gangplace.engine.workloads import ANNOTATION_SUSPENDED_BY
 
 __all__ = ["Change", "change", "is_suspended", "suspended_by_descheduler"]
@@ -23,9 +23,10 @@ __all__ = ["Change", "change", "is_suspended", "suspended_by_descheduler"]
 Change = Literal["suspended", "resumed"]
 
 
-def is_suspended(group: str, kind: str, obj: Any) -> bool:
-    """Whether ``obj`` (a workload of ``group``/``kind``) has its suspend switch on."""
-    record = KINDS.get((group, kind))
+def is_suspended(group: str, kind: str, obj: Any, kinds: Kinds = KINDS) -> bool:
+    """Whether ``obj`` (a workload of ``group``/``kind``) has its suspend switch on;
+    ``kinds``: the registry the config extends (an added kind's ``suspendPath``)."""
+    record = kinds.get((group, kind))
     path = record.suspend_path if record is not None else ()
     if not path or not isinstance(obj, Mapping):
         return False
@@ -37,12 +38,14 @@ def is_suspended(group: str, kind: str, obj: Any) -> bool:
     return cur is True
 
 
-def change(group: str, kind: str, old: Any, new: Mapping[str, Any]) -> Change | None:
+def change(
+    group: str, kind: str, old: Any, new: Mapping[str, Any], kinds: Kinds = KINDS
+) -> Change | None:
     """What an UPDATE from ``old`` to ``new`` did to the suspend switch (None: nothing).
     An UPDATE without the old object cannot say: None."""
     if not isinstance(old, Mapping):
         return None
-    before, after = is_suspended(group, kind, old), is_suspended(group, kind, new)
+    before, after = is_suspended(group, kind, old, kinds), is_suspended(group, kind, new, kinds)
     if before == after:
         return None
     return "suspended" if after else "resumed"

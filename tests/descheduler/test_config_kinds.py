@@ -181,6 +181,22 @@ def test_the_webhook_makes_a_gang_of_the_added_kind() -> None:
     assert annotations(patched, *tmpl)["scheduling.k8s.io/group-name"] == "trainjob-t"
 
 
+def test_the_webhook_reads_the_added_kinds_switch() -> None:
+    """Created suspended, it has no pods: no PodGroup until it is resumed."""
+    cfg = webhook_config({"workloads": [WEBHOOK_ENTRY]})
+    obj = trainjob("t")
+    obj["metadata"]["namespace"] = "ml"
+    obj["spec"] = {
+        "suspend": True,
+        "replicatedJobs": [{"name": "w", "replicas": 2, "template": pod_template()}],
+    }
+    res, _ = checked(review(obj, group=GROUP, version=VERSION), cfg)
+    assert res.intents == ()
+    obj["spec"]["suspend"] = False
+    res, _ = checked(review(obj, group=GROUP, version=VERSION), cfg)
+    assert res.intents[0].body["spec"]["minMember"] == 2
+
+
 # --- RBAC -------------------------------------------------------------------------------
 
 

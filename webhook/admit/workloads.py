@@ -279,7 +279,7 @@ def admit_workload(
     # A workload created suspended has no pods: its PodGroup is made when it is resumed.
     intents = (
         []
-        if is_suspended(entry.group, kind, obj)
+        if is_suspended(entry.group, kind, obj, config.kinds)
         else _intents(req, obj, meta, entry, dialect, gang, plan, shaped, update=False)
     )
     return finish(req, kind, ed, warnings, intents, job_rule=job_rule)
@@ -383,7 +383,7 @@ def _rescale(
         return allow(req, kind, "unchanged", "its gang is its parent's")
     if not dialect.makes_objects:
         return allow(req, kind, "unchanged", "the backend has no gang object to update")
-    turned = change(entry.group, kind, req.old, obj)
+    turned = change(entry.group, kind, req.old, obj, config.kinds)
     if turned == "suspended" and dialect.podgroup is None:
         # A native gang's objects wait without pods; nothing to hold them off.
         return allow(req, kind, "unchanged", "a native gang's objects stay while suspended")
@@ -392,7 +392,7 @@ def _rescale(
             return allow(req, kind, "unchanged", "the descheduler removes its PodGroup itself")
         removals = _removals(req, obj, meta, entry, roles, dialect, existing)
         return finish(req, kind, Editor(obj), [], removals)
-    if turned is None and is_suspended(entry.group, kind, obj):
+    if turned is None and is_suspended(entry.group, kind, obj, config.kinds):
         return allow(req, kind, "unchanged", "suspended: no PodGroup until it is resumed")
     if turned is None and _same_gang(req.old, obj, meta, entry, roles):
         return allow(req, kind, "unchanged", "the gang did not change")
