@@ -39,7 +39,7 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 def cmd_plan(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    dump = read_dump(args.snapshot, args.now, config.engine)
+    dump = read_dump(args.snapshot, args.now, config.engine, config.kinds)
     warn("corral-descheduler", dump.notes)
     result = plan(dump.state, config)
     if args.output == "json":

@@ -12,6 +12,7 @@ from typing import Any
 
 from gangplace.engine import EngineConfig, SnapshotError
 from gangplace.engine.dump_checks import dump_warnings
+from gangplace.engine.kinds import KINDS, Kinds
 from gangplace.engine.timeparse import TimeFormatError, parse_time
 from gangplace.snapshot_io import load_list
 
@@ -77,13 +78,15 @@ def _now(arg: str | None, doc: dict[str, Any]) -> datetime:
     return parse_time(stamp) if stamp else datetime.now(UTC)
 
 
-def read_dump(path: str | None, now: str | None, engine: EngineConfig) -> DumpState:
+def read_dump(
+    path: str | None, now: str | None, engine: EngineConfig, kinds: Kinds = KINDS
+) -> DumpState:
     """The dump in ``path`` (None or ``sample:NAME``: a bundled sample) as of ``now``
     (RFC 3339; default the dump's snapshot-time annotation, else the clock). Errors
     (StateError, SnapshotError, ConfigError, TimeFormatError) name the file."""
     doc, source = _load(path)
     try:
-        state = state_from_list(doc, _now(now, doc), engine)
+        state = state_from_list(doc, _now(now, doc), engine, kinds)
     except StateError as e:
         raise StateError(f"{source}: {e}") from None
     notes = [f"{source}: {n}" for n in dump_warnings(state.snapshot)]

@@ -127,10 +127,14 @@ def state_from_objects(
 
 
 def state_from_list(
-    doc: Mapping[str, Any], now: datetime, config: EngineConfig | None = None
+    doc: Mapping[str, Any],
+    now: datetime,
+    config: EngineConfig | None = None,
+    kinds: Kinds = KINDS,
 ) -> ClusterState:
     """From a Kubernetes List: Nodes and Pods go to the engine's snapshot, the rest to
-    the state. Raises StateError naming the object that cannot be read."""
+    the state (its workloads by ``kinds``). Raises StateError naming the object that
+    cannot be read."""
     items = doc.get("items")
     if not isinstance(items, list):
         raise StateError("expected a Kubernetes List with an 'items' array")
@@ -149,4 +153,4 @@ def state_from_list(
     except SnapshotError as e:
         raise StateError(str(e)) from None
     others = [x for x in items if x.get("kind") not in ("Node", "Pod")]
-    return state_from_objects(snap, now, others)
+    return state_from_objects(snap, now, others, kinds)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,13 +20,14 @@ from gangplace.kube import KubeClient, rbac
 
 from descheduler import DeschedulerConfig, plan
 from descheduler import parse_config as descheduler_config
+from descheduler.cli import main as descheduler_main
 from descheduler.cluster_view import ClusterView
 from descheduler.config import ConfigError as DeschedulerConfigError
 from descheduler.kube_io import KubeIO
 from descheduler.ports import Outcome
 from scripts import gen_manifests
 from tests.builders import objects as b
-from tests.builders.descheduler_cluster import NOW, gang, gpu_node, pod, podgroup
+from tests.builders.descheduler_cluster import NOW, as_list, gang, gpu_node, pod, podgroup
 from tests.builders.reviews import annotations, checked, pod_template, review
 from tests.kubeapi import ApiServer
 from webhook.config import ConfigError as WebhookConfigError
@@ -249,6 +251,26 @@ def test_make_manifests_refuses_a_bad_config_in_one_line(tmp_path: Path) -> None
     with pytest.raises(SystemExit) as e:
         gen_manifests.main(["--check", "--descheduler-config", str(f)])
     assert "workloads[0].plural" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_plan_on_a_dump_suspends_the_added_kind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dump = tmp_path / "dump.json"
+    dump.write_text(json.dumps(as_list([trainjob_crd(), *cluster()])))
+    cfg = tmp_path / "descheduler.yaml"
+    cfg.write_text(yaml.safe_dump({"workloads": [ENTRY]}))
+    argv = ["plan", "--snapshot", str(dump), "--now", "2026-12-02T12:00:00Z", "--output", "json"]
+    assert descheduler_main([*argv, "--config", str(cfg)]) == 0
+    moves = json.loads(capsys.readouterr().out)["moves"]
+    assert [(m["method"], m["workloads"]) for m in moves][:1] in (
+        [("suspend", [f"{KIND} default/t1"])],
+        [("suspend", [f"{KIND} default/t2"])],
+    )
+    # without the entry the TrainJob is an owner corral does not know: nothing suspended
+    assert descheduler_main(argv) == 0
+    moves = json.loads(capsys.readouterr().out)["moves"]
+    assert all(m["method"] != "suspend" for m in moves)
 
 
 # --- the descheduler against the in-memory API server ------------------------------------
