@@ -176,7 +176,9 @@ class Session:
         self.dump: DumpState | None = None
         if args.snapshot:
             try:
-                self.dump = read_dump(args.snapshot, args.now, self.config.engine)
+                self.dump = read_dump(
+                    args.snapshot, args.now, self.config.engine, self.config.kinds
+                )
             except DUMP_ERRORS as e:
                 raise UsageError(str(e)) from None
             self.server = self.dump.source
