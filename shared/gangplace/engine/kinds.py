@@ -7,7 +7,9 @@ when a suspend takes effect, what becomes of a pod of it that is evicted, whethe
 descheduler reads it as an owner, and whether its pods are steps run one after another.
 Every other list of kinds (the webhook's table, the resources and RBAC of
 :mod:`gangplace.kube.resources`, the descheduler's readers and move methods) is derived
-from :data:`KINDS`; a test fails when a second table of kinds appears.
+from :data:`KINDS`; a test fails when a second table of kinds appears. A config's
+``workloads:`` entries extend it (:func:`with_added`, a new registry: nothing global
+changes), and the parts that read kinds take that registry as plain data.
 
 A kind is keyed by its group as well as its name: a Volcano ``batch.volcano.sh`` Job is
 not a ``batch/v1`` Job. Pure: no I/O.
