@@ -17,6 +17,13 @@ import pytest
 import yaml
 from gangplace.engine.kinds import KINDS
 from gangplace.kube import KubeClient, rbac
+from gangplace.kube.resources import (
+    UndeclaredApiCall,
+    added_kind_calls,
+    check_call,
+    declared_calls,
+    workload_resource,
+)
 
 from descheduler import DeschedulerConfig, plan
 from descheduler import parse_config as descheduler_config
@@ -197,6 +204,18 @@ def test_the_webhook_reads_the_added_kinds_switch() -> None:
     obj["spec"]["suspend"] = False
     res, _ = checked(review(obj, group=GROUP, version=VERSION), cfg)
     assert res.intents[0].body["spec"]["minMember"] == 2
+
+
+def test_the_calls_on_an_added_kind_are_declared_by_the_client_that_makes_them() -> None:
+    kinds = with_trainjob().kinds
+    trainjobs = workload_resource(GROUP, KIND, kinds)
+    with pytest.raises(UndeclaredApiCall, match=r"patch trainjobs\.example\.com"):
+        check_call("patch", trainjobs)
+    declared = declared_calls(added_kind_calls(kinds))
+    for verb in ("list", "watch", "patch"):
+        check_call(verb, trainjobs, declared=declared)
+    with pytest.raises(UndeclaredApiCall):
+        check_call("delete", trainjobs, declared=declared)
 
 
 # --- RBAC -------------------------------------------------------------------------------
