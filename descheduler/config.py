@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from gangplace.config_errors import KeyedValueError, describe_validation_error
+from gangplace.config_errors import KeyedValueError, checked_kinds, describe_validation_error
 from gangplace.engine import EngineConfig
 from gangplace.engine.kinds import AddedKind, Kinds, with_added
 from gangplace.engine.policies import DEFAULT_POLICY, check_policy
@@ -336,11 +336,7 @@ class DeschedulerConfig(_Section):
     @field_validator("workloads")
     @classmethod
     def _added(cls, v: tuple[AddedKind, ...]) -> tuple[AddedKind, ...]:
-        try:
-            with_added(v)
-        except ValueError as e:
-            raise KeyedValueError(str(e)) from None
-        return v
+        return checked_kinds(v)
 
     @property
     def kinds(self) -> Kinds:

@@ -5,7 +5,7 @@ and the strategies before it found (the gangs that start now, the moves so far).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -37,11 +37,11 @@ from .config import DeschedulerConfig
 from .gang_demand import Demand, demand_of, request_of
 from .gang_views import GangView, build_views
 from .move_method import Owners, Way
-from .plan_model import Move, Unserved
+from .plan_model import Move, MoveKind, PodMove, Unserved
 from .protect import gang_protection, workload_protection
 from .state import GPU, ClusterState, EvictedPod
 
-__all__ = ["PlanContext", "Victim", "cluster_total", "move_way"]
+__all__ = ["PlanContext", "Victim", "cluster_total", "move_way", "victim_move"]
 
 # Pods of queues at or below their deserved share sort after every pod of a queue above
 # it: victims come first from queues that use more than they deserve.
@@ -357,6 +357,48 @@ def _suspended_reason(w: WorkloadRecord) -> str:
     if ANNOTATION_SUSPENDED_BY in w.annotations:
         return f"{w.describe()} is suspended by corral: it waits to be resumed"
     return f"{w.describe()} is suspended (not by corral): it is not waiting"
+
+
+def victim_move(
+    v: Victim,
+    targets: Mapping[int, tuple[str, tuple[int, ...]]],
+    *,
+    kind: MoveKind,
+    partial: bool,
+    reason: str,
+    for_gang: str | None = None,
+    gain_gpus: float = 0.0,
+) -> Move:
+    """The move of victim ``v`` to ``targets`` (node and devices by pod id): one builder
+    for every strategy that moves running pods somewhere."""
+    pg = v.view.podgroup
+    return Move(
+        kind=kind,
+        unit=v.view.key,
+        namespace=v.view.namespace,
+        gang=v.view.gang_name,
+        queue=v.view.queue,
+        pods=[
+            PodMove(
+                p.namespace,
+                p.name,
+                p.uid,
+                p.node_name,
+                targets[id(p)][0],
+                p.shape.gpu_demand_milli,
+                targets[id(p)][1],
+            )
+            for p in v.pods
+        ],
+        partial=partial,
+        cost=v.cost,
+        reason=reason,
+        for_gang=for_gang,
+        gain_gpus=gain_gpus,
+        podgroup=pg.name if pg is not None else None,
+        podgroup_api=pg.api_group if pg is not None else None,
+        **move_way(v),
+    )
 
 
 def move_way(v: Victim) -> dict[str, Any]:

@@ -46,13 +46,13 @@ from gangplace.sim.simulate_cli import (
     CliError,
     add_common_arguments,
     guarded,
+    nodes_path_arg,
     parse_job,
     progress_bar,
+    trace_dir_arg,
 )
 from gangplace.sim.trace_csv import (
-    GPU_NODE_FILE,
     TraceError,
-    find_trace_dir,
     load_nodes,
     load_pods,
     pod_list_path,
@@ -334,9 +334,9 @@ def cmd_study(args: argparse.Namespace) -> int:
             "bestfit, gpuclustering"
         )
     configs = _configs(args.config or [])
-    trace_dir = None if args.job and args.nodes else _trace_dir(args.trace_dir)
+    trace_dir = None if args.job and args.nodes else trace_dir_arg(args.trace_dir)
     templates, source = _templates(args, trace_dir)
-    nodes_path = Path(args.nodes) if args.nodes else _trace_nodes(trace_dir)
+    nodes_path = nodes_path_arg(args.nodes, trace_dir)
     try:
         nodes = load_nodes(nodes_path)
     except (OSError, TraceError) as e:
@@ -391,24 +391,6 @@ def cmd_study(args: argparse.Namespace) -> int:
     if args.png:
         print(f"plot: {args.png}")
     return EXIT_OK
-
-
-def _trace_dir(arg: str | None) -> Path | None:
-    if arg is None:
-        return find_trace_dir()
-    p = Path(arg)
-    if not p.is_dir():
-        raise CliError(f"--trace-dir {arg}: not a directory")
-    return p
-
-
-def _trace_nodes(trace_dir: Path | None) -> Path:
-    if trace_dir is None:
-        raise CliError(
-            "--nodes: not given and no trace found (give --trace-dir, set $CORRAL_DATA, or "
-            "`make data`)"
-        )
-    return trace_dir / GPU_NODE_FILE
 
 
 def add_study_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

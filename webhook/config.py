@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from gangplace.config_errors import KeyedValueError, describe_validation_error
+from gangplace.config_errors import KeyedValueError, checked_kinds, describe_validation_error
 from gangplace.engine import EngineConfig
 from gangplace.engine.kinds import Kinds, with_added
 from gangplace.engine.policies import DEFAULT_POLICY, check_policy
@@ -115,11 +115,7 @@ class WebhookConfig(_Model):
     @field_validator("workloads")
     @classmethod
     def _added(cls, v: tuple[WorkloadKind, ...]) -> tuple[WorkloadKind, ...]:
-        try:
-            with_added(v)
-        except ValueError as e:
-            raise KeyedValueError(str(e)) from None
-        return v
+        return checked_kinds(v)
 
     @field_validator("default_min_available")
     @classmethod

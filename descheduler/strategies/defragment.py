@@ -35,8 +35,8 @@ from gangplace.engine import PodShape, Snapshot
 from gangplace.engine.fragmentation import TargetWorkload, frag_amount, table_for
 from gangplace.engine.policies.corral import cpu_per_gpu_milli, cpu_stranded
 
-from ..plan_context import PlanContext, Victim, move_way
-from ..plan_model import Move, PodMove
+from ..plan_context import PlanContext, Victim, victim_move
+from ..plan_model import Move
 from ..what_if import try_move
 from .exact_moves import exact_defragment
 
@@ -305,32 +305,13 @@ def _by_search(ctx: PlanContext) -> tuple[list[Move], float]:
 
 
 def _move(v: Victim, targets: Targets, gain: float, weight: float) -> Move:
-    pg = v.view.podgroup
     what = "FGD fragmentation" if weight == 0 else "FGD fragmentation and CPU-stranded GPU"
     who = f"a member above minAvailable of {v.view.describe()}" if v.partial else v.view.describe()
-    return Move(
+    return victim_move(
+        v,
+        targets,
         kind="defragment",
-        unit=v.view.key,
-        namespace=v.view.namespace,
-        gang=v.view.gang_name,
-        queue=v.view.queue,
-        pods=[
-            PodMove(
-                p.namespace,
-                p.name,
-                p.uid,
-                p.node_name,
-                targets[id(p)][0],
-                p.shape.gpu_demand_milli,
-                targets[id(p)][1],
-            )
-            for p in v.pods
-        ],
         partial=v.partial,
-        cost=v.cost,
         gain_gpus=gain / 1000.0,
         reason=f"moves {who}: {what} falls by {gain / 1000:.2f} GPUs",
-        podgroup=pg.name if pg is not None else None,
-        podgroup_api=pg.api_group if pg is not None else None,
-        **move_way(v),
     )

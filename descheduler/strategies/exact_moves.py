@@ -36,8 +36,8 @@ from gangplace.sim.mover import MoverLimits, MoveRules, make_room
 from ..budget import PER_RUN
 from ..gang_demand import Demand
 from ..gang_views import GangView
-from ..plan_context import PlanContext, Victim, move_way
-from ..plan_model import Move, PodMove
+from ..plan_context import PlanContext, Victim, victim_move
+from ..plan_model import Move
 from ..what_if import try_move
 
 __all__ = ["exact_defragment", "exact_room", "typical_shapes"]
@@ -286,31 +286,12 @@ def _move(
     for_gang: str | None = None,
     gain: float = 0.0,
 ) -> Move:
-    pg = v.view.podgroup
-    return Move(
+    return victim_move(
+        v,
+        targets,
         kind="make-room" if kind == "make-room" else "defragment",
-        unit=v.view.key,
-        namespace=v.view.namespace,
-        gang=v.view.gang_name,
-        queue=v.view.queue,
-        pods=[
-            PodMove(
-                p.namespace,
-                p.name,
-                p.uid,
-                p.node_name,
-                targets[id(p)][0],
-                p.shape.gpu_demand_milli,
-                targets[id(p)][1],
-            )
-            for p in v.pods
-        ],
         partial=False,
-        cost=v.cost,
         reason=reason,
         for_gang=for_gang,
         gain_gpus=gain,
-        podgroup=pg.name if pg is not None else None,
-        podgroup_api=pg.api_group if pg is not None else None,
-        **move_way(v),
     )

@@ -33,8 +33,8 @@ from gangplace.engine.feasibility import member_capacity
 from gangplace.engine.timeparse import format_duration, format_time
 
 from ..gang_demand import Demand
-from ..plan_context import PlanContext, Victim, move_way
-from ..plan_model import Move, PodMove, Unserved
+from ..plan_context import PlanContext, Victim, victim_move
+from ..plan_model import Move, Unserved
 from ..what_if import Trial, freed
 from .exact_moves import exact_room
 from .room_options import Candidates, NodeOption, Room, driver, node_option, shortlist
@@ -49,36 +49,16 @@ ROOM_TAKEN = "room was made for it"
 def _moves(ctx: PlanContext, d: Demand, victims: Sequence[Victim], trial: Trial) -> list[Move]:
     out = []
     for v in sorted(victims, key=lambda v: (v.cost, v.view.key)):
-        pg = v.view.podgroup
-        pods = [
-            PodMove(
-                p.namespace,
-                p.name,
-                p.uid,
-                p.node_name,
-                trial.targets[id(p)][0],
-                p.shape.gpu_demand_milli,
-                trial.targets[id(p)][1],
-            )
-            for p in v.pods
-        ]
         what = "members above minAvailable of " if v.partial else "whole " if v.view.is_gang else ""
         out.append(
-            Move(
+            victim_move(
+                v,
+                trial.targets,
                 kind="make-room",
-                unit=v.view.key,
-                namespace=v.view.namespace,
-                gang=v.view.gang_name,
-                queue=v.view.queue,
-                pods=pods,
                 partial=v.partial,
-                cost=v.cost,
                 reason=f"moves {what}{v.view.describe()} to make room for waiting gang "
                 f"{d.key} ({d.describe()})",
                 for_gang=d.key,
-                podgroup=pg.name if pg is not None else None,
-                podgroup_api=pg.api_group if pg is not None else None,
-                **move_way(v),
             )
         )
     return out

@@ -14,16 +14,32 @@ from __future__ import annotations
 import json
 import types
 import typing
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["KeyedValueError", "describe_validation_error", "shown"]
+from .engine.kinds import AddedKind, with_added
+
+__all__ = ["KeyedValueError", "checked_kinds", "describe_validation_error", "shown"]
 
 
 class KeyedValueError(ValueError):
     """A refusal whose message already names the key, the value and what is allowed;
     raised from a validator, it is shown as it is."""
+
+
+_Added = TypeVar("_Added", bound=Sequence[AddedKind])
+
+
+def checked_kinds(entries: _Added) -> _Added:
+    """A config's ``workloads:`` entries, refused in one line when the registry cannot
+    take them (the same check for the webhook's config and the descheduler's)."""
+    try:
+        with_added(entries)
+    except ValueError as e:
+        raise KeyedValueError(str(e)) from None
+    return entries
 
 
 _SHOWN = 60

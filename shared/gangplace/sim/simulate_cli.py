@@ -38,8 +38,10 @@ __all__ = [
     "add_replay_arguments",
     "guarded",
     "load_trace_input",
+    "nodes_path_arg",
     "print_replay",
     "progress_bar",
+    "trace_dir_arg",
 ]
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
@@ -66,7 +68,8 @@ def progress_bar(label: str, stream: TextIO | None = None) -> Callable[[int, int
     return show
 
 
-def _trace_dir(arg: str | None) -> Path | None:
+def trace_dir_arg(arg: str | None) -> Path | None:
+    """``--trace-dir``, else the trace found through $CORRAL_DATA (None if none)."""
     if arg is None:
         return find_trace_dir()
     p = Path(arg)
@@ -75,7 +78,8 @@ def _trace_dir(arg: str | None) -> Path | None:
     return p
 
 
-def _nodes_path(arg: str | None, trace_dir: Path | None) -> Path:
+def nodes_path_arg(arg: str | None, trace_dir: Path | None) -> Path:
+    """``--nodes``, else the trace's GPU node list; a clear error without either."""
     if arg is not None:
         return Path(arg)
     if trace_dir is None:
@@ -126,13 +130,13 @@ def load_trace_input(args: argparse.Namespace) -> TraceInput:
         raise CliError(f"--every {args.rows_every}: must be >= 1")
     if args.policy not in POLICIES:
         raise CliError(f"--policy {args.policy}: unknown; choose from {', '.join(POLICIES)}")
-    trace_dir = _trace_dir(args.trace_dir)
+    trace_dir = trace_dir_arg(args.trace_dir)
     pods_path = pod_list_path(args.pods, trace_dir)
     pods = _load("--pods", lambda: load_pods(pods_path))
     if args.snapshot:
         cluster = _load("--snapshot", lambda: load_snapshot(args.snapshot))
     else:
-        nodes_path = _nodes_path(args.nodes, trace_dir)
+        nodes_path = nodes_path_arg(args.nodes, trace_dir)
         cluster = _load("--nodes", lambda: Snapshot(load_nodes(nodes_path)))
     return TraceInput(pods_path, pods, cluster)
 
@@ -254,7 +258,7 @@ def cmd_gangstudy(args: argparse.Namespace) -> int:
             f"--policy {args.policy}: choose one of binpack, spread, dotprod, gpupacking, "
             "bestfit, gpuclustering"
         )
-    trace_dir = _trace_dir(args.trace_dir)
+    trace_dir = trace_dir_arg(args.trace_dir)
     if args.job:
         templates = [parse_job(j) for j in args.job]
         source = f"{len(templates)} given job shape(s)"
@@ -265,7 +269,7 @@ def cmd_gangstudy(args: argparse.Namespace) -> int:
         if not templates:
             raise CliError(f"--pods {pods_path}: no multi-GPU pods to make jobs from")
         source = f"{pods_path.name} ({len(templates)} multi-GPU shapes)"
-    nodes_path = _nodes_path(args.nodes, trace_dir)
+    nodes_path = nodes_path_arg(args.nodes, trace_dir)
     nodes = _load("--nodes", lambda: load_nodes(nodes_path))
     if args.cluster_nodes < 1:
         raise CliError(f"--cluster-nodes {args.cluster_nodes}: must be >= 1")
