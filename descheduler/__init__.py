@@ -1,10 +1,10 @@
 """corral's descheduler: a pure planner that moves whole gangs to make room for the
 gangs that wait (or to defragment), and the runner that carries a plan out."""
 
-from .config import ConfigError, DeschedulerConfig, load_config, parse_config
-from .plan_model import LargestFit, Move, Plan, PodMove, Unserved
-from .planner import apply_moves, plan
-from .state import ClusterState, StateError, state_from_list, state_from_objects
+from descheduler.config import ConfigError, DeschedulerConfig, load_config, parse_config
+from descheduler.plan_model import LargestFit, Move, Plan, PodMove, Unserved
+from descheduler.planner import apply_moves, plan
+from descheduler.state import ClusterState, StateError, state_from_list, state_from_objects
 
 __all__ = [
     "ClusterState",

@@ -6,20 +6,20 @@ contracts in ``pyproject.toml`` (``make lint``) hold ``kubectl_corral`` to this 
 
 from __future__ import annotations
 
-from .config import (
+from descheduler.config import (
     ConfigError,
     DeschedulerConfig,
     EvictionRules,
     SchedulingConfig,
     load_config,
 )
-from .dump_state import DUMP_ERRORS, DumpState, dump_objects, read_dump
-from .gang_demand import Demand, demand_of
-from .gang_views import GangView, build_views
-from .planner import fragmentation_now, move_verdict, plan
-from .render import render_plan
-from .run_process import RunOptions, run_command
-from .state import ClusterState, StateError, state_from_objects
+from descheduler.dump_state import DUMP_ERRORS, DumpState, dump_objects, read_dump
+from descheduler.gang_demand import Demand, demand_of
+from descheduler.gang_views import GangView, build_views
+from descheduler.planner import fragmentation_now, move_verdict, plan
+from descheduler.render import render_plan
+from descheduler.run_process import RunOptions, run_command
+from descheduler.state import ClusterState, StateError, state_from_objects
 
 __all__ = [
     "DUMP_ERRORS",

@@ -22,8 +22,8 @@ from gangplace.engine.eviction_budget import (
 )
 from gangplace.engine.objects import PdbRecord
 
-from .config import Limits as LimitsConfig
-from .state import EvictedPod
+from descheduler.config import Limits as LimitsConfig
+from descheduler.state import EvictedPod
 
 __all__ = ["PER_RUN", "Budget", "limits_of"]
 

@@ -24,13 +24,13 @@ from gangplace.cli_exit import run_command, warn
 from gangplace.engine import SnapshotError
 from gangplace.engine.timeparse import TimeFormatError, parse_duration
 
-from .config import ConfigError, DeschedulerConfig, load_config, render_defaults
-from .dump_state import SAMPLE, SAMPLES, SNAPSHOT_TIME, read_dump
-from .planner import plan
-from .render import render_plan
-from .simulate_command import add_simulate_command
-from .state import StateError
-from .study_command import add_study_command
+from descheduler.config import ConfigError, DeschedulerConfig, load_config, render_defaults
+from descheduler.dump_state import SAMPLE, SAMPLES, SNAPSHOT_TIME, read_dump
+from descheduler.planner import plan
+from descheduler.render import render_plan
+from descheduler.simulate_command import add_simulate_command
+from descheduler.state import StateError
+from descheduler.study_command import add_study_command
 
 __all__ = ["SAMPLE", "SAMPLES", "SNAPSHOT_TIME", "main"]
 
@@ -62,7 +62,7 @@ def _kube_runner(args: argparse.Namespace, config: DeschedulerConfig) -> int:
     from gangplace.kube import KubeConfigError
     from gangplace.logs import setup_logging
 
-    from .run_process import DEFAULT_LEASE, RunOptions, default_namespace, run_command
+    from descheduler.run_process import DEFAULT_LEASE, RunOptions, default_namespace, run_command
 
     setup_logging(args.log_level)
     once = bool(args.once)

@@ -44,8 +44,8 @@ from gangplace.kube.resources import (
     descheduler_workloads,
 )
 
-from .config import DeschedulerConfig
-from .state import ClusterState, drf_queue, state_from_objects
+from descheduler.config import DeschedulerConfig
+from descheduler.state import ClusterState, drf_queue, state_from_objects
 
 __all__ = ["ClusterView"]
 

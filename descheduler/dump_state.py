@@ -16,8 +16,8 @@ from gangplace.engine.kinds import KINDS, Kinds
 from gangplace.engine.timeparse import TimeFormatError, parse_time
 from gangplace.snapshot_io import load_list
 
-from .config import ConfigError
-from .state import ClusterState, StateError, state_from_list
+from descheduler.config import ConfigError
+from descheduler.state import ClusterState, StateError, state_from_list
 
 __all__ = [
     "DUMP_ERRORS",

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from gangplace.engine import Gang, PodRecord, PodShape, TaskRole
 from gangplace.engine.objects import PodGroupRecord
 
-from .gang_views import GangView
-from .state import GPU
+from descheduler.gang_views import GangView
+from descheduler.state import GPU
 
 __all__ = ["Demand", "demand_of", "gang_of_pods", "request_of", "role_pods"]
 

@@ -13,8 +13,8 @@ from gangplace.engine.workloads import WorkloadRecord
 from gangplace.kube import KubeClient, event_body, post_event
 from gangplace.kube.resources import PODGROUP_APIS, workload_resource
 
-from .ports import GangEvent
-from .state import ClusterState
+from descheduler.ports import GangEvent
+from descheduler.state import ClusterState
 
 __all__ = ["involved_object", "post_gang_event", "workload_ref"]
 

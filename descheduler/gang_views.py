@@ -29,7 +29,7 @@ from gangplace.engine.native_groups import NativeGroupRecord
 from gangplace.engine.objects import PodGroupRecord
 from gangplace.engine.timeparse import TimeFormatError, parse_duration, parse_time
 
-from .state import (
+from descheduler.state import (
     ANNOTATION_LAST_MOVED,
     ANNOTATION_ROOM_MADE,
     ClusterState,

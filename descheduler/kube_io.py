@@ -49,15 +49,15 @@ from gangplace.kube import (
 from gangplace.kube import Outcome as KubeOutcome
 from gangplace.kube.resources import PODGROUP_APIS, VOLCANO_PODGROUPS
 
-from .budget import limits_of
-from .cluster_view import ClusterView
-from .config import DeschedulerConfig
-from .gang_events import involved_object, post_gang_event
-from .gang_views import cooldown_key
-from .ledger_store import LedgerStore
-from .plan_model import Move, Plan
-from .ports import GangEvent, GangOutcome, Outcome, PodResult, Resumed
-from .state import (
+from descheduler.budget import limits_of
+from descheduler.cluster_view import ClusterView
+from descheduler.config import DeschedulerConfig
+from descheduler.gang_events import involved_object, post_gang_event
+from descheduler.gang_views import cooldown_key
+from descheduler.ledger_store import LedgerStore
+from descheduler.plan_model import Move, Plan
+from descheduler.ports import GangEvent, GangOutcome, Outcome, PodResult, Resumed
+from descheduler.state import (
     ANNOTATION_LAST_MOVED,
     ANNOTATION_ROOM_MADE,
     ClusterState,
@@ -66,7 +66,7 @@ from .state import (
     RunRecord,
     StateError,
 )
-from .suspender import Suspender
+from descheduler.suspender import Suspender
 
 __all__ = ["OUTCOMES", "KubeIO"]
 

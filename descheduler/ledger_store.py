@@ -15,7 +15,7 @@ from typing import Any
 from gangplace.kube import ApiError, KubeClient
 from gangplace.kube.resources import CONFIGMAPS
 
-from .state import MOVE_LEDGER, MoveLedger, ledger_from_json
+from descheduler.state import MOVE_LEDGER, MoveLedger, ledger_from_json
 
 __all__ = ["LedgerStore"]
 

@@ -9,8 +9,8 @@ import time
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from .run_result import RunResult
-from .strategies.make_room import ROOM_TAKEN
+from descheduler.run_result import RunResult
+from descheduler.strategies.make_room import ROOM_TAKEN
 
 __all__ = ["Metrics"]
 

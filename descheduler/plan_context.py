@@ -32,14 +32,14 @@ from gangplace.engine.timeparse import (
 )
 from gangplace.engine.workloads import ANNOTATION_SUSPENDED_BY, WorkloadRecord
 
-from .budget import Budget
-from .config import DeschedulerConfig
-from .gang_demand import Demand, demand_of, request_of
-from .gang_views import GangView, build_views
-from .move_method import Owners, Way
-from .plan_model import Move, MoveKind, PodMove, Unserved
-from .protect import gang_protection, workload_protection
-from .state import GPU, ClusterState, EvictedPod
+from descheduler.budget import Budget
+from descheduler.config import DeschedulerConfig
+from descheduler.gang_demand import Demand, demand_of, request_of
+from descheduler.gang_views import GangView, build_views
+from descheduler.move_method import Owners, Way
+from descheduler.plan_model import Move, MoveKind, PodMove, Unserved
+from descheduler.protect import gang_protection, workload_protection
+from descheduler.state import GPU, ClusterState, EvictedPod
 
 __all__ = ["PlanContext", "Victim", "cluster_total", "move_way", "victim_move"]
 

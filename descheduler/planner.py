@@ -22,15 +22,15 @@ from gangplace.engine.feasibility import fits
 from gangplace.engine.fragmentation import TargetWorkload, fragmentation
 from gangplace.engine.report import FragmentationReport, fragmentation_report
 
-from .budget import Budget
-from .config import DeschedulerConfig
-from .gang_demand import Demand
-from .plan_context import PlanContext
-from .plan_model import LargestFit, Move, NotMoved, Plan, PodMove
-from .state import ClusterState
-from .strategies import STRATEGIES
-from .strategies.exact_moves import typical_shapes
-from .what_if import evaluate_waiting
+from descheduler.budget import Budget
+from descheduler.config import DeschedulerConfig
+from descheduler.gang_demand import Demand
+from descheduler.plan_context import PlanContext
+from descheduler.plan_model import LargestFit, Move, NotMoved, Plan, PodMove
+from descheduler.state import ClusterState
+from descheduler.strategies import STRATEGIES
+from descheduler.strategies.exact_moves import typical_shapes
+from descheduler.what_if import evaluate_waiting
 
 __all__ = ["MoveError", "apply_moves", "fragmentation_now", "move_verdict", "plan"]
 

@@ -15,8 +15,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
-from .plan_model import Move, Plan
-from .state import ClusterState
+from descheduler.plan_model import Move, Plan
+from descheduler.state import ClusterState
 
 __all__ = [
     "GangEvent",

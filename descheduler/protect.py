@@ -24,8 +24,8 @@ from gangplace.engine.gangs import ANNOTATION_EVICTABLE
 from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_time
 from gangplace.engine.workloads import WorkloadRecord, workload_key
 
-from .config import EvictionRules
-from .gang_views import GangView
+from descheduler.config import EvictionRules
+from descheduler.gang_views import GangView
 
 __all__ = [
     "ANNOTATION_MIRROR",

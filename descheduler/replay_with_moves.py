@@ -32,10 +32,10 @@ from gangplace.sim.arrivals import TracePod
 from gangplace.sim.replay import ReplayContext, ReplayResult, arrival_steps
 from gangplace.sim.trace_run import prepare_trace
 
-from .config import DeschedulerConfig
-from .plan_model import Plan
-from .planner import MoveError, apply_moves, plan
-from .state import ANNOTATION_LAST_MOVED, ClusterState
+from descheduler.config import DeschedulerConfig
+from descheduler.plan_model import Plan
+from descheduler.planner import MoveError, apply_moves, plan
+from descheduler.state import ANNOTATION_LAST_MOVED, ClusterState
 
 __all__ = ["T0", "MoveError", "PlannerHook", "Round", "replay_with_moves"]
 

@@ -20,10 +20,10 @@ from typing import Any, Literal
 from gangplace.engine.timeparse import TimeFormatError, format_duration, format_time, parse_time
 from gangplace.engine.workloads import ANNOTATION_SUSPENDED_BY, WorkloadRecord
 
-from .config import DeschedulerConfig
-from .gang_views import build_views
-from .move_method import Owners
-from .state import ClusterState
+from descheduler.config import DeschedulerConfig
+from descheduler.gang_views import build_views
+from descheduler.move_method import Owners
+from descheduler.state import ClusterState
 
 __all__ = ["Mark", "Resumption", "due_resumptions", "mark_text", "read_mark"]
 

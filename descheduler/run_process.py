@@ -45,12 +45,12 @@ from gangplace.kube import REQUEST_ERRORS, KubeClient, LeaderElector, new_client
 from gangplace.kube.config import SERVICE_ACCOUNT_DIR
 from prometheus_client import generate_latest
 
-from .cluster_view import ClusterView
-from .config import DeschedulerConfig
-from .kube_io import KubeIO
-from .metrics import Metrics
-from .render import render_run
-from .runner import EXIT_FAILED, EXIT_OK, RunnerPort, RunResult, run_loop, run_once
+from descheduler.cluster_view import ClusterView
+from descheduler.config import DeschedulerConfig
+from descheduler.kube_io import KubeIO
+from descheduler.metrics import Metrics
+from descheduler.render import render_run
+from descheduler.runner import EXIT_FAILED, EXIT_OK, RunnerPort, RunResult, run_loop, run_once
 
 __all__ = ["DEFAULT_LEASE", "EXIT_LEASE_LOST", "RunOptions", "default_namespace", "run_command"]
 

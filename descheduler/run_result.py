@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .plan_model import Plan
-from .ports import GangOutcome, Outcome, Resumed
+from descheduler.plan_model import Plan
+from descheduler.ports import GangOutcome, Outcome, Resumed
 
 __all__ = ["DONE", "EXIT_FAILED", "EXIT_OK", "RunResult"]
 

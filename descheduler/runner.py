@@ -49,13 +49,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from .config import DeschedulerConfig
-from .plan_model import Move, Plan
-from .planner import plan as make_plan
-from .ports import GangEvent, GangOutcome, Outcome, PodResult, Resumed, RunnerPort
-from .run_result import DONE as _DONE
-from .run_result import EXIT_FAILED, EXIT_OK, RunResult
-from .state import ClusterState
+from descheduler.config import DeschedulerConfig
+from descheduler.plan_model import Move, Plan
+from descheduler.planner import plan as make_plan
+from descheduler.ports import GangEvent, GangOutcome, Outcome, PodResult, Resumed, RunnerPort
+from descheduler.run_result import DONE as _DONE
+from descheduler.run_result import EXIT_FAILED, EXIT_OK, RunResult
+from descheduler.state import ClusterState
 
 __all__ = [
     "EXIT_FAILED",

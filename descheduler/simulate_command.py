@@ -38,8 +38,8 @@ from gangplace.sim.simulate_cli import (
 )
 from gangplace.sim.trace_run import prepare_trace
 
-from .config import ConfigError, DeschedulerConfig, load_config
-from .replay_with_moves import PlannerHook, replay_with_moves
+from descheduler.config import ConfigError, DeschedulerConfig, load_config
+from descheduler.replay_with_moves import PlannerHook, replay_with_moves
 
 __all__ = [
     "add_simulate_command",

@@ -30,9 +30,9 @@ from gangplace.engine.timeparse import format_time
 from gangplace.engine.workloads import WorkloadRecord
 from gangplace.sim.gang_study import JobMove, StudyJob, StudyState
 
-from .config import DeschedulerConfig
-from .planner import plan
-from .state import ClusterState, MoveLedger
+from descheduler.config import DeschedulerConfig
+from descheduler.planner import plan
+from descheduler.state import ClusterState, MoveLedger
 
 __all__ = ["NAMESPACE", "T0", "CorralHook", "reason_kind"]
 

@@ -58,8 +58,8 @@ from gangplace.sim.trace_csv import (
     pod_list_path,
 )
 
-from .config import ConfigError, DeschedulerConfig, load_config
-from .study import CorralHook
+from descheduler.config import ConfigError, DeschedulerConfig, load_config
+from descheduler.study import CorralHook
 
 __all__ = ["Mode", "add_study_command", "cmd_study", "render", "summarize"]
 

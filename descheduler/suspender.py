@@ -38,14 +38,14 @@ from gangplace.kube.resources import (
     workload_resource,
 )
 
-from .cluster_view import ClusterView
-from .config import DeschedulerConfig
-from .gang_events import post_gang_event, workload_ref
-from .move_method import Owners
-from .plan_model import Move, PodMove
-from .ports import GangOutcome, Outcome, PodResult, Resumed
-from .resume import Resumption, due_resumptions, mark_text
-from .state import ANNOTATION_LAST_MOVED, ANNOTATION_ROOM_MADE, ClusterState
+from descheduler.cluster_view import ClusterView
+from descheduler.config import DeschedulerConfig
+from descheduler.gang_events import post_gang_event, workload_ref
+from descheduler.move_method import Owners
+from descheduler.plan_model import Move, PodMove
+from descheduler.ports import GangOutcome, Outcome, PodResult, Resumed
+from descheduler.resume import Resumption, due_resumptions, mark_text
+from descheduler.state import ANNOTATION_LAST_MOVED, ANNOTATION_ROOM_MADE, ClusterState
 
 __all__ = ["Suspender"]
 

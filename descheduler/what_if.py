@@ -12,8 +12,8 @@ import numpy as np
 import numpy.typing as npt
 from gangplace.engine import GangPlacement, PodRecord, Snapshot, place_gang
 
-from .gang_demand import Demand, gang_of_pods, role_pods
-from .plan_context import PlanContext, Victim
+from descheduler.gang_demand import Demand, gang_of_pods, role_pods
+from descheduler.plan_context import PlanContext, Victim
 
 __all__ = [
     "Trial",

@@ -52,11 +52,10 @@ from descheduler.api import (
     read_dump,
     render_plan,
 )
-
-from .explain import explain_pod, render_explanation
-from .gangs import gang_rows, render_gangs
-from .kubeconfig import context_namespace
-from .reader import PluginError, Reader, UsageError, state_of
+from kubectl_corral.explain import explain_pod, render_explanation
+from kubectl_corral.gangs import gang_rows, render_gangs
+from kubectl_corral.kubeconfig import context_namespace
+from kubectl_corral.reader import PluginError, Reader, UsageError, state_of
 
 __all__ = ["build_parser", "main", "run"]
 
@@ -348,10 +347,10 @@ async def run(
 async def cmd_demo(
     args: argparse.Namespace, out: TextIO, err: TextIO, env: Mapping[str, str]
 ) -> int:
-    from .demo import Demo, DemoError
+    from kubectl_corral.demo import Demo, DemoError
 
     if args.local:
-        from .local import LocalUnavailable, local_cluster
+        from kubectl_corral.local import LocalUnavailable, local_cluster
 
         try:
             async with local_cluster() as (client, where):

@@ -43,8 +43,7 @@ from gangplace.kube.resources import (
 )
 
 from descheduler.api import DeschedulerConfig, EvictionRules
-
-from .demo_objects import (
+from kubectl_corral.demo_objects import (
     GPU,
     GROUP,
     OPT_IN,

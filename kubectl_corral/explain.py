@@ -12,7 +12,7 @@ from typing import Any
 from gangplace.engine import PodRecord
 from gangplace.engine import gangs as g
 
-from .gangs import GangRow
+from kubectl_corral.gangs import GangRow
 
 __all__ = ["DIALECT_KEYS", "Explanation", "explain_pod", "render_explanation"]
 

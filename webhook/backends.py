@@ -17,14 +17,14 @@ import orjson
 from gangplace.engine import gangs
 from gangplace.engine.gangs import read_membership
 
-from .config import Backend, WebhookConfig
-from .keys import MANAGED_BY
-from .patch import Editor
-from .podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
-from .validate import format_duration
+from webhook.config import Backend, WebhookConfig
+from webhook.keys import MANAGED_BY
+from webhook.patch import Editor
+from webhook.podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
+from webhook.validate import format_duration
 
 if TYPE_CHECKING:
-    from .native_gangs import Served
+    from webhook.native_gangs import Served
 
 __all__ = [
     "Dialect",
@@ -357,11 +357,11 @@ _CACHE: dict[tuple[int, Served | None], tuple[WebhookConfig, Dialect]] = {}
 
 def _make(config: WebhookConfig, served: Served | None) -> Dialect:
     if config.backend is Backend.KAI:
-        from .kai import Kai  # its own module, built on this one
+        from webhook.kai import Kai  # its own module, built on this one
 
         return Kai(config)
     if config.backend is Backend.KUBERNETES:
-        from .native_backend import Kubernetes
+        from webhook.native_backend import Kubernetes
 
         return Kubernetes(config, served)
     return _DIALECTS[config.backend](config)

@@ -16,17 +16,17 @@ from gangplace.cli_exit import run_command
 from gangplace.engine import SnapshotError
 from gangplace.logs import setup_logging
 
-from .admit import admit
-from .backends import dialect_for
-from .cluster import ClusterState, NoCluster, SnapshotSource, StaticSource
-from .config import ConfigError, WebhookConfig, load_config
-from .metrics import Metrics
-from .native_gangs import Served
-from .podgroups.reconciler import PodGroupReconciler
-from .server import init_app, run_until_signal, start
-from .tls.contexts import server_context
-from .tls.rotation import CertReloader, SelfSignedManager
-from .tls.store import CertStore, MemoryCertStore
+from webhook.admit import admit
+from webhook.backends import dialect_for
+from webhook.cluster import ClusterState, NoCluster, SnapshotSource, StaticSource
+from webhook.config import ConfigError, WebhookConfig, load_config
+from webhook.metrics import Metrics
+from webhook.native_gangs import Served
+from webhook.podgroups.reconciler import PodGroupReconciler
+from webhook.server import init_app, run_until_signal, start
+from webhook.tls.contexts import server_context
+from webhook.tls.rotation import CertReloader, SelfSignedManager
+from webhook.tls.store import CertStore, MemoryCertStore
 
 if TYPE_CHECKING:
     from gangplace.kube import KubeClient
@@ -80,7 +80,7 @@ def _cluster_source(
             raise UsageError(str(e)) from None
         return StaticSource(ClusterState.of(snap))
     assert kube is not None
-    from .live import InformerSource
+    from webhook.live import InformerSource
 
     # Each build leaves 100,000s of long-lived records: keep them out of the collector's
     # full passes, which would otherwise pause admission for milliseconds.
@@ -93,7 +93,7 @@ def _reconciler(
     """PodGroups are made when there is an API server and the backend has them."""
     if kube is None or not dialect_for(config).makes_objects:
         return None
-    from .podgroups.api import live_reconciler
+    from webhook.podgroups.api import live_reconciler
 
     return live_reconciler(
         kube,
@@ -130,7 +130,7 @@ async def _serve_with(
     if args.self_signed:
         store: CertStore
         if kube is not None:
-            from .tls.store import SecretCertStore
+            from webhook.tls.store import SecretCertStore
 
             store = SecretCertStore(
                 kube,
@@ -175,7 +175,7 @@ async def _serve_with(
 
     served = None
     if kube is not None:
-        from .served import discover
+        from webhook.served import discover
 
         try:
             served = await discover(kube)
@@ -244,7 +244,7 @@ def _run(coro: Any) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import FixtureError, run_demo
+    from webhook.demo import FixtureError, run_demo
 
     setup_logging("warning")
     try:

@@ -28,8 +28,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from .validate import InvalidValue, check_default_min_available, check_queue, parse_duration
-from .workloads import BUILTIN_KINDS, WorkloadKind, WorkloadTable
+from webhook.validate import InvalidValue, check_default_min_available, check_queue, parse_duration
+from webhook.workloads import BUILTIN_KINDS, WorkloadKind, WorkloadTable
 
 __all__ = ["Backend", "ConfigError", "NodePool", "WebhookConfig", "load_config"]
 

@@ -17,13 +17,13 @@ from typing import Any, TextIO
 import aiohttp
 from gangplace.thirdparty import ADMISSION_FIXTURES, locate
 
-from . import keys as K
-from .admit import AdmitResult, admit, decode_patch
-from .cluster import ClusterState, SnapshotSource, StaticSource
-from .config import WebhookConfig
-from .server import init_app, start
-from .tls.certificates import new_bundle
-from .tls.contexts import client_context, load_pair, server_context
+from webhook import keys as K
+from webhook.admit import AdmitResult, admit, decode_patch
+from webhook.cluster import ClusterState, SnapshotSource, StaticSource
+from webhook.config import WebhookConfig
+from webhook.server import init_app, start
+from webhook.tls.certificates import new_bundle
+from webhook.tls.contexts import client_context, load_pair, server_context
 
 __all__ = ["FixtureError", "find_fixtures", "read_reviews", "run_demo"]
 

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 
 from gangplace.engine.gangs import KAI_MIN_MEMBER, KAI_POD_GROUP, KAI_QUEUE_LABEL
 
-from .backends import Dialect, GangInfo, Keys, TaskGroup
-from .config import Backend
+from webhook.backends import Dialect, GangInfo, Keys, TaskGroup
+from webhook.config import Backend
 
 __all__ = ["KAI_MIN_MEMBER", "KAI_POD_GROUP", "KAI_QUEUE_LABEL", "Kai"]
 

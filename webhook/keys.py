@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from gangplace.engine import gangs
 
-from .validate import InvalidValue
+from webhook.validate import InvalidValue
 
 __all__ = [
     "EVICTABLE",

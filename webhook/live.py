@@ -46,7 +46,7 @@ from gangplace.kube import Informer, KubeClient
 from gangplace.kube.resources import NODES, NON_TERMINAL_PODS, PODS
 from gangplace.kube.task import BackgroundTask
 
-from .cluster import ClusterState
+from webhook.cluster import ClusterState
 
 __all__ = ["HELD_PODS", "HeldPod", "InformerSource", "SourceStats", "held_pod"]
 

@@ -16,10 +16,10 @@ from typing import Any, Final
 
 from gangplace.engine.gangs import NATIVE_GANG
 
-from . import keys as K
-from .backends import Dialect, GangInfo, Keys, TaskGroup
-from .config import Backend, WebhookConfig
-from .native_gangs import (
+from webhook import keys as K
+from webhook.backends import Dialect, GangInfo, Keys, TaskGroup
+from webhook.config import Backend, WebhookConfig
+from webhook.native_gangs import (
     MAX_TEMPLATES,
     TEMPLATE,
     NativeApi,
@@ -30,9 +30,9 @@ from .native_gangs import (
     scheduler_names,
     workload_object,
 )
-from .patch import Editor
-from .podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
-from .validate import InvalidValue, derived_name
+from webhook.patch import Editor
+from webhook.podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
+from webhook.validate import InvalidValue, derived_name
 
 __all__ = ["NATIVE_GANG", "NATIVE_GROUP", "POD_FIELDS", "Kubernetes", "native_gang_of"]
 

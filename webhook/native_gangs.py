@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .keys import MANAGED_BY
+from webhook.keys import MANAGED_BY
 
 __all__ = [
     "COMPOSITE_VERSION",

@@ -16,7 +16,7 @@ from typing import Any
 from gangplace.kube import ApiError, KubeClient
 from gangplace.kube.resources import CRDS
 
-from .native_gangs import GROUP, Served
+from webhook.native_gangs import GROUP, Served
 
 __all__ = ["discover", "served_from"]
 

@@ -23,11 +23,11 @@ import orjson
 from aiohttp import web
 from gangplace.health import add_health_routes
 
-from .admit import AdmitResult, ReviewError, admit
-from .cluster import ClusterState, NoCluster, SnapshotSource
-from .config import WebhookConfig
-from .metrics import Metrics
-from .podgroups.reconciler import PodGroupReconciler
+from webhook.admit import AdmitResult, ReviewError, admit
+from webhook.cluster import ClusterState, NoCluster, SnapshotSource
+from webhook.config import WebhookConfig
+from webhook.metrics import Metrics
+from webhook.podgroups.reconciler import PodGroupReconciler
 
 __all__ = [
     "CONFIG",

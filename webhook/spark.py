@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .workloads import WorkloadError
+from webhook.workloads import WorkloadError
 
 __all__ = [
     "APP_SELECTOR",

@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .keys import NETWORK_TOPOLOGY
-from .native_gangs import Served
-from .validate import InvalidValue
+from webhook.keys import NETWORK_TOPOLOGY
+from webhook.native_gangs import Served
+from webhook.validate import InvalidValue
 
 __all__ = ["parse_network_topology", "repeated_groups", "spec_fields"]
 

@@ -1,7 +1,7 @@
 """The planner's input, built from a Kubernetes List or from informers."""
 
-from .build import ClusterState, StateError, state_from_list, state_from_objects
-from .ledger import (
+from descheduler.state.build import ClusterState, StateError, state_from_list, state_from_objects
+from descheduler.state.ledger import (
     ANNOTATION_LAST_MOVED,
     ANNOTATION_ROOM_MADE,
     MOVE_LEDGER,
@@ -10,7 +10,7 @@ from .ledger import (
     RunRecord,
     ledger_from_json,
 )
-from .shares import GPU, drf_queue, drf_resources
+from descheduler.state.shares import GPU, drf_queue, drf_resources
 
 __all__ = [
     "ANNOTATION_LAST_MOVED",

@@ -30,8 +30,8 @@ from gangplace.engine.workloads import (
     workload_from_json,
 )
 
-from .ledger import MOVE_LEDGER, MoveLedger, ledger_from_json
-from .shares import drf_queue
+from descheduler.state.ledger import MOVE_LEDGER, MoveLedger, ledger_from_json
+from descheduler.state.shares import drf_queue
 
 __all__ = ["ClusterState", "StateError", "state_from_list", "state_from_objects"]
 

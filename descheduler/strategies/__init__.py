@@ -8,11 +8,11 @@ gangs, and -- when none wait -- defragment.
 
 from collections.abc import Callable
 
-from ..plan_context import PlanContext
-from ..plan_model import Move
-from .defragment import defragment
-from .make_room import make_room
-from .stale_gangs import release_stale_gangs
+from descheduler.plan_context import PlanContext
+from descheduler.plan_model import Move
+from descheduler.strategies.defragment import defragment
+from descheduler.strategies.make_room import make_room
+from descheduler.strategies.stale_gangs import release_stale_gangs
 
 __all__ = ["STRATEGIES", "Strategy", "defragment", "make_room", "release_stale_gangs"]
 

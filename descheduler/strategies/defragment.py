@@ -35,10 +35,10 @@ from gangplace.engine import PodShape, Snapshot
 from gangplace.engine.fragmentation import TargetWorkload, frag_amount, table_for
 from gangplace.engine.policies.corral import cpu_per_gpu_milli, cpu_stranded
 
-from ..plan_context import PlanContext, Victim, victim_move
-from ..plan_model import Move
-from ..what_if import try_move
-from .exact_moves import exact_defragment
+from descheduler.plan_context import PlanContext, Victim, victim_move
+from descheduler.plan_model import Move
+from descheduler.strategies.exact_moves import exact_defragment
+from descheduler.what_if import try_move
 
 __all__ = ["Measure", "defragment"]
 

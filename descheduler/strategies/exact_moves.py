@@ -33,12 +33,12 @@ from gangplace.engine.fragmentation import TargetWorkload
 from gangplace.sim.limit import needs_at_least
 from gangplace.sim.mover import MoverLimits, MoveRules, make_room
 
-from ..budget import PER_RUN
-from ..gang_demand import Demand
-from ..gang_views import GangView
-from ..plan_context import PlanContext, Victim, victim_move
-from ..plan_model import Move
-from ..what_if import try_move
+from descheduler.budget import PER_RUN
+from descheduler.gang_demand import Demand
+from descheduler.gang_views import GangView
+from descheduler.plan_context import PlanContext, Victim, victim_move
+from descheduler.plan_model import Move
+from descheduler.what_if import try_move
 
 __all__ = ["exact_defragment", "exact_room", "typical_shapes"]
 

@@ -32,13 +32,20 @@ from gangplace.engine import place_gang
 from gangplace.engine.feasibility import member_capacity
 from gangplace.engine.timeparse import format_duration, format_time
 
-from ..gang_demand import Demand
-from ..plan_context import PlanContext, Victim, victim_move
-from ..plan_model import Move, Unserved
-from ..what_if import Trial, freed
-from .exact_moves import exact_room
-from .room_options import Candidates, NodeOption, Room, driver, node_option, shortlist
-from .room_search import prune, search
+from descheduler.gang_demand import Demand
+from descheduler.plan_context import PlanContext, Victim, victim_move
+from descheduler.plan_model import Move, Unserved
+from descheduler.strategies.exact_moves import exact_room
+from descheduler.strategies.room_options import (
+    Candidates,
+    NodeOption,
+    Room,
+    driver,
+    node_option,
+    shortlist,
+)
+from descheduler.strategies.room_search import prune, search
+from descheduler.what_if import Trial, freed
 
 __all__ = ["ROOM_TAKEN", "make_room"]
 

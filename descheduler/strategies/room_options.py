@@ -12,10 +12,10 @@ import numpy.typing as npt
 from gangplace.engine import PodRecord, PodShape
 from gangplace.engine.feasibility import member_capacity
 
-from ..gang_demand import Demand
-from ..gang_views import GangView
-from ..plan_context import TIER_PENALTY, PlanContext, Victim
-from ..what_if import remove_pods
+from descheduler.gang_demand import Demand
+from descheduler.gang_views import GangView
+from descheduler.plan_context import TIER_PENALTY, PlanContext, Victim
+from descheduler.what_if import remove_pods
 
 __all__ = [
     "Candidates",

@@ -8,10 +8,10 @@ import heapq
 from collections.abc import Callable, Sequence
 from typing import Literal, overload
 
-from ..gang_demand import Demand
-from ..plan_context import PlanContext, Victim
-from ..what_if import Trial, try_move
-from .room_options import NodeOption
+from descheduler.gang_demand import Demand
+from descheduler.plan_context import PlanContext, Victim
+from descheduler.strategies.room_options import NodeOption
+from descheduler.what_if import Trial, try_move
 
 __all__ = ["merge", "prune", "search"]
 

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING
 from gangplace.engine import place_gang
 from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_time
 
-from ..gang_demand import demand_of
-from ..gang_views import GangView
-from ..plan_context import PlanContext, move_way
-from ..plan_model import Move, PodMove
-from ..what_if import remove_pods
+from descheduler.gang_demand import demand_of
+from descheduler.gang_views import GangView
+from descheduler.plan_context import PlanContext, move_way
+from descheduler.plan_model import Move, PodMove
+from descheduler.what_if import remove_pods
 
 if TYPE_CHECKING:
     from gangplace.engine import GangOptions

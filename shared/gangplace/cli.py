@@ -8,8 +8,8 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
-from .cli_exit import EXIT_FAILED, EXIT_OK, run_command, warn
-from .engine import (
+from gangplace.cli_exit import EXIT_FAILED, EXIT_OK, run_command, warn
+from gangplace.engine import (
     EngineConfig,
     Gang,
     GangOptions,
@@ -21,10 +21,10 @@ from .engine import (
     TaskRole,
     place_gang,
 )
-from .engine.fragmentation import TargetWorkload, typical_workload
-from .engine.gang import GangError, GangPlacement
-from .engine.report import fragmentation_report, render_nodes, render_report
-from .snapshot_io import load_snapshot
+from gangplace.engine.fragmentation import TargetWorkload, typical_workload
+from gangplace.engine.gang import GangError, GangPlacement
+from gangplace.engine.report import fragmentation_report, render_nodes, render_report
+from gangplace.snapshot_io import load_snapshot
 
 __all__ = ["main"]
 
@@ -192,10 +192,10 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--json", action="store_true", help="one JSON object instead of text")
     pl.set_defaults(func=cmd_place)
 
-    from .sim.simulate_cli import add_commands
+    from gangplace.sim.simulate_cli import add_commands
 
     add_commands(sub)
-    from .sim.limit_cli import add_commands as add_sim_commands
+    from gangplace.sim.limit_cli import add_commands as add_sim_commands
 
     add_sim_commands(sub)
     for add in EXTRA_COMMANDS:

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .engine.kinds import AddedKind, with_added
+from gangplace.engine.kinds import AddedKind, with_added
 
 __all__ = ["KeyedValueError", "checked_kinds", "describe_validation_error", "shown"]
 

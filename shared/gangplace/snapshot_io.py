@@ -10,8 +10,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .engine import EngineConfig, Snapshot, SnapshotError
-from .engine.dump_checks import dump_warnings
+from gangplace.engine import EngineConfig, Snapshot, SnapshotError
+from gangplace.engine.dump_checks import dump_warnings
 
 __all__ = ["DUMP_COMMAND", "SAMPLE_CLUSTER", "load_list", "load_snapshot"]
 

@@ -18,14 +18,14 @@ writes go through admission, authorisation and the deletion rules.
 the schedulers asked for, the kubelet).
 """
 
-from .gang_scheduler import GROUP_NAME, GangScheduler
-from .gc import GarbageCollector
-from .job import JOB_TRACKING, JobController
-from .native_gang_scheduler import NativeGangScheduler
-from .plane import control_plane
-from .pod_scheduler import PodScheduler
-from .rest import Rest, RestError
-from .runner import (
+from tests.controllers.gang_scheduler import GROUP_NAME, GangScheduler
+from tests.controllers.gc import GarbageCollector
+from tests.controllers.job import JOB_TRACKING, JobController
+from tests.controllers.native_gang_scheduler import NativeGangScheduler
+from tests.controllers.plane import control_plane
+from tests.controllers.pod_scheduler import PodScheduler
+from tests.controllers.rest import Rest, RestError
+from tests.controllers.runner import (
     Controller,
     ControllerSet,
     ManualClock,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .rest import Json, Rest, RestError
+from tests.controllers.rest import Json, Rest, RestError
 
 __all__ = [
     "controller_uid",

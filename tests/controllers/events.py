@@ -8,7 +8,7 @@ import itertools
 from collections.abc import Callable
 from datetime import datetime
 
-from .rest import Json, Rest, RestError
+from tests.controllers.rest import Json, Rest, RestError
 
 __all__ = ["EventRecorder", "iso"]
 

@@ -40,11 +40,11 @@ from datetime import datetime
 from gangplace.engine import Gang, GangOptions, Snapshot, TaskRole, place_gang, shape_from_pod
 from gangplace.engine.quantity import to_int, to_milli
 
-from .common import condition, status_patch
-from .events import EventRecorder, iso
-from .rest import Json, Rest, RestError
-from .runner import wall_clock
-from .snapshot import TERMINAL, snapshot_of
+from tests.controllers.common import condition, status_patch
+from tests.controllers.events import EventRecorder, iso
+from tests.controllers.rest import Json, Rest, RestError
+from tests.controllers.runner import wall_clock
+from tests.controllers.snapshot import TERMINAL, snapshot_of
 
 __all__ = ["GROUP_NAME", "PODGROUP_API", "GangScheduler"]
 

@@ -14,8 +14,8 @@ The real collector watches every resource; this model lists the kinds in ``KINDS
 
 from __future__ import annotations
 
-from .common import drop_finalizer
-from .rest import Json, Rest, RestError
+from tests.controllers.common import drop_finalizer
+from tests.controllers.rest import Json, Rest, RestError
 
 __all__ = ["KINDS", "GarbageCollector"]
 

@@ -42,11 +42,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from tests.kubeapi.native_gangs import gate_on, native_version
-from tests.kubeapi.resources import NATIVE_GROUP
-from tests.kubeapi.versions import Release, Versions
-
-from .common import (
+from tests.controllers.common import (
     condition,
     controller_uid,
     drop_finalizer,
@@ -55,9 +51,12 @@ from .common import (
     set_condition,
     status_patch,
 )
-from .events import EventRecorder, iso
-from .rest import Json, Rest, RestError
-from .runner import wall_clock
+from tests.controllers.events import EventRecorder, iso
+from tests.controllers.rest import Json, Rest, RestError
+from tests.controllers.runner import wall_clock
+from tests.kubeapi.native_gangs import gate_on, native_version
+from tests.kubeapi.resources import NATIVE_GROUP
+from tests.kubeapi.versions import Release, Versions
 
 __all__ = ["JOB_TRACKING", "JobController"]
 

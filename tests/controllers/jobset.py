@@ -25,10 +25,16 @@ import copy
 from collections.abc import Callable
 from datetime import datetime
 
-from .common import condition, controller_uid, owner_ref, set_condition, status_patch
-from .events import EventRecorder, iso
-from .rest import Json, Rest, RestError
-from .runner import wall_clock
+from tests.controllers.common import (
+    condition,
+    controller_uid,
+    owner_ref,
+    set_condition,
+    status_patch,
+)
+from tests.controllers.events import EventRecorder, iso
+from tests.controllers.rest import Json, Rest, RestError
+from tests.controllers.runner import wall_clock
 
 __all__ = ["JOBSET", "JobSetController"]
 

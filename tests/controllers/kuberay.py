@@ -24,10 +24,10 @@ import copy
 from collections.abc import Callable
 from datetime import datetime
 
-from .common import controller_uid, owner_ref, status_patch
-from .events import EventRecorder
-from .rest import Json, Rest, RestError
-from .runner import wall_clock
+from tests.controllers.common import controller_uid, owner_ref, status_patch
+from tests.controllers.events import EventRecorder
+from tests.controllers.rest import Json, Rest, RestError
+from tests.controllers.runner import wall_clock
 
 __all__ = ["RAY", "KubeRay"]
 

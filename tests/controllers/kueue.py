@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from .common import controller_uid, owner_ref
-from .events import EventRecorder, iso
-from .rest import Json, Rest, RestError
-from .runner import wall_clock
+from tests.controllers.common import controller_uid, owner_ref
+from tests.controllers.events import EventRecorder, iso
+from tests.controllers.rest import Json, Rest, RestError
+from tests.controllers.runner import wall_clock
 
 __all__ = ["KUEUE", "QUEUE_LABEL", "KueueJobs"]
 

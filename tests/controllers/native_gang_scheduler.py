@@ -48,17 +48,16 @@ from gangplace.engine import (
     shape_from_pod,
 )
 
+from tests.controllers.common import condition
+from tests.controllers.events import EventRecorder, iso
+from tests.controllers.pod_scheduler import kube_unschedulable_message
+from tests.controllers.rest import Json, Rest, RestError
+from tests.controllers.runner import wall_clock
+from tests.controllers.snapshot import TERMINAL, snapshot_of
 from tests.kubeapi.native_gangs import native_version, pod_group_field
 from tests.kubeapi.native_objects import COMPOSITE_VERSION
 from tests.kubeapi.resources import NATIVE_GROUP
 from tests.kubeapi.versions import Versions
-
-from .common import condition
-from .events import EventRecorder, iso
-from .pod_scheduler import kube_unschedulable_message
-from .rest import Json, Rest, RestError
-from .runner import wall_clock
-from .snapshot import TERMINAL, snapshot_of
 
 __all__ = ["NativeGangScheduler"]
 

@@ -7,15 +7,14 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from tests.controllers.gang_scheduler import GangScheduler
+from tests.controllers.gc import GarbageCollector
+from tests.controllers.job import JobController
+from tests.controllers.native_gang_scheduler import NativeGangScheduler
+from tests.controllers.pod_scheduler import PodScheduler
+from tests.controllers.rest import Rest
+from tests.controllers.runner import StoreController, wall_clock
 from tests.kubeapi.kubelet import Kubelet
-
-from .gang_scheduler import GangScheduler
-from .gc import GarbageCollector
-from .job import JobController
-from .native_gang_scheduler import NativeGangScheduler
-from .pod_scheduler import PodScheduler
-from .rest import Rest
-from .runner import StoreController, wall_clock
 
 __all__ = ["control_plane"]
 

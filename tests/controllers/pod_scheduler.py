@@ -10,11 +10,11 @@ from datetime import datetime
 
 from gangplace.engine import explain, place_pod, shape_from_pod
 
-from .common import condition
-from .events import EventRecorder, iso
-from .rest import Json, Rest, RestError
-from .runner import wall_clock
-from .snapshot import snapshot_of
+from tests.controllers.common import condition
+from tests.controllers.events import EventRecorder, iso
+from tests.controllers.rest import Json, Rest, RestError
+from tests.controllers.runner import wall_clock
+from tests.controllers.snapshot import snapshot_of
 
 __all__ = ["PodScheduler", "kube_unschedulable_message"]
 

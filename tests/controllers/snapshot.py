@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gangplace.engine import Snapshot
 
-from .rest import Json
+from tests.controllers.rest import Json
 
 __all__ = ["TERMINAL", "holds_resources", "snapshot_of"]
 

@@ -38,11 +38,17 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from .common import condition, controller_uid, owner_ref, set_condition, status_patch
-from .events import EventRecorder, iso
-from .gang_scheduler import GROUP_NAME, PODGROUP_API
-from .rest import Json, Rest, RestError
-from .runner import wall_clock
+from tests.controllers.common import (
+    condition,
+    controller_uid,
+    owner_ref,
+    set_condition,
+    status_patch,
+)
+from tests.controllers.events import EventRecorder, iso
+from tests.controllers.gang_scheduler import GROUP_NAME, PODGROUP_API
+from tests.controllers.rest import Json, Rest, RestError
+from tests.controllers.runner import wall_clock
 
 __all__ = ["KUBEFLOW", "TrainingOperator"]
 

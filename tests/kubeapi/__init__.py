@@ -56,13 +56,13 @@ kinds served), :mod:`.status`, :mod:`.patches`, :mod:`.strategic`, :mod:`.valida
 :mod:`.defaults` and :mod:`.quantity`. :mod:`.recording` replays real recordings.
 """
 
-from .app import Settings, make_app
-from .faults import Faults, RequestRecord
-from .resources import ResourceType
-from .server import CLIENT_HEADER, ApiServer
-from .status import ApiStatusError
-from .store import ApiStore
-from .versions import KUBE_VERSIONS, VOLCANO_VERSIONS, Release, Versions
+from tests.kubeapi.app import Settings, make_app
+from tests.kubeapi.faults import Faults, RequestRecord
+from tests.kubeapi.resources import ResourceType
+from tests.kubeapi.server import CLIENT_HEADER, ApiServer
+from tests.kubeapi.status import ApiStatusError
+from tests.kubeapi.store import ApiStore
+from tests.kubeapi.versions import KUBE_VERSIONS, VOLCANO_VERSIONS, Release, Versions
 
 __all__ = [
     "CLIENT_HEADER",

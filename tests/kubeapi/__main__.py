@@ -22,9 +22,9 @@ from pathlib import Path
 
 import yaml
 
-from .server import ApiServer
-from .tls import server_tls
-from .versions import KUBE_VERSIONS, VOLCANO_VERSIONS, Release, Versions
+from tests.kubeapi.server import ApiServer
+from tests.kubeapi.tls import server_tls
+from tests.kubeapi.versions import KUBE_VERSIONS, VOLCANO_VERSIONS, Release, Versions
 
 __all__ = ["main"]
 

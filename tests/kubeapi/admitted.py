@@ -24,11 +24,11 @@ from typing import Any
 import jsonpatch
 import jsonpointer
 
-from .patches import merge_patch
-from .resources import ResourceType
-from .status import ApiStatusError
-from .store import ApiStore
-from .webhooks import (
+from tests.kubeapi.patches import merge_patch
+from tests.kubeapi.resources import ResourceType
+from tests.kubeapi.status import ApiStatusError
+from tests.kubeapi.store import ApiStore
+from tests.kubeapi.webhooks import (
     ADMIN,
     AdmissionChain,
     Attributes,

@@ -15,16 +15,23 @@ from dataclasses import dataclass, field
 import orjson
 from aiohttp import web
 
-from . import discovery, fields, openapi
-from .admitted import AdmittedWrites
-from .auth import ADMIN, Attributes, Identity, authorize, forbidden_message, identity_of
-from .crds import prune
-from .faults import Faults, RequestRecord
-from .protobuf import PROTOBUF, access_review_from_protobuf, unsupported
-from .resources import ResourceType, copy_json, served
-from .status import ApiStatusError, status_body
-from .store import ApiStore
-from .volcano_admission import VolcanoPodValidation
+from tests.kubeapi import discovery, fields, openapi
+from tests.kubeapi.admitted import AdmittedWrites
+from tests.kubeapi.auth import (
+    ADMIN,
+    Attributes,
+    Identity,
+    authorize,
+    forbidden_message,
+    identity_of,
+)
+from tests.kubeapi.crds import prune
+from tests.kubeapi.faults import Faults, RequestRecord
+from tests.kubeapi.protobuf import PROTOBUF, access_review_from_protobuf, unsupported
+from tests.kubeapi.resources import ResourceType, copy_json, served
+from tests.kubeapi.status import ApiStatusError, status_body
+from tests.kubeapi.store import ApiStore
+from tests.kubeapi.volcano_admission import VolcanoPodValidation
 
 __all__ = [
     "DENIED",

@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 if TYPE_CHECKING:
-    from .store import ApiStore
+    from tests.kubeapi.store import ApiStore
 
 Json = dict[str, Any]
 

@@ -18,8 +18,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from .resources import now_iso
-from .status import ApiStatusError
+from tests.kubeapi.resources import now_iso
+from tests.kubeapi.status import ApiStatusError
 
 Json = dict[str, Any]
 

@@ -15,8 +15,8 @@ import string
 from collections.abc import Callable
 from typing import Any, Final
 
-from .gates import enabled
-from .versions import Release
+from tests.kubeapi.gates import enabled
+from tests.kubeapi.versions import Release
 
 Json = dict[str, Any]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .resources import TERMINAL_PHASES, ResourceType, copy_json, now_iso
-from .status import ApiStatusError, status_body
+from tests.kubeapi.resources import TERMINAL_PHASES, ResourceType, copy_json, now_iso
+from tests.kubeapi.status import ApiStatusError, status_body
 
 Json = dict[str, Any]
 

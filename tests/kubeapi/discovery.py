@@ -25,9 +25,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .resources import ResourceType, served
-from .store import ApiStore
-from .versions import Release
+from tests.kubeapi.resources import ResourceType, served
+from tests.kubeapi.store import ApiStore
+from tests.kubeapi.versions import Release
 
 Json = dict[str, Any]
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from gangplace.engine.selectors import LabelSelector
 
-from .resources import TERMINAL_PHASES, ResourceType, copy_json, now_iso
-from .status import ApiStatusError, status_body
+from tests.kubeapi.resources import TERMINAL_PHASES, ResourceType, copy_json, now_iso
+from tests.kubeapi.status import ApiStatusError, status_body
 
 Json = dict[str, Any]
 Key = tuple[str, str]

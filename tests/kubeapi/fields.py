@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .resources import ResourceType
-from .status import ApiStatusError
-from .versions import Release
+from tests.kubeapi.resources import ResourceType
+from tests.kubeapi.status import ApiStatusError
+from tests.kubeapi.versions import Release
 
 Json = dict[str, Any]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from .versions import Release
+from tests.kubeapi.versions import Release
 
 __all__ = ["GATES", "enabled"]
 

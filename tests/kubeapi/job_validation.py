@@ -23,9 +23,9 @@ from typing import Any, Final
 
 import orjson
 
-from .gates import enabled
-from .status import ApiStatusError
-from .versions import Release
+from tests.kubeapi.gates import enabled
+from tests.kubeapi.status import ApiStatusError
+from tests.kubeapi.versions import Release
 
 Json = dict[str, Any]
 

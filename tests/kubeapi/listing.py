@@ -17,9 +17,9 @@ from typing import Any
 import orjson
 from gangplace.engine.selectors import FieldSelector, LabelSelector, SelectorError
 
-from .resources import ResourceType
-from .status import ApiStatusError
-from .watches import Change, Watch
+from tests.kubeapi.resources import ResourceType
+from tests.kubeapi.status import ApiStatusError
+from tests.kubeapi.watches import Change, Watch
 
 Json = dict[str, Any]
 Key = tuple[str, str]

@@ -45,10 +45,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .gates import enabled
-from .resources import NATIVE_GROUP, ResourceType
-from .status import ApiStatusError
-from .versions import Release, Versions
+from tests.kubeapi.gates import enabled
+from tests.kubeapi.resources import NATIVE_GROUP, ResourceType
+from tests.kubeapi.status import ApiStatusError
+from tests.kubeapi.versions import Release, Versions
 
 Json = dict[str, Any]
 

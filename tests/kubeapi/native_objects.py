@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .native_gangs import native_version
-from .resources import NATIVE_GROUP
-from .versions import Versions
+from tests.kubeapi.native_gangs import native_version
+from tests.kubeapi.resources import NATIVE_GROUP
+from tests.kubeapi.versions import Versions
 
 Json = dict[str, Any]
 

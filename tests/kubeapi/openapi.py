@@ -28,10 +28,10 @@ from typing import Any
 
 import orjson
 
-from .crds import schema_of
-from .fields import known_fields
-from .resources import ResourceType, served
-from .store import ApiStore
+from tests.kubeapi.crds import schema_of
+from tests.kubeapi.fields import known_fields
+from tests.kubeapi.resources import ResourceType, served
+from tests.kubeapi.store import ApiStore
 
 Json = dict[str, Any]
 

@@ -9,9 +9,9 @@ from typing import Any
 import jsonpatch
 import jsonpointer
 
-from .resources import ResourceType
-from .status import ApiStatusError
-from .strategic import StrategicPatchError, strategic_merge
+from tests.kubeapi.resources import ResourceType
+from tests.kubeapi.status import ApiStatusError
+from tests.kubeapi.strategic import StrategicPatchError, strategic_merge
 
 __all__ = ["apply_patch", "merge_patch"]
 

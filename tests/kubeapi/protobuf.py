@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .status import ApiStatusError
+from tests.kubeapi.status import ApiStatusError
 
 Json = dict[str, Any]
 

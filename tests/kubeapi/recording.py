@@ -32,8 +32,8 @@ from typing import Any
 import aiohttp
 import orjson
 
-from .server import ApiServer
-from .store import ApiStore
+from tests.kubeapi.server import ApiServer
+from tests.kubeapi.store import ApiStore
 
 Json = dict[str, Any]
 

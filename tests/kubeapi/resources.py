@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from .versions import Release, Versions
+from tests.kubeapi.versions import Release, Versions
 
 __all__ = [
     "BUILTIN_TYPES",

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from .resources import ResourceType
-from .versions import Release
+from tests.kubeapi.resources import ResourceType
+from tests.kubeapi.versions import Release
 
 Json = dict[str, Any]
 

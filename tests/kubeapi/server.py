@@ -9,13 +9,13 @@ from aiohttp import web
 from gangplace.kube import KubeClient, client_for
 from kubernetes_asyncio.client import Configuration
 
-from .admitted import Validator
-from .app import DENIED, LOG, WRITES, Settings, make_app
-from .faults import Faults, RequestRecord
-from .store import ApiStore
-from .versions import Versions
-from .volcano_admission import VolcanoPodValidation
-from .webhooks import ADMIN, AdmissionChain
+from tests.kubeapi.admitted import Validator
+from tests.kubeapi.app import DENIED, LOG, WRITES, Settings, make_app
+from tests.kubeapi.faults import Faults, RequestRecord
+from tests.kubeapi.store import ApiStore
+from tests.kubeapi.versions import Versions
+from tests.kubeapi.volcano_admission import VolcanoPodValidation
+from tests.kubeapi.webhooks import ADMIN, AdmissionChain
 
 __all__ = ["CLIENT_HEADER", "ApiServer"]
 

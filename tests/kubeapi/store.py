@@ -20,16 +20,21 @@ from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from .auth import TokenIssuer
-from .crds import crd_defaults, crd_status, prune, schema_of, validate_crd
-from .defaults import default_job, default_job_fields, default_pod, drop_disabled_job_fields
-from .deletion import Deletion
-from .disruption import DisruptionBudgets
-from .job_validation import validate_job_create, validate_job_update
-from .listing import Continuation, Listing
-from .native_gangs import check_native, check_pod_group_ref, drop_disabled_pod_fields
-from .patches import apply_patch
-from .resources import (
+from tests.kubeapi.auth import TokenIssuer
+from tests.kubeapi.crds import crd_defaults, crd_status, prune, schema_of, validate_crd
+from tests.kubeapi.defaults import (
+    default_job,
+    default_job_fields,
+    default_pod,
+    drop_disabled_job_fields,
+)
+from tests.kubeapi.deletion import Deletion
+from tests.kubeapi.disruption import DisruptionBudgets
+from tests.kubeapi.job_validation import validate_job_create, validate_job_update
+from tests.kubeapi.listing import Continuation, Listing
+from tests.kubeapi.native_gangs import check_native, check_pod_group_ref, drop_disabled_pod_fields
+from tests.kubeapi.patches import apply_patch
+from tests.kubeapi.resources import (
     BUILTIN_TYPES,
     CUSTOM_TYPES,
     NATIVE_TYPES,
@@ -37,13 +42,13 @@ from .resources import (
     copy_json,
     now_iso,
 )
-from .scheduler_crds import KAI_TYPES, kai_schemas, volcano_podgroup_schema
-from .status import ApiStatusError
-from .subresources import Subresources
-from .validation import canonical_quantities, validate
-from .versions import Versions
-from .watches import Change, Watch, Watching
-from .workloads import default_workload
+from tests.kubeapi.scheduler_crds import KAI_TYPES, kai_schemas, volcano_podgroup_schema
+from tests.kubeapi.status import ApiStatusError
+from tests.kubeapi.subresources import Subresources
+from tests.kubeapi.validation import canonical_quantities, validate
+from tests.kubeapi.versions import Versions
+from tests.kubeapi.watches import Change, Watch, Watching
+from tests.kubeapi.workloads import default_workload
 
 Json = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects

@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from .auth import TokenIssuer
-from .resources import ResourceType, copy_json, now_iso
-from .status import ApiStatusError, status_body
+from tests.kubeapi.auth import TokenIssuer
+from tests.kubeapi.resources import ResourceType, copy_json, now_iso
+from tests.kubeapi.status import ApiStatusError, status_body
 
 Json = dict[str, Any]
 

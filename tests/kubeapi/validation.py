@@ -8,9 +8,9 @@ from typing import Any
 
 from gangplace.engine.selectors import LabelSelector, SelectorError
 
-from .quantity import canonical_resources
-from .resources import ResourceType
-from .status import ApiStatusError
+from tests.kubeapi.quantity import canonical_resources
+from tests.kubeapi.resources import ResourceType
+from tests.kubeapi.status import ApiStatusError
 
 Json = dict[str, Any]
 

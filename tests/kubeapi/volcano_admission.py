@@ -38,9 +38,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .status import ApiStatusError
-from .store import ApiStore
-from .webhooks import Attributes, _denied
+from tests.kubeapi.status import ApiStatusError
+from tests.kubeapi.store import ApiStore
+from tests.kubeapi.webhooks import Attributes, _denied
 
 __all__ = ["NAME", "VolcanoPodValidation"]
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from gangplace.engine.selectors import FieldSelector, LabelSelector, field_value
 
-from .resources import ResourceType
-from .status import ApiStatusError
+from tests.kubeapi.resources import ResourceType
+from tests.kubeapi.status import ApiStatusError
 
 Json = dict[str, Any]
 

@@ -48,10 +48,10 @@ import jsonpointer
 import orjson
 from gangplace.engine.selectors import LabelSelector, SelectorError
 
-from .defaults import redefault
-from .resources import ResourceType
-from .status import ApiStatusError
-from .store import ApiStore
+from tests.kubeapi.defaults import redefault
+from tests.kubeapi.resources import ResourceType
+from tests.kubeapi.status import ApiStatusError
+from tests.kubeapi.store import ApiStore
 
 Json = dict[str, Any]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .defaults import _default_pod_template_spec
+from tests.kubeapi.defaults import _default_pod_template_spec
 
 Json = dict[str, Any]
 

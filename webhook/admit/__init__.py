@@ -25,20 +25,20 @@ from typing import Any
 
 from gangplace.engine.kinds import KINDS
 
-from .. import keys as K
-from ..cluster import ClusterState
-from ..config import WebhookConfig
-from ..disruption import disruption_rule
-from ..native_gangs import Served
-from ..patch import Editor, PatchError
-from ..validate import InvalidValue
-from ..workloads import WorkloadError
-from .gangs import Invalid
-from .mutation import foreign_scheduler
-from .pods import admit_pod
-from .responses import JobRule, allow, deny, finish
-from .review import API_VERSION, AdmitResult, ReviewError, decode_patch, parse_request
-from .workloads import admit_workload
+from webhook import keys as K
+from webhook.admit.gangs import Invalid
+from webhook.admit.mutation import foreign_scheduler
+from webhook.admit.pods import admit_pod
+from webhook.admit.responses import JobRule, allow, deny, finish
+from webhook.admit.review import API_VERSION, AdmitResult, ReviewError, decode_patch, parse_request
+from webhook.admit.workloads import admit_workload
+from webhook.cluster import ClusterState
+from webhook.config import WebhookConfig
+from webhook.disruption import disruption_rule
+from webhook.native_gangs import Served
+from webhook.patch import Editor, PatchError
+from webhook.validate import InvalidValue
+from webhook.workloads import WorkloadError
 
 __all__ = ["API_VERSION", "AdmitResult", "ReviewError", "admit", "decode_patch"]
 

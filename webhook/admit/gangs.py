@@ -12,14 +12,16 @@ import orjson
 from gangplace.engine import Gang, PodShape, ShapeError, TaskRole, shape_from_pod
 from gangplace.engine.model import GPU_SHARE_COUNT, GPU_SHARE_MILLI, GPU_SHARE_MODEL
 
-from .. import keys as K
-from ..backends import Dialect, GangInfo, TaskGroup
-from ..cluster import ClusterState, check_gang
-from ..config import NO_QUEUES, Backend, WebhookConfig
-from ..patch import Editor
-from ..podgroups.intent import OwnerRef, PodGroupIntent
-from ..quantities import resource_list
-from ..validate import (
+from webhook import keys as K
+from webhook.admit.mutation import view
+from webhook.admit.responses import cap
+from webhook.backends import Dialect, GangInfo, TaskGroup
+from webhook.cluster import ClusterState, check_gang
+from webhook.config import NO_QUEUES, Backend, WebhookConfig
+from webhook.patch import Editor
+from webhook.podgroups.intent import OwnerRef, PodGroupIntent
+from webhook.quantities import resource_list
+from webhook.validate import (
     InvalidValue,
     MinAvailable,
     check_gang_name,
@@ -27,10 +29,8 @@ from ..validate import (
     parse_duration,
     parse_min_available,
 )
-from ..volcano_fields import parse_network_topology
-from ..workloads import ResolvedRole
-from .mutation import view
-from .responses import cap
+from webhook.volcano_fields import parse_network_topology
+from webhook.workloads import ResolvedRole
 
 __all__ = [
     "GangShapes",

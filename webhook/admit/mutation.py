@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..backends import Keys
-from ..config import NodePool
-from ..patch import Editor, PatchError, Pointer
-from ..spark import pod_view
-from ..workloads import ResolvedRole
+from webhook.backends import Keys
+from webhook.config import NodePool
+from webhook.patch import Editor, PatchError, Pointer
+from webhook.spark import pod_view
+from webhook.workloads import ResolvedRole
 
 __all__ = [
     "apply_keys",

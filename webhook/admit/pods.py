@@ -9,22 +9,22 @@ from typing import Any
 
 from gangplace.engine.kinds import kind_of
 
-from .. import keys as K
-from ..backends import GangInfo, dialect_for, foreign_gang
-from ..cluster import ClusterState
-from ..config import Backend, WebhookConfig
-from ..native_backend import native_gang_of
-from ..native_gangs import Served
-from ..patch import Editor
-from ..podgroups.intent import OwnerRef
-from ..spark import spark_pod
-from ..validate import derived_name
-from ..volcano_fields import spec_fields
-from ..workloads import ResolvedRole
-from .gangs import GangShapes, controller, feasibility, podgroup_intent, read_values
-from .mutation import apply_keys, foreign_scheduler, pin_to_pool, set_scheduler
-from .responses import allow, cap, deny, finish
-from .review import AdmitResult, Request
+from webhook import keys as K
+from webhook.admit.gangs import GangShapes, controller, feasibility, podgroup_intent, read_values
+from webhook.admit.mutation import apply_keys, foreign_scheduler, pin_to_pool, set_scheduler
+from webhook.admit.responses import allow, cap, deny, finish
+from webhook.admit.review import AdmitResult, Request
+from webhook.backends import GangInfo, dialect_for, foreign_gang
+from webhook.cluster import ClusterState
+from webhook.config import Backend, WebhookConfig
+from webhook.native_backend import native_gang_of
+from webhook.native_gangs import Served
+from webhook.patch import Editor
+from webhook.podgroups.intent import OwnerRef
+from webhook.spark import spark_pod
+from webhook.validate import derived_name
+from webhook.volcano_fields import spec_fields
+from webhook.workloads import ResolvedRole
 
 __all__ = ["admit_pod"]
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import orjson
 
-from ..patch import Editor
-from ..podgroups.intent import OwnerHint, PodGroupIntent
-from .review import API_VERSION, AdmitResult, Request
+from webhook.admit.review import API_VERSION, AdmitResult, Request
+from webhook.patch import Editor
+from webhook.podgroups.intent import OwnerHint, PodGroupIntent
 
 __all__ = ["JobRule", "allow", "cap", "deny", "finish", "review_of"]
 

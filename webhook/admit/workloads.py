@@ -8,19 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import keys as K
-from ..backends import Dialect, GangInfo, dialect_for
-from ..cluster import ClusterState
-from ..config import Backend, WebhookConfig
-from ..native_gangs import Served
-from ..patch import Editor
-from ..podgroups.intent import OwnerRef, PodGroupIntent
-from ..spark import pod_view
-from ..suspension import change, is_suspended, suspended_by_descheduler
-from ..validate import InvalidValue, derived_name, parse_min_available
-from ..volcano_fields import repeated_groups, spec_fields
-from ..workloads import ResolvedRole, WorkloadError, WorkloadKind, is_set, read_count, resolve_roles
-from .gangs import (
+from webhook import keys as K
+from webhook.admit.gangs import (
     GangShapes,
     Values,
     controller,
@@ -28,9 +17,27 @@ from .gangs import (
     podgroup_intent,
     read_values,
 )
-from .mutation import apply_keys, dotted, foreign_scheduler, pin_to_pool, set_scheduler
-from .responses import JobRule, allow, cap, deny, finish
-from .review import AdmitResult, Request
+from webhook.admit.mutation import apply_keys, dotted, foreign_scheduler, pin_to_pool, set_scheduler
+from webhook.admit.responses import JobRule, allow, cap, deny, finish
+from webhook.admit.review import AdmitResult, Request
+from webhook.backends import Dialect, GangInfo, dialect_for
+from webhook.cluster import ClusterState
+from webhook.config import Backend, WebhookConfig
+from webhook.native_gangs import Served
+from webhook.patch import Editor
+from webhook.podgroups.intent import OwnerRef, PodGroupIntent
+from webhook.spark import pod_view
+from webhook.suspension import change, is_suspended, suspended_by_descheduler
+from webhook.validate import InvalidValue, derived_name, parse_min_available
+from webhook.volcano_fields import repeated_groups, spec_fields
+from webhook.workloads import (
+    ResolvedRole,
+    WorkloadError,
+    WorkloadKind,
+    is_set,
+    read_count,
+    resolve_roles,
+)
 
 __all__ = ["admit_workload"]
 

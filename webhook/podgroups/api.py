@@ -25,12 +25,12 @@ from typing import Any
 from gangplace.kube import ApiError, KubeClient
 from gangplace.kube.resources import GANG_OBJECT_APIS, PODS, WORKLOADS, Resource
 
-from ..config import WebhookConfig
-from ..keys import MANAGED_BY
-from ..native_gangs import Served
-from .from_workload import OwnerPodGroups
-from .intent import Existing, OwnerRef, PodGroupIntent, Removed
-from .reconciler import Outcome, PodGroupReconciler
+from webhook.config import WebhookConfig
+from webhook.keys import MANAGED_BY
+from webhook.native_gangs import Served
+from webhook.podgroups.from_workload import OwnerPodGroups
+from webhook.podgroups.intent import Existing, OwnerRef, PodGroupIntent, Removed
+from webhook.podgroups.reconciler import Outcome, PodGroupReconciler
 
 __all__ = ["PodGroupApi", "owner_resource"]
 

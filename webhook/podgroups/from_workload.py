@@ -18,13 +18,13 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
-from .. import keys as K
-from ..admit import admit
-from ..cluster import ClusterState
-from ..config import WebhookConfig
-from ..native_gangs import Served
-from ..validate import derived_name
-from .intent import OwnerHint, OwnerRef, PodGroupIntent
+from webhook import keys as K
+from webhook.admit import admit
+from webhook.cluster import ClusterState
+from webhook.config import WebhookConfig
+from webhook.native_gangs import Served
+from webhook.podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
+from webhook.validate import derived_name
 
 __all__ = ["OwnerPodGroups", "ReadFn"]
 

@@ -59,8 +59,8 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from .intent import Existing, OwnerHint, OwnerRef, PodGroupIntent
-from .ports import (
+from webhook.podgroups.intent import Existing, OwnerHint, OwnerRef, PodGroupIntent
+from webhook.podgroups.ports import (
     CreateFn,
     EnsureFn,
     ExistingFn,

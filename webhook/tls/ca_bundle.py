@@ -13,7 +13,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.x509.oid import NameOID
 
-from .certificates import CA_NAME, RENEW_BEFORE
+from webhook.tls.certificates import CA_NAME, RENEW_BEFORE
 
 __all__ = ["ca_bundle_patch", "trusted_cas", "webhook_ca_bundles"]
 

@@ -21,9 +21,9 @@ import ssl
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .certificates import TlsBundle, renew
-from .contexts import load_pair
-from .store import CertStore
+from webhook.tls.certificates import TlsBundle, renew
+from webhook.tls.contexts import load_pair
+from webhook.tls.store import CertStore
 
 __all__ = ["CertReloader", "SelfSignedManager"]
 

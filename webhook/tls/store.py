@@ -17,8 +17,8 @@ from typing import Any, Protocol
 from gangplace.kube import ApiError, KubeClient
 from gangplace.kube.resources import MUTATING_WEBHOOKS, SECRETS
 
-from .ca_bundle import ca_bundle_patch, trusted_cas, webhook_ca_bundles
-from .certificates import TlsBundle
+from webhook.tls.ca_bundle import ca_bundle_patch, trusted_cas, webhook_ca_bundles
+from webhook.tls.certificates import TlsBundle
 
 __all__ = [
     "CertPublishError",

@@ -1,9 +1,9 @@
 """The pure engine: resource math, snapshots, feasibility, scoring, gang placement,
 queues and fragmentation. No I/O and no Kubernetes client here."""
 
-from .config import EngineConfig
-from .feasibility import explain, fits, member_capacity, static_mask
-from .gang import (
+from gangplace.engine.config import EngineConfig
+from gangplace.engine.feasibility import explain, fits, member_capacity, static_mask
+from gangplace.engine.gang import (
     Assignment,
     Gang,
     GangError,
@@ -12,7 +12,7 @@ from .gang import (
     TaskRole,
     place_gang,
 )
-from .model import (
+from gangplace.engine.model import (
     NodeSelectorRequirement,
     NodeSelectorTerm,
     PodShape,
@@ -21,13 +21,20 @@ from .model import (
     Toleration,
     shape_from_pod,
 )
-from .node_pod_records import NodeRecord, PodRecord, SnapshotError
-from .quantity import QuantityError, parse_quantity, to_int, to_milli
-from .queues import Queue, QueueState, WaitingGang, deserved_shares, dominant_share, order_waiting
-from .resources import ResourceError, pod_requests
-from .scoring import BinpackScorer, Scorer, SpreadScorer, select_node
-from .single_pod import place_pod
-from .snapshot import Snapshot
+from gangplace.engine.node_pod_records import NodeRecord, PodRecord, SnapshotError
+from gangplace.engine.quantity import QuantityError, parse_quantity, to_int, to_milli
+from gangplace.engine.queues import (
+    Queue,
+    QueueState,
+    WaitingGang,
+    deserved_shares,
+    dominant_share,
+    order_waiting,
+)
+from gangplace.engine.resources import ResourceError, pod_requests
+from gangplace.engine.scoring import BinpackScorer, Scorer, SpreadScorer, select_node
+from gangplace.engine.single_pod import place_pod
+from gangplace.engine.snapshot import Snapshot
 
 __all__ = [
     "Assignment",

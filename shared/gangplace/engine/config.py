@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .model import DEFAULT_GPU_RESOURCES
+from gangplace.engine.model import DEFAULT_GPU_RESOURCES
 
 __all__ = ["DEFAULT_GPU_MODEL_LABELS", "EngineConfig"]
 

@@ -4,7 +4,7 @@ for every command that reads a dump (``gangplace``, ``corral-descheduler plan``,
 
 from __future__ import annotations
 
-from .snapshot import Snapshot
+from gangplace.engine.snapshot import Snapshot
 
 __all__ = ["dump_warnings"]
 

@@ -18,8 +18,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .node_pod_records import PodRecord
-from .objects import PdbRecord
+from gangplace.engine.node_pod_records import PodRecord
+from gangplace.engine.objects import PdbRecord
 
 __all__ = [
     "PDB_EXEMPT_PHASES",

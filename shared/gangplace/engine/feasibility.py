@@ -13,8 +13,14 @@ from collections import Counter
 import numpy as np
 import numpy.typing as npt
 
-from .model import NodeSelectorRequirement, NodeSelectorTerm, PodShape, Taint, Toleration
-from .snapshot import Snapshot
+from gangplace.engine.model import (
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PodShape,
+    Taint,
+    Toleration,
+)
+from gangplace.engine.snapshot import Snapshot
 
 __all__ = ["explain", "fits", "gpu_capacity", "member_capacity", "static_mask"]
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from .model import PodShape
-from .snapshot import Snapshot
+from gangplace.engine.model import PodShape
+from gangplace.engine.snapshot import Snapshot
 
 __all__ = [
     "DEFAULT_COVERAGE",

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from .feasibility import explain, fits, member_capacity
-from .model import PodShape
-from .scoring import BinpackScorer, Scorer, select_node
-from .snapshot import Snapshot
+from gangplace.engine.feasibility import explain, fits, member_capacity
+from gangplace.engine.model import PodShape
+from gangplace.engine.scoring import BinpackScorer, Scorer, select_node
+from gangplace.engine.snapshot import Snapshot
 
 __all__ = [
     "Assignment",

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .node_pod_records import PodRecord
+from gangplace.engine.node_pod_records import PodRecord
 
 __all__ = [
     "ANNOTATION_EVICTABLE",

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .quantity import to_int, to_milli
-from .resources import ResourceError, pod_requests
+from gangplace.engine.quantity import to_int, to_milli
+from gangplace.engine.resources import ResourceError, pod_requests
 
 __all__ = [
     "DEFAULT_GPU_RESOURCES",
@@ -190,7 +190,7 @@ class PodShape:
 
     def describe(self) -> str:
         """A short form for reports: ``cpu=4 memory=16Gi gpu=2``."""
-        from .quantity import format_quantity
+        from gangplace.engine.quantity import format_quantity
 
         parts = [f"{k}={format_quantity(k, v)}" for k, v in self.requests if k != "pods"]
         if self.is_shared_gpu:

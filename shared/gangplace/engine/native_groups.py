@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from .objects import RecordError
-from .timeparse import TimeFormatError, parse_time
+from gangplace.engine.objects import RecordError
+from gangplace.engine.timeparse import TimeFormatError, parse_time
 
 __all__ = [
     "DISRUPTION_ALL",

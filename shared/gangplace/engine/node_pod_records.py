@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config import EngineConfig
-from .model import (
+from gangplace.engine.config import EngineConfig
+from gangplace.engine.model import (
     GPU_SHARE_INDEX,
     PodShape,
     ShapeError,
@@ -23,8 +23,8 @@ from .model import (
     parse_taints,
     shape_from_pod,
 )
-from .quantity import to_milli
-from .resources import ResourceError, parse_resource_list
+from gangplace.engine.quantity import to_milli
+from gangplace.engine.resources import ResourceError, parse_resource_list
 
 __all__ = [
     "NodeRecord",

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .gangs import ANNOTATION_GANG_TIMEOUT, VOLCANO_SLA_WAITING_TIME
-from .queues import Queue
-from .resources import ResourceError, parse_resource_list
-from .selectors import LabelSelector, SelectorError
-from .timeparse import TimeFormatError, parse_duration, parse_time
+from gangplace.engine.gangs import ANNOTATION_GANG_TIMEOUT, VOLCANO_SLA_WAITING_TIME
+from gangplace.engine.queues import Queue
+from gangplace.engine.resources import ResourceError, parse_resource_list
+from gangplace.engine.selectors import LabelSelector, SelectorError
+from gangplace.engine.timeparse import TimeFormatError, parse_duration, parse_time
 
 __all__ = [
     "COSCHED_GROUP",

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from .feasibility import member_capacity
-from .fragmentation import TargetWorkload, node_fragmentation, node_satisfiable
-from .gang import Gang, GangOptions, place_gang
-from .model import PodShape
-from .snapshot import Snapshot
+from gangplace.engine.feasibility import member_capacity
+from gangplace.engine.fragmentation import TargetWorkload, node_fragmentation, node_satisfiable
+from gangplace.engine.gang import Gang, GangOptions, place_gang
+from gangplace.engine.model import PodShape
+from gangplace.engine.snapshot import Snapshot
 
 __all__ = [
     "FragmentationReport",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .quantity import QuantityError, to_int, to_milli, unit_of
+from gangplace.engine.quantity import QuantityError, to_int, to_milli, unit_of
 
 __all__ = [
     "ResourceError",

@@ -13,8 +13,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from .model import PodShape
-from .snapshot import Snapshot
+from gangplace.engine.model import PodShape
+from gangplace.engine.snapshot import Snapshot
 
 __all__ = [
     "DEFAULT_WEIGHTS",

@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from .feasibility import fits
-from .model import PodShape
-from .node_pod_records import PodRecord
-from .scoring import BinpackScorer, Scorer, select_node
-from .snapshot import Snapshot
+from gangplace.engine.feasibility import fits
+from gangplace.engine.model import PodShape
+from gangplace.engine.node_pod_records import PodRecord
+from gangplace.engine.scoring import BinpackScorer, Scorer, select_node
+from gangplace.engine.snapshot import Snapshot
 
 __all__ = ["place_pod"]
 

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .config import EngineConfig
-from .model import PodShape, Taint
-from .node_pod_records import (
+from gangplace.engine.config import EngineConfig
+from gangplace.engine.model import PodShape, Taint
+from gangplace.engine.node_pod_records import (
     NodeRecord,
     PodRecord,
     SnapshotError,

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .kinds import KINDS, KindRecord, Kinds, kind_of, split_api_version
-from .objects import RecordError, object_meta
+from gangplace.engine.kinds import KINDS, KindRecord, Kinds, kind_of, split_api_version
+from gangplace.engine.objects import RecordError, object_meta
 
 __all__ = [
     "ANNOTATION_SUSPENDED_BY",

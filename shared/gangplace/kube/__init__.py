@@ -6,7 +6,7 @@ against :data:`API_CALLS`), the informers behind :class:`ClusterCache`, the
 plain records and snapshots these produce.
 """
 
-from ..engine.objects import (
+from gangplace.engine.objects import (
     NamespaceRecord,
     PdbRecord,
     PodGroupRecord,
@@ -14,10 +14,10 @@ from ..engine.objects import (
     QueueRecord,
     RecordError,
 )
-from .backoff import Backoff
-from .cache import ClusterCache, SnapshotFeed, build_snapshot
-from .client import REQUEST_ERRORS, TRANSIENT_ERRORS, ApiError, KubeClient
-from .config import (
+from gangplace.kube.backoff import Backoff
+from gangplace.kube.cache import ClusterCache, SnapshotFeed, build_snapshot
+from gangplace.kube.client import REQUEST_ERRORS, TRANSIENT_ERRORS, ApiError, KubeClient
+from gangplace.kube.config import (
     KubeConfigError,
     RotatingToken,
     client_for,
@@ -25,8 +25,8 @@ from .config import (
     load_configuration,
     new_client,
 )
-from .events import event_body, post_event
-from .evictor import (
+from gangplace.kube.events import event_body, post_event
+from gangplace.kube.evictor import (
     Budget,
     DisruptionCheck,
     EvictionResult,
@@ -36,9 +36,9 @@ from .evictor import (
     Outcome,
     check_disruption,
 )
-from .informer import Informer, InformerStats, object_key
-from .leader import LeaderElector
-from .resources import API_CALLS, RESOURCES, ApiCall, Resource, UndeclaredApiCall
+from gangplace.kube.informer import Informer, InformerStats, object_key
+from gangplace.kube.leader import LeaderElector
+from gangplace.kube.resources import API_CALLS, RESOURCES, ApiCall, Resource, UndeclaredApiCall
 
 __all__ = [
     "API_CALLS",

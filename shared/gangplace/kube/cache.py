@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import Any
 
-from ..engine import EngineConfig, NodeRecord, PodRecord, PodShape, Snapshot
-from ..engine.node_pod_records import node_from_json, pod_from_json
-from ..engine.objects import (
+from gangplace.engine import EngineConfig, NodeRecord, PodRecord, PodShape, Snapshot
+from gangplace.engine.node_pod_records import node_from_json, pod_from_json
+from gangplace.engine.objects import (
     NamespaceRecord,
     PdbRecord,
     PodGroupRecord,
@@ -30,9 +30,9 @@ from ..engine.objects import (
     priority_class_from_json,
     queue_from_json,
 )
-from .client import KubeClient
-from .informer import Informer, Json
-from .resources import (
+from gangplace.kube.client import KubeClient
+from gangplace.kube.informer import Informer, Json
+from gangplace.kube.resources import (
     COSCHED_PODGROUPS,
     NAMESPACES,
     NODES,
@@ -43,7 +43,7 @@ from .resources import (
     VOLCANO_PODGROUPS,
     VOLCANO_QUEUES,
 )
-from .task import BackgroundTask
+from gangplace.kube.task import BackgroundTask
 
 __all__ = ["ClusterCache", "SnapshotFeed", "build_snapshot", "pod_converter"]
 

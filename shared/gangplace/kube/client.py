@@ -18,7 +18,7 @@ import aiohttp
 import orjson
 from kubernetes_asyncio.client import ApiClient
 
-from .resources import PODS, ApiCall, Resource, check_call, declared_calls
+from gangplace.kube.resources import PODS, ApiCall, Resource, check_call, declared_calls
 
 __all__ = ["REQUEST_ERRORS", "TRANSIENT_ERRORS", "ApiError", "KubeClient"]
 

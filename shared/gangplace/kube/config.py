@@ -31,8 +31,8 @@ import yaml
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import ConfigException, load_kube_config
 
-from .. import __version__
-from .client import KubeClient
+from gangplace import __version__
+from gangplace.kube.client import KubeClient
 
 __all__ = [
     "SERVICE_ACCOUNT_DIR",

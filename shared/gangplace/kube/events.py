@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from .client import REQUEST_ERRORS, KubeClient
-from .resources import EVENTS
+from gangplace.kube.client import REQUEST_ERRORS, KubeClient
+from gangplace.kube.resources import EVENTS
 
 __all__ = ["MAX_EVENT_MESSAGE", "event_body", "post_event"]
 

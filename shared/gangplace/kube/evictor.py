@@ -21,18 +21,18 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from ..engine.eviction_budget import (
+from gangplace.engine.eviction_budget import (
     Budget,
     DisruptionCheck,
     EvictionTarget,
     Limits,
     check_disruption,
 )
-from ..engine.objects import PdbRecord, pdb_from_json
-from .backoff import Backoff
-from .client import REQUEST_ERRORS, TRANSIENT_ERRORS, ApiError, KubeClient
-from .events import event_body, post_event
-from .resources import PDBS
+from gangplace.engine.objects import PdbRecord, pdb_from_json
+from gangplace.kube.backoff import Backoff
+from gangplace.kube.client import REQUEST_ERRORS, TRANSIENT_ERRORS, ApiError, KubeClient
+from gangplace.kube.events import event_body, post_event
+from gangplace.kube.resources import PDBS
 
 __all__ = [
     "Budget",

@@ -20,10 +20,10 @@ from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, Va
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from .backoff import Backoff
-from .client import REQUEST_ERRORS, ApiError, KubeClient
-from .resources import Resource, UndeclaredApiCall
-from .task import BackgroundTask
+from gangplace.kube.backoff import Backoff
+from gangplace.kube.client import REQUEST_ERRORS, ApiError, KubeClient
+from gangplace.kube.resources import Resource, UndeclaredApiCall
+from gangplace.kube.task import BackgroundTask
 
 __all__ = ["Informer", "InformerStats", "Listener", "object_key"]
 

@@ -30,8 +30,8 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from .client import REQUEST_ERRORS, TRANSIENT_ERRORS, ApiError, KubeClient
-from .resources import LEASES
+from gangplace.kube.client import REQUEST_ERRORS, TRANSIENT_ERRORS, ApiError, KubeClient
+from gangplace.kube.resources import LEASES
 
 __all__ = ["LeaderElector"]
 

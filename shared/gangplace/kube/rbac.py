@@ -28,8 +28,7 @@ from typing import Any, Final
 from urllib.parse import parse_qs
 
 from gangplace.engine.kinds import KINDS, Kinds
-
-from .resources import (
+from gangplace.kube.resources import (
     API_CALLS,
     CONFIGMAPS,
     COSCHED_PODGROUPS,

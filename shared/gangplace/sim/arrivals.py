@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ..engine.model import PodShape
-from .go_rand import GoRand
+from gangplace.engine.model import PodShape
+from gangplace.sim.go_rand import GoRand
 
 __all__ = ["Arrivals", "TracePod", "paper_arrivals"]
 

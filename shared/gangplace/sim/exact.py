@@ -38,12 +38,12 @@ import numpy.typing as npt
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 from scipy.sparse import coo_matrix, csr_matrix
 
-from ..engine.model import PodShape
-from ..engine.node_pod_records import PodRecord
-from ..engine.snapshot import Snapshot
-from .exact_layout import apply_plan, verify_nodes
-from .lp_rows import Rows
-from .relax import FEASIBLE, INFEASIBLE, TIMEOUT, node_types
+from gangplace.engine.model import PodShape
+from gangplace.engine.node_pod_records import PodRecord
+from gangplace.engine.snapshot import Snapshot
+from gangplace.sim.exact_layout import apply_plan, verify_nodes
+from gangplace.sim.lp_rows import Rows
+from gangplace.sim.relax import FEASIBLE, INFEASIBLE, TIMEOUT, node_types
 
 __all__ = ["Config", "ExactFit", "ExactResult", "Plan", "verify_nodes"]
 

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..engine.feasibility import static_mask
-from ..engine.model import PodShape
-from ..engine.node_pod_records import PodRecord
-from ..engine.snapshot import Snapshot
+from gangplace.engine.feasibility import static_mask
+from gangplace.engine.model import PodShape
+from gangplace.engine.node_pod_records import PodRecord
+from gangplace.engine.snapshot import Snapshot
 
 if TYPE_CHECKING:
-    from .exact import Config, ExactFit, Plan
+    from gangplace.sim.exact import Config, ExactFit, Plan
 
 __all__ = ["apply_plan", "lay_out", "verify_nodes"]
 

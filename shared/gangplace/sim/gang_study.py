@@ -35,12 +35,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from ..engine.gang import Gang, GangOptions, place_gang
-from ..engine.model import PodShape
-from ..engine.node_pod_records import PodRecord
-from ..engine.scoring import BinpackScorer, Scorer
-from ..engine.single_pod import place_pod
-from ..engine.snapshot import Snapshot
+from gangplace.engine.gang import Gang, GangOptions, place_gang
+from gangplace.engine.model import PodShape
+from gangplace.engine.node_pod_records import PodRecord
+from gangplace.engine.scoring import BinpackScorer, Scorer
+from gangplace.engine.single_pod import place_pod
+from gangplace.engine.snapshot import Snapshot
 
 __all__ = [
     "HIGH_PRIORITY",

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .gang_study import JobMove, StudyJob, StudyState
+from gangplace.sim.gang_study import JobMove, StudyJob, StudyState
 
 __all__ = ["HighNodeUtilization"]
 

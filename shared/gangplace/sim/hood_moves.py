@@ -32,13 +32,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import Bounds, milp
 
-from ..engine.feasibility import fits, static_mask
-from ..engine.model import PodShape
-from ..engine.node_pod_records import PodRecord
-from ..engine.snapshot import Snapshot
-from .exact import verify_nodes
-from .lp_rows import Rows
-from .moves import Repair, shortlist
+from gangplace.engine.feasibility import fits, static_mask
+from gangplace.engine.model import PodShape
+from gangplace.engine.node_pod_records import PodRecord
+from gangplace.engine.snapshot import Snapshot
+from gangplace.sim.exact import verify_nodes
+from gangplace.sim.lp_rows import Rows
+from gangplace.sim.moves import Repair, shortlist
 
 __all__ = [
     "DEFAULT_NODE_LIMIT",

@@ -29,17 +29,17 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.feasibility import static_mask
-from ..engine.model import PodShape
-from ..engine.node_pod_records import PodRecord
-from ..engine.snapshot import Snapshot
-from .arrivals import TracePod
-from .exact import ExactFit
-from .hood_moves import DEFAULT_NODE_LIMIT, DEFAULT_SIZES, HoodStats
-from .mover import MoverLimits, make_room
-from .moves import fit_with_moves
-from .relax import FEASIBLE, INFEASIBLE, FitModel
-from .replay import ReplayContext, ReplayResult, summarise
+from gangplace.engine.feasibility import static_mask
+from gangplace.engine.model import PodShape
+from gangplace.engine.node_pod_records import PodRecord
+from gangplace.engine.snapshot import Snapshot
+from gangplace.sim.arrivals import TracePod
+from gangplace.sim.exact import ExactFit
+from gangplace.sim.hood_moves import DEFAULT_NODE_LIMIT, DEFAULT_SIZES, HoodStats
+from gangplace.sim.mover import MoverLimits, make_room
+from gangplace.sim.moves import fit_with_moves
+from gangplace.sim.relax import FEASIBLE, INFEASIBLE, FitModel
+from gangplace.sim.replay import ReplayContext, ReplayResult, summarise
 
 __all__ = [
     "MOVE_METHODS",

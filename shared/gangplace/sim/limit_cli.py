@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from .limit_run import run_limit
-from .simulate_cli import (
+from gangplace.sim.limit_run import run_limit
+from gangplace.sim.simulate_cli import (
     CliError,
     add_common_arguments,
     add_replay_arguments,
@@ -15,8 +15,8 @@ from .simulate_cli import (
     print_replay,
     progress_bar,
 )
-from .solver_output import solver_prints_to_stderr
-from .trace_run import prepare_trace
+from gangplace.sim.solver_output import solver_prints_to_stderr
+from gangplace.sim.trace_run import prepare_trace
 
 __all__ = ["add_commands"]
 

@@ -8,12 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..engine.model import PodShape
-from .limit import CheckStats, OracleHook, RelaxedGreedy, relaxed_greedy
-from .relax import OfflineBound, offline_bound
-from .relayout import relayout_idle_pct
-from .replay import ReplayResult
-from .trace_run import TraceRun
+from gangplace.engine.model import PodShape
+from gangplace.sim.limit import CheckStats, OracleHook, RelaxedGreedy, relaxed_greedy
+from gangplace.sim.relax import OfflineBound, offline_bound
+from gangplace.sim.relayout import relayout_idle_pct
+from gangplace.sim.replay import ReplayResult
+from gangplace.sim.trace_run import TraceRun
 
 __all__ = ["LimitRun", "run_limit"]
 

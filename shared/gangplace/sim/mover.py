@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..engine.node_pod_records import PodRecord
-from ..engine.snapshot import Snapshot
-from .hood_moves import DEFAULT_NODE_LIMIT, DEFAULT_SIZES, HoodStats, Movable, UnitOf
-from .hood_moves import fit_in_neighbourhood as _fit
+from gangplace.engine.node_pod_records import PodRecord
+from gangplace.engine.snapshot import Snapshot
+from gangplace.sim.hood_moves import DEFAULT_NODE_LIMIT, DEFAULT_SIZES, HoodStats, Movable, UnitOf
+from gangplace.sim.hood_moves import fit_in_neighbourhood as _fit
 
 __all__ = ["MoveRules", "MoverLimits", "Room", "make_room"]
 

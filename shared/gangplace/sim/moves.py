@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from ..engine.feasibility import fits, static_mask
-from ..engine.model import PodShape
-from ..engine.node_pod_records import PodRecord
-from ..engine.scoring import Scorer
-from ..engine.single_pod import place_pod
-from ..engine.snapshot import Snapshot
+from gangplace.engine.feasibility import fits, static_mask
+from gangplace.engine.model import PodShape
+from gangplace.engine.node_pod_records import PodRecord
+from gangplace.engine.scoring import Scorer
+from gangplace.engine.single_pod import place_pod
+from gangplace.engine.snapshot import Snapshot
 
 __all__ = ["Repair", "evictions_for", "fit_with_moves", "shortlist"]
 

@@ -39,10 +39,10 @@ import numpy as np
 import numpy.typing as npt
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from ..engine.feasibility import static_mask
-from ..engine.model import PodShape
-from ..engine.snapshot import Snapshot
-from .lp_rows import Rows
+from gangplace.engine.feasibility import static_mask
+from gangplace.engine.model import PodShape
+from gangplace.engine.snapshot import Snapshot
+from gangplace.sim.lp_rows import Rows
 
 __all__ = [
     "FEASIBLE",

@@ -4,7 +4,7 @@ ignored: an optimistic figure for migration, not a bound)."""
 
 from __future__ import annotations
 
-from ..engine.snapshot import Snapshot
+from gangplace.engine.snapshot import Snapshot
 
 __all__ = ["lone_share_idle_pct", "relayout_idle_pct"]
 

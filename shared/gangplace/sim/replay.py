@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..engine.fragmentation import TargetWorkload, frag_amount, table_for
-from ..engine.node_pod_records import PodRecord
-from ..engine.scoring import Scorer
-from ..engine.single_pod import place_pod
-from ..engine.snapshot import Snapshot
-from .arrivals import TracePod
+from gangplace.engine.fragmentation import TargetWorkload, frag_amount, table_for
+from gangplace.engine.node_pod_records import PodRecord
+from gangplace.engine.scoring import Scorer
+from gangplace.engine.single_pod import place_pod
+from gangplace.engine.snapshot import Snapshot
+from gangplace.sim.arrivals import TracePod
 
 __all__ = [
     "CurvePoint",

@@ -12,15 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-from ..engine import Snapshot
-from ..engine.fragmentation import TargetWorkload
-from ..engine.model import PodShape
-from ..engine.policies import POLICIES, PolicyContext, make_policy
-from ..snapshot_io import load_snapshot
-from .arrivals import TracePod
-from .gang_study import MODES, JobTemplate, LoadResult, jobs_from_pods, run_study
-from .replay import ReplayResult
-from .trace_csv import (
+from gangplace.engine import Snapshot
+from gangplace.engine.fragmentation import TargetWorkload
+from gangplace.engine.model import PodShape
+from gangplace.engine.policies import POLICIES, PolicyContext, make_policy
+from gangplace.sim.arrivals import TracePod
+from gangplace.sim.gang_study import MODES, JobTemplate, LoadResult, jobs_from_pods, run_study
+from gangplace.sim.replay import ReplayResult
+from gangplace.sim.trace_csv import (
     GPU_NODE_FILE,
     TraceError,
     find_trace_dir,
@@ -28,7 +27,8 @@ from .trace_csv import (
     load_pods,
     pod_list_path,
 )
-from .trace_run import TraceSetupError, run_trace
+from gangplace.sim.trace_run import TraceSetupError, run_trace
+from gangplace.snapshot_io import load_snapshot
 
 __all__ = [
     "CliError",

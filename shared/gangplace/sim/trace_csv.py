@@ -14,11 +14,11 @@ import math
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..engine import NodeRecord, PodShape
-from ..engine.node_pod_records import MAX_GPUS_PER_NODE
-from ..engine.resources import MAX_QUANTITY
-from ..thirdparty import GET_DATA_HINT, TRACE, TRACE_NODE_FILE, trace_dir
-from .arrivals import TracePod
+from gangplace.engine import NodeRecord, PodShape
+from gangplace.engine.node_pod_records import MAX_GPUS_PER_NODE
+from gangplace.engine.resources import MAX_QUANTITY
+from gangplace.sim.arrivals import TracePod
+from gangplace.thirdparty import GET_DATA_HINT, TRACE, TRACE_NODE_FILE, trace_dir
 
 __all__ = [
     "DEFAULT_TRACE_DIR",

@@ -9,13 +9,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..engine import Snapshot
-from ..engine.fragmentation import TargetWorkload
-from ..engine.policies import PolicyContext, make_policy
-from ..engine.scoring import Scorer
-from .arrivals import Arrivals, TracePod, paper_arrivals
-from .replay import Hook, ReplayResult, replay
-from .trace_csv import load_nodes
+from gangplace.engine import Snapshot
+from gangplace.engine.fragmentation import TargetWorkload
+from gangplace.engine.policies import PolicyContext, make_policy
+from gangplace.engine.scoring import Scorer
+from gangplace.sim.arrivals import Arrivals, TracePod, paper_arrivals
+from gangplace.sim.replay import Hook, ReplayResult, replay
+from gangplace.sim.trace_csv import load_nodes
 
 __all__ = ["TraceRun", "TraceSetupError", "prepare_trace", "run_trace"]
 

@@ -10,8 +10,7 @@ import pytest
 from descheduler import parse_config
 from descheduler.strategies import STRATEGIES, defragment
 from tests.builders.descheduler_cluster import gang, gpu_node, pod
-
-from .planning import context, pods_of
+from tests.descheduler.strategies.planning import context, pods_of
 
 
 def defrag_cluster() -> list[Any]:

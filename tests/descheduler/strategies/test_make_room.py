@@ -8,8 +8,7 @@ from typing import Any
 from descheduler import parse_config
 from descheduler.strategies import STRATEGIES, make_room
 from tests.builders.descheduler_cluster import gang, gpu_node, pod
-
-from .planning import context, pods_of
+from tests.descheduler.strategies.planning import context, pods_of
 
 
 def middle_node_cluster() -> list[Any]:

@@ -8,8 +8,7 @@ from typing import Any
 
 from descheduler.strategies import STRATEGIES, release_stale_gangs
 from tests.builders.descheduler_cluster import gang, gpu_node, pod
-
-from .planning import context, pods_of
+from tests.descheduler.strategies.planning import context, pods_of
 
 
 def cluster(timeout: str = "30m", hog1: int = 4) -> list[Any]:

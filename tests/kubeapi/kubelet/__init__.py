@@ -3,7 +3,7 @@
 writes it made) that a test calls between requests, or runs in a loop beside a live
 component with :func:`run_loop`."""
 
-from .kubelet import Kubelet
-from .loop import run_loop
+from tests.kubeapi.kubelet.kubelet import Kubelet
+from tests.kubeapi.kubelet.loop import run_loop
 
 __all__ = ["Kubelet", "run_loop"]

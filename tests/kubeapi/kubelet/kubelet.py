@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..resources import now_iso
-from ..status import ApiStatusError
-from ..store import ApiStore
+from tests.kubeapi.resources import now_iso
+from tests.kubeapi.status import ApiStatusError
+from tests.kubeapi.store import ApiStore
 
 Json = dict[str, Any]
 

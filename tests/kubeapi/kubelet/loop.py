@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 
-from ..store import ApiStore
+from tests.kubeapi.store import ApiStore
 
 __all__ = ["run_loop"]
 

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..scoring import BinpackScorer, Scorer, SpreadScorer
-from .base import CachedScorer, NodeSelector, PolicyContext, RandomSource
-from .corral import CorralPolicy
-from .fgd import FgdPolicy
-from .paper import (
+from gangplace.engine.policies.base import CachedScorer, NodeSelector, PolicyContext, RandomSource
+from gangplace.engine.policies.corral import CorralPolicy
+from gangplace.engine.policies.fgd import FgdPolicy
+from gangplace.engine.policies.paper import (
     BestFitPolicy,
     DotProdPolicy,
     GpuClusteringPolicy,
     GpuPackingPolicy,
     RandomPolicy,
 )
+from gangplace.engine.scoring import BinpackScorer, Scorer, SpreadScorer
 
 __all__ = [
     "DEFAULT_POLICY",

@@ -15,9 +15,9 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from ..fragmentation import TargetWorkload
-from ..model import PodShape
-from ..snapshot import Snapshot
+from gangplace.engine.fragmentation import TargetWorkload
+from gangplace.engine.model import PodShape
+from gangplace.engine.snapshot import Snapshot
 
 __all__ = [
     "CachedScorer",

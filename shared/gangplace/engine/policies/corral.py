@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..fragmentation import TargetWorkload
-from ..model import PodShape
-from ..snapshot import Snapshot
-from .base import FloatArray, IntArray
-from .fgd import FgdPolicy, fgd_score, frag_delta
+from gangplace.engine.fragmentation import TargetWorkload
+from gangplace.engine.model import PodShape
+from gangplace.engine.policies.base import FloatArray, IntArray
+from gangplace.engine.policies.fgd import FgdPolicy, fgd_score, frag_delta
+from gangplace.engine.snapshot import Snapshot
 
 __all__ = ["CorralPolicy", "cpu_per_gpu_milli", "cpu_stranded"]
 

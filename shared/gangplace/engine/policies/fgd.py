@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..fragmentation import TargetWorkload, frag_amount, table_for
-from ..model import PodShape
-from ..snapshot import Snapshot
-from .base import CachedScorer, FloatArray, IntArray, free_cpu
+from gangplace.engine.fragmentation import TargetWorkload, frag_amount, table_for
+from gangplace.engine.model import PodShape
+from gangplace.engine.policies.base import CachedScorer, FloatArray, IntArray, free_cpu
+from gangplace.engine.snapshot import Snapshot
 
 __all__ = ["FgdPolicy", "frag_delta"]
 

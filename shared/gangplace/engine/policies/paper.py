@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model import PodShape
-from ..scoring import select_node
-from ..snapshot import Snapshot
-from .base import (
+from gangplace.engine.model import PodShape
+from gangplace.engine.policies.base import (
     MAX_SPEC_CPU,
     MAX_SPEC_GPU,
     CachedScorer,
@@ -24,6 +22,8 @@ from .base import (
     free_cpu,
     tightest_gpu,
 )
+from gangplace.engine.scoring import select_node
+from gangplace.engine.snapshot import Snapshot
 
 __all__ = [
     "BestFitPolicy",
