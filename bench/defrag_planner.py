@@ -32,14 +32,14 @@ from typing import Any
 
 import numpy as np
 from gangplace.engine.policies import POLICIES
-from gangplace.sim.relayout import lone_share_idle_pct, relayout_idle_pct
+from gangplace.sim.relayout_heuristic import lone_share_idle_pct, relayout_idle_pct
 from gangplace.sim.trace_csv import GPU_NODE_FILE, load_pods, pod_list_path
 from gangplace.sim.trace_run import prepare_trace
 
 from bench._common import die, parse_seeds, run_all, trace_folder
 from descheduler.config import DeschedulerConfig
 from descheduler.replay_with_moves import replay_with_moves
-from descheduler.simulate_command import trace_config
+from descheduler.replay_with_moves_command import trace_config
 
 _PODS: dict[str, Any] = {}
 

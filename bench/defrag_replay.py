@@ -43,7 +43,7 @@ from gangplace.engine.policies import POLICIES
 from gangplace.sim.hood_moves import DEFAULT_NODE_LIMIT
 from gangplace.sim.limit import MOVE_METHODS, MovesHook
 from gangplace.sim.limit_run import run_limit
-from gangplace.sim.relayout import relayout_idle_pct
+from gangplace.sim.relayout_heuristic import relayout_idle_pct
 from gangplace.sim.solver_output import solver_prints_to_stderr
 from gangplace.sim.trace_csv import GPU_NODE_FILE, load_pods, pod_list_path
 from gangplace.sim.trace_run import prepare_trace

@@ -41,10 +41,10 @@ from gangplace.engine.timeparse import parse_time
 from bench._trace_cluster import make_cluster, node_rows, pod_rows
 from descheduler import DeschedulerConfig, Plan, plan, state_from_list
 from descheduler.cli import SAMPLES, SNAPSHOT_TIME
-from descheduler.gang_demand import Demand
-from descheduler.plan_context import PlanContext
-from descheduler.protect import pod_protection
-from descheduler.state import ClusterState
+from descheduler.planning.context import PlanContext
+from descheduler.planning.gang_demand import Demand
+from descheduler.planning.protect import pod_protection
+from descheduler.planning.state import ClusterState
 
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)
 SAMPLE_NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)

@@ -46,7 +46,7 @@ from bench._common import die
 from tests.builders.reviews import review
 from tests.kubeapi import ApiServer
 from webhook.config import WebhookConfig
-from webhook.podgroups.api import live_reconciler
+from webhook.podgroups.calls import live_reconciler
 from webhook.podgroups.reconciler import PodGroupReconciler
 from webhook.server import init_app, start
 from webhook.tls.certificates import new_bundle

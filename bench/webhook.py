@@ -65,9 +65,9 @@ import jsonpatch
 
 from bench.webhook_cluster import bench_cluster, render_cluster
 from bench.webhook_servers import bench_chain, bench_instructions, bench_servers
-from webhook.admit import admit
+from webhook.admission import admit
 from webhook.config import WebhookConfig
-from webhook.demo import find_fixtures
+from webhook.review_demo import find_fixtures
 
 TARGETS = {"admit_p99_us": 200.0, "throughput_16": 1.0, "p50_1": 1.2, "p99_1": 1.5}
 

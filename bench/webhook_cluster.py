@@ -16,9 +16,9 @@ from typing import Any
 
 from bench._common import in_process
 from bench.webhook_servers import Server, free_port, serve_argv, tls_files
-from webhook.admit import admit
+from webhook.admission import admit
 from webhook.config import WebhookConfig
-from webhook.demo import find_fixtures
+from webhook.review_demo import find_fixtures
 
 # --- 3. with a cluster ------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from webhook.demo import find_fixtures
+from webhook.review_demo import find_fixtures
 from webhook.tls.certificates import new_bundle
 
 REPO = Path(__file__).resolve().parents[1]

@@ -2,9 +2,9 @@
 gangs that wait (or to defragment), and the runner that carries a plan out."""
 
 from descheduler.config import ConfigError, DeschedulerConfig, load_config, parse_config
-from descheduler.plan_model import LargestFit, Move, Plan, PodMove, Unserved
-from descheduler.planner import apply_moves, plan
-from descheduler.state import ClusterState, StateError, state_from_list, state_from_objects
+from descheduler.planning.plan_model import LargestFit, Move, Plan, PodMove, Unserved
+from descheduler.planning.planner import apply_moves, plan
+from descheduler.planning.state import ClusterState, StateError, state_from_list, state_from_objects
 
 __all__ = [
     "ClusterState",

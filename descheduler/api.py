@@ -14,12 +14,12 @@ from descheduler.config import (
     load_config,
 )
 from descheduler.dump_state import DUMP_ERRORS, DumpState, dump_objects, read_dump
-from descheduler.gang_demand import Demand, demand_of
-from descheduler.gang_views import GangView, build_views
-from descheduler.planner import fragmentation_now, move_verdict, plan
+from descheduler.planning.gang_demand import Demand, demand_of
+from descheduler.planning.gang_views import GangView, build_views
+from descheduler.planning.planner import fragmentation_now, move_verdict, plan
+from descheduler.planning.state import ClusterState, StateError, state_from_objects
 from descheduler.render import render_plan
-from descheduler.run_process import RunOptions, run_command
-from descheduler.state import ClusterState, StateError, state_from_objects
+from descheduler.running.process import RunOptions, run_command
 
 __all__ = [
     "DUMP_ERRORS",

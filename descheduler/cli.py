@@ -26,10 +26,10 @@ from gangplace.engine.timeparse import TimeFormatError, parse_duration
 
 from descheduler.config import ConfigError, DeschedulerConfig, load_config, render_defaults
 from descheduler.dump_state import SAMPLE, SAMPLES, SNAPSHOT_TIME, read_dump
-from descheduler.planner import plan
+from descheduler.planning.planner import plan
+from descheduler.planning.state import StateError
 from descheduler.render import render_plan
-from descheduler.simulate_command import add_simulate_command
-from descheduler.state import StateError
+from descheduler.replay_with_moves_command import add_simulate_command
 from descheduler.study_command import add_study_command
 
 __all__ = ["SAMPLE", "SAMPLES", "SNAPSHOT_TIME", "main"]
@@ -56,13 +56,18 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 def _kube_runner(args: argparse.Namespace, config: DeschedulerConfig) -> int:
     """Against the cluster: informers, the Evictor and (in a loop) a Lease; see
-    :mod:`descheduler.run_process`. Imported here so that ``plan`` never loads the client."""
+    :mod:`descheduler.running.process`. Imported here so that ``plan`` never loads the client."""
     import asyncio
 
     from gangplace.kube import KubeConfigError
     from gangplace.logs import setup_logging
 
-    from descheduler.run_process import DEFAULT_LEASE, RunOptions, default_namespace, run_command
+    from descheduler.running.process import (
+        DEFAULT_LEASE,
+        RunOptions,
+        default_namespace,
+        run_command,
+    )
 
     setup_logging(args.log_level)
     once = bool(args.once)

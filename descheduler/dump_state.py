@@ -17,7 +17,7 @@ from gangplace.engine.timeparse import TimeFormatError, parse_time
 from gangplace.snapshot_io import load_list
 
 from descheduler.config import ConfigError
-from descheduler.state import ClusterState, StateError, state_from_list
+from descheduler.planning.state import ClusterState, StateError, state_from_list
 
 __all__ = [
     "DUMP_ERRORS",

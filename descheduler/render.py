@@ -6,8 +6,8 @@ from __future__ import annotations
 from gangplace.engine.report import render_comparison, render_report
 from gangplace.engine.timeparse import format_time
 
-from descheduler.plan_model import Move, Plan
-from descheduler.run_result import RunResult
+from descheduler.planning.plan_model import Move, Plan
+from descheduler.running.run_result import RunResult
 
 __all__ = ["render_plan", "render_run"]
 

@@ -33,9 +33,9 @@ from gangplace.sim.replay import ReplayContext, ReplayResult, arrival_steps
 from gangplace.sim.trace_run import prepare_trace
 
 from descheduler.config import DeschedulerConfig
-from descheduler.plan_model import Plan
-from descheduler.planner import MoveError, apply_moves, plan
-from descheduler.state import ANNOTATION_LAST_MOVED, ClusterState
+from descheduler.planning.plan_model import Plan
+from descheduler.planning.planner import MoveError, apply_moves, plan
+from descheduler.planning.state import ANNOTATION_LAST_MOVED, ClusterState
 
 __all__ = ["T0", "MoveError", "PlannerHook", "Round", "replay_with_moves"]
 

@@ -1,6 +1,6 @@
 """corral's descheduler inside the gang study: the study's hook (``gangplace.sim``'s
 :class:`~gangplace.sim.gang_study.DeschedulerHook`) that runs the real planner,
-:func:`descheduler.planner.plan`, with a config and its rules, every round.
+:func:`descheduler.planning.planner.plan`, with a config and its rules, every round.
 
 Each round the study's cluster is read as a live one would be: every job is a batch/v1
 Job with a suspend switch whose pods carry Volcano's gang keys (minAvailable = every
@@ -24,15 +24,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from gangplace.engine import PodRecord, Snapshot
-from gangplace.engine.gangs import ANNOTATION_MIN_AVAILABLE, VOLCANO_GROUP_NAME
 from gangplace.engine.kinds import KINDS
+from gangplace.engine.membership import ANNOTATION_MIN_AVAILABLE, VOLCANO_GROUP_NAME
+from gangplace.engine.owners import WorkloadRecord
 from gangplace.engine.timeparse import format_time
-from gangplace.engine.workloads import WorkloadRecord
 from gangplace.sim.gang_study import JobMove, StudyJob, StudyState
 
 from descheduler.config import DeschedulerConfig
-from descheduler.planner import plan
-from descheduler.state import ClusterState, MoveLedger
+from descheduler.planning.planner import plan
+from descheduler.planning.state import ClusterState, MoveLedger
 
 __all__ = ["NAMESPACE", "T0", "CorralHook", "reason_kind"]
 

@@ -42,7 +42,7 @@ from gangplace.sim.gang_study import (
     run_detailed,
 )
 from gangplace.sim.high_node_utilization import HighNodeUtilization
-from gangplace.sim.simulate_cli import (
+from gangplace.sim.replay_command import (
     CliError,
     add_common_arguments,
     guarded,

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from gangplace.cli_exit import one_line, run_command
-from gangplace.engine.gangs import membership
+from gangplace.engine.membership import membership
 from gangplace.engine.node_pod_records import SnapshotError, pod_from_json
 from gangplace.engine.report import render_report
 from gangplace.kube import (
@@ -53,8 +53,8 @@ from descheduler.api import (
     render_plan,
 )
 from kubectl_corral.explain import explain_pod, render_explanation
-from kubectl_corral.gangs import gang_rows, render_gangs
-from kubectl_corral.kubeconfig import context_namespace
+from kubectl_corral.gang_table import gang_rows, render_gangs
+from kubectl_corral.namespace import context_namespace
 from kubectl_corral.reader import PluginError, Reader, UsageError, state_of
 
 __all__ = ["build_parser", "main", "run"]

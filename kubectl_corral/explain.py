@@ -10,9 +10,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gangplace.engine import PodRecord
-from gangplace.engine import gangs as g
+from gangplace.engine import membership as g
 
-from kubectl_corral.gangs import GangRow
+from kubectl_corral.gang_table import GangRow
 
 __all__ = ["DIALECT_KEYS", "Explanation", "explain_pod", "render_explanation"]
 

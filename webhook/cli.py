@@ -16,12 +16,12 @@ from gangplace.cli_exit import run_command
 from gangplace.engine import SnapshotError
 from gangplace.logs import setup_logging
 
-from webhook.admit import admit
-from webhook.backends import dialect_for
-from webhook.cluster import ClusterState, NoCluster, SnapshotSource, StaticSource
+from webhook.admission import admit
+from webhook.admission.cluster_fit import ClusterState, NoCluster, SnapshotSource, StaticSource
+from webhook.admission.dialects import dialect_for
+from webhook.admission.native_gangs import Served
 from webhook.config import ConfigError, WebhookConfig, load_config
 from webhook.metrics import Metrics
-from webhook.native_gangs import Served
 from webhook.podgroups.reconciler import PodGroupReconciler
 from webhook.server import init_app, run_until_signal, start
 from webhook.tls.contexts import server_context
@@ -93,7 +93,7 @@ def _reconciler(
     """PodGroups are made when there is an API server and the backend has them."""
     if kube is None or not dialect_for(config).makes_objects:
         return None
-    from webhook.podgroups.api import live_reconciler
+    from webhook.podgroups.calls import live_reconciler
 
     return live_reconciler(
         kube,
@@ -244,7 +244,7 @@ def _run(coro: Any) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from webhook.demo import FixtureError, run_demo
+    from webhook.review_demo import FixtureError, run_demo
 
     setup_logging("warning")
     try:

@@ -28,8 +28,13 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from webhook.validate import InvalidValue, check_default_min_available, check_queue, parse_duration
-from webhook.workloads import BUILTIN_KINDS, WorkloadKind, WorkloadTable
+from webhook.admission.roles import BUILTIN_KINDS, WorkloadKind, WorkloadTable
+from webhook.admission.validate import (
+    InvalidValue,
+    check_default_min_available,
+    check_queue,
+    parse_duration,
+)
 
 __all__ = ["Backend", "ConfigError", "NodePool", "WebhookConfig", "load_config"]
 
@@ -104,7 +109,7 @@ class WebhookConfig(_Model):
     excluded_namespaces: tuple[str, ...] = ("kube-system",)
     own_namespace: str = "corral-system"
     # Every batch/v1 Job (restartPolicy Never) gets a first podFailurePolicy rule that
-    # ignores pods failed by a disruption (eviction, drain): see webhook.disruption.
+    # ignores pods failed by a disruption (eviction, drain): see webhook.admission.disruption.
     jobs_ignore_disruptions: bool = True
     # How long a gang's first pod may wait for its PodGroup before it is answered
     # (Volcano's /pods/validate refuses a pod whose PodGroup is not there): "0s" is off.

@@ -1,7 +1,7 @@
 """The cluster view of a webhook that runs against an API server: informers feed a live
 engine snapshot, kept current off the request path.
 
-:class:`InformerSource` is the :class:`~webhook.cluster.SnapshotSource` of
+:class:`InformerSource` is the :class:`~webhook.admission.cluster_fit.SnapshotSource` of
 ``corral-webhook serve`` with a cluster. It runs two informers of the kube layer:
 
 * **nodes**, as the engine's :class:`~gangplace.engine.NodeRecord`;
@@ -46,7 +46,7 @@ from gangplace.kube import Informer, KubeClient
 from gangplace.kube.resources import NODES, NON_TERMINAL_PODS, PODS
 from gangplace.kube.task import BackgroundTask
 
-from webhook.cluster import ClusterState
+from webhook.admission.cluster_fit import ClusterState
 
 __all__ = ["HELD_PODS", "HeldPod", "InformerSource", "SourceStats", "held_pod"]
 

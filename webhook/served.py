@@ -3,7 +3,7 @@ webhook's start: the native gang API's versions (``/apis/scheduling.k8s.io``) an
 fields of Volcano's served PodGroup schema (its CRD). A feature gate turned on later
 needs a restart of the webhook (as the API server itself needs one to serve it).
 
-The answer is plain data (:class:`~webhook.native_gangs.Served`) handed to ``admit()``,
+The answer is plain data (:class:`~webhook.admission.native_gangs.Served`) handed to ``admit()``,
 which stays pure.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 from gangplace.kube import ApiError, KubeClient
 from gangplace.kube.resources import CRDS
 
-from webhook.native_gangs import GROUP, Served
+from webhook.admission.native_gangs import GROUP, Served
 
 __all__ = ["discover", "served_from"]
 

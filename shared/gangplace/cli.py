@@ -192,10 +192,10 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--json", action="store_true", help="one JSON object instead of text")
     pl.set_defaults(func=cmd_place)
 
-    from gangplace.sim.simulate_cli import add_commands
+    from gangplace.sim.replay_command import add_commands
 
     add_commands(sub)
-    from gangplace.sim.limit_cli import add_commands as add_sim_commands
+    from gangplace.sim.limit_command import add_commands as add_sim_commands
 
     add_sim_commands(sub)
     for add in EXTRA_COMMANDS:

@@ -1,7 +1,7 @@
 """pydantic's validation errors in the user's terms, for every corral config file.
 
 One style for the webhook's and the descheduler's configs, the same the webhook uses
-for the keys users type on their objects (``webhook.validate.InvalidValue``)::
+for the keys users type on their objects (``webhook.admission.validate.InvalidValue``)::
 
     KEY: VALUE what is wrong; allowed: what is allowed
 

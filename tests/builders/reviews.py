@@ -12,8 +12,8 @@ from typing import Any
 import jsonpatch
 from gangplace.thirdparty import ADMISSION_FIXTURES, locate
 
-from webhook.admit import AdmitResult, admit, decode_patch
-from webhook.cluster import ClusterState
+from webhook.admission import AdmitResult, admit, decode_patch
+from webhook.admission.cluster_fit import ClusterState
 from webhook.config import WebhookConfig
 
 REPO = Path(__file__).resolve().parents[2]

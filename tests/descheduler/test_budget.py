@@ -11,8 +11,8 @@ from gangplace.engine.eviction_budget import EvictionTarget, Limits, check_disru
 from gangplace.engine.objects import PdbRecord, pdb_from_json
 
 from descheduler import parse_config
-from descheduler.budget import Budget, limits_of
-from descheduler.state import EvictedPod
+from descheduler.planning.budget import Budget, limits_of
+from descheduler.planning.state import EvictedPod
 from tests.builders.descheduler_cluster import pdb
 
 

@@ -200,7 +200,7 @@ def test_config_prints_the_reference(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_the_default_namespace(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from descheduler.run_process import default_namespace
+    from descheduler.running.process import default_namespace
 
     monkeypatch.delenv("POD_NAMESPACE", raising=False)
     assert default_namespace(tmp_path) == "corral-system"

@@ -28,10 +28,10 @@ from gangplace.kube.resources import (
 from descheduler import DeschedulerConfig, plan
 from descheduler import parse_config as descheduler_config
 from descheduler.cli import main as descheduler_main
-from descheduler.cluster_view import ClusterView
 from descheduler.config import ConfigError as DeschedulerConfigError
-from descheduler.kube_io import KubeIO
-from descheduler.ports import Outcome
+from descheduler.running.cluster_view import ClusterView
+from descheduler.running.kube_io import KubeIO
+from descheduler.running.runner_port import Outcome
 from scripts import gen_manifests
 from tests.builders import objects as b
 from tests.builders.descheduler_cluster import NOW, as_list, gang, gpu_node, pod, podgroup

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from descheduler import DeschedulerConfig, Plan, apply_moves, parse_config, plan, state_from_list
-from descheduler.plan_context import PlanContext
-from descheduler.planner import move_verdict
-from descheduler.state import ANNOTATION_ROOM_MADE
+from descheduler.planning.context import PlanContext
+from descheduler.planning.planner import move_verdict
+from descheduler.planning.state import ANNOTATION_ROOM_MADE
 from tests.builders.descheduler_cluster import NOW, as_list, gang, gpu_node, pod
 from tests.descheduler.test_properties import Running, build
 

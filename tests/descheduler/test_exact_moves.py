@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from descheduler import ConfigError, Plan, apply_moves, load_config, parse_config, plan
-from descheduler.plan_context import PlanContext
-from descheduler.state import ClusterState
+from descheduler.planning.context import PlanContext
+from descheduler.planning.state import ClusterState
 from tests.builders.descheduler_cluster import gang, gpu_node, pdb, pod
 from tests.descheduler.test_planner import state
 

@@ -15,10 +15,10 @@ from gangplace.engine.timeparse import format_time
 from gangplace.kube import KubeClient
 
 from descheduler import DeschedulerConfig, plan
-from descheduler.cluster_view import ClusterView
-from descheduler.kube_io import KubeIO
-from descheduler.ports import Outcome, RunnerPort
-from descheduler.state import ANNOTATION_LAST_MOVED, MOVE_LEDGER
+from descheduler.planning.state import ANNOTATION_LAST_MOVED, MOVE_LEDGER
+from descheduler.running.cluster_view import ClusterView
+from descheduler.running.kube_io import KubeIO
+from descheduler.running.runner_port import Outcome, RunnerPort
 from tests.builders import objects as b
 from tests.builders.descheduler_cluster import NOW, gang, gpu_node, pod
 from tests.kubeapi import ApiServer

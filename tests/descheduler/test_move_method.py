@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 from gangplace.engine.objects import RecordError
-from gangplace.engine.workloads import (
+from gangplace.engine.owners import (
     ANNOTATION_SUSPEND_IGNORED as IGNORED,
 )
-from gangplace.engine.workloads import (
+from gangplace.engine.owners import (
     ignores_disruption,
     workload_from_json,
 )
@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from descheduler import StateError, parse_config, plan, state_from_list
 from descheduler.cli import main
-from descheduler.resume import Mark, due_resumptions, mark_text, read_mark
+from descheduler.planning.resume import Mark, due_resumptions, mark_text, read_mark
 from tests.builders import objects as b
 from tests.builders.descheduler_cluster import NOW, as_list, gang, gpu_node, pod, podgroup
 from tests.builders.workload_crds import workload_crd

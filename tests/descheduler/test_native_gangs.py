@@ -11,8 +11,8 @@ import pytest
 from gangplace.engine.objects import RecordError
 
 from descheduler import Plan, parse_config, plan, state_from_list
-from descheduler.gang_views import build_views
-from descheduler.state import ClusterState, StateError
+from descheduler.planning.gang_views import build_views
+from descheduler.planning.state import ClusterState, StateError
 from tests.builders import objects as b
 from tests.builders.descheduler_cluster import NOW, as_list, gang, gpu_node, pod
 

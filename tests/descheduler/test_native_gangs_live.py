@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from descheduler import DeschedulerConfig, plan, state_from_list
-from descheduler.run_process import RunOptions, run_command
+from descheduler.running.process import RunOptions, run_command
 from tests.builders.descheduler_cluster import NOW, as_list, gpu_node, pod
 from tests.kubeapi import ApiServer
 from tests.kubeapi.native_objects import Group, gang_objects, refer

@@ -18,9 +18,9 @@ from descheduler import (
     plan,
     state_from_list,
 )
-from descheduler.plan_context import PlanContext
-from descheduler.state import ClusterState, StateError
-from descheduler.strategies import make_room
+from descheduler.planning.context import PlanContext
+from descheduler.planning.state import ClusterState, StateError
+from descheduler.planning.strategies import make_room
 from tests.builders.descheduler_cluster import (
     NOW,
     as_list,
@@ -424,7 +424,7 @@ def test_config_scoring_policies_all_plan() -> None:
 def test_moves_whose_promise_does_not_hold_are_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
     """The whole-plan check: a make-room move after which its gang still cannot start
     (here: only one of the two pods it needs moved) is dropped, with a note."""
-    import descheduler.planner as planner_module
+    import descheduler.planning.planner as planner_module
 
     good = plan(state(issue_3948()))
     assert len(good.moves) == 2

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from descheduler import Plan, parse_config, plan, state_from_list
 from descheduler.config import DeschedulerConfig
-from descheduler.gang_views import build_views
+from descheduler.planning.gang_views import build_views
 from tests.builders import objects as b
 from tests.builders.descheduler_cluster import NOW, as_list, gpu_node, pdb, pod, podgroup, queue
 

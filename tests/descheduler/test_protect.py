@@ -12,8 +12,8 @@ from gangplace.engine import PodRecord, PodShape, Queue
 
 from descheduler import parse_config, state_from_list
 from descheduler.config import EvictionRules
-from descheduler.gang_views import build_views
-from descheduler.protect import gang_protection, pod_protection
+from descheduler.planning.gang_views import build_views
+from descheduler.planning.protect import gang_protection, pod_protection
 from tests.builders.descheduler_cluster import NOW, as_list, gang, gpu_node
 
 RULES = EvictionRules()

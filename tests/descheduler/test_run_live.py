@@ -18,8 +18,8 @@ import pytest
 from gangplace.engine.timeparse import format_time
 
 from descheduler import DeschedulerConfig, Plan, parse_config, plan, state_from_list
-from descheduler.run_process import RunOptions, run_command
-from descheduler.state import ANNOTATION_LAST_MOVED, ANNOTATION_ROOM_MADE, MOVE_LEDGER
+from descheduler.planning.state import ANNOTATION_LAST_MOVED, ANNOTATION_ROOM_MADE, MOVE_LEDGER
+from descheduler.running.process import RunOptions, run_command
 from tests.builders import objects as b
 from tests.builders.descheduler_cluster import NOW, as_list, gang, gpu_node, pod, podgroup
 from tests.kubeapi import ApiServer

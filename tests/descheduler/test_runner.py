@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 
 from descheduler import DeschedulerConfig, Move, Plan, parse_config, state_from_list
-from descheduler.metrics import Metrics
-from descheduler.ports import GangEvent, NoOpPort, Outcome, PodResult, Resumed
-from descheduler.runner import (
+from descheduler.planning.state import ClusterState
+from descheduler.running.metrics import Metrics
+from descheduler.running.runner import (
     EXIT_FAILED,
     EXIT_OK,
     RunResult,
     run_loop,
     run_once,
 )
-from descheduler.state import ClusterState
+from descheduler.running.runner_port import GangEvent, NoOpPort, Outcome, PodResult, Resumed
 from tests.builders import objects as b
 from tests.builders.descheduler_cluster import NOW, as_list, gang, gpu_node, pod
 

@@ -10,8 +10,8 @@ from gangplace.engine.selectors import LabelSelector, SelectorError
 from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_duration, parse_time
 
 from descheduler import StateError, state_from_list
-from descheduler.gang_demand import demand_of
-from descheduler.gang_views import build_views
+from descheduler.planning.gang_demand import demand_of
+from descheduler.planning.gang_views import build_views
 from tests.builders.descheduler_cluster import (
     NOW,
     as_list,

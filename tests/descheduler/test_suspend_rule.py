@@ -1,4 +1,4 @@
-"""The one rule for "does a suspend take effect" (gangplace.engine.workloads
+"""The one rule for "does a suspend take effect" (gangplace.engine.owners
 .suspend_refusal): empty exactly when the switch is served, KubeRay's conditions hold,
 Kueue does not manage the workload and its controller did not ignore a suspend before;
 and what the descheduler reads of a served CRD says the same as the CRD itself."""
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 from gangplace.engine.kinds import suspendable_kinds
-from gangplace.engine.workloads import (
+from gangplace.engine.owners import (
     ANNOTATION_SUSPEND_IGNORED,
     KUEUE_QUEUE_LABEL,
     crd_switch,
@@ -23,7 +23,7 @@ from gangplace.thirdparty import crds_dir
 from hypothesis import given
 from hypothesis import strategies as st
 
-from descheduler.cluster_view import _switch_only
+from descheduler.running.cluster_view import _switch_only
 from tests.builders.workload_crds import workload_crd
 
 CRDS = crds_dir(Path(__file__).resolve().parent)

@@ -14,9 +14,9 @@ import pytest
 from gangplace.kube import KubeClient
 
 from descheduler import DeschedulerConfig, parse_config, plan
-from descheduler.cluster_view import ClusterView
-from descheduler.kube_io import KubeIO
-from descheduler.ports import Outcome
+from descheduler.running.cluster_view import ClusterView
+from descheduler.running.kube_io import KubeIO
+from descheduler.running.runner_port import Outcome
 from tests.builders import objects as b
 from tests.builders.descheduler_cluster import NOW, gang, gpu_node, pod, podgroup
 from tests.kubeapi import ApiServer

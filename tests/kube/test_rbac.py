@@ -306,7 +306,7 @@ async def exercise_webhook(api: ApiServer, kube: KubeClient, backend: str) -> No
     from gangplace.kube.resources import COSCHED_PODGROUPS, VOLCANO_PODGROUPS
 
     from webhook.live import InformerSource
-    from webhook.podgroups.api import PodGroupApi
+    from webhook.podgroups.calls import PodGroupApi
     from webhook.podgroups.intent import Existing, OwnerRef, PodGroupIntent
     from webhook.tls.contexts import server_context
     from webhook.tls.rotation import SelfSignedManager
@@ -363,7 +363,7 @@ async def test_the_webhook_rules_allow_what_it_does_on_the_wire(
 ) -> None:
     """The webhook's calls (:func:`exercise_webhook`), against the rules of an install
     with that backend."""
-    from webhook.podgroups.api import PodGroupApi
+    from webhook.podgroups.calls import PodGroupApi
     from webhook.podgroups.intent import OwnerRef
 
     api.store.load([o.namespace(NS)])
@@ -389,6 +389,6 @@ async def test_the_webhook_rules_allow_what_it_does_on_the_wire(
 
 
 def test_the_ledger_is_the_one_the_descheduler_writes() -> None:
-    from descheduler.state import MOVE_LEDGER
+    from descheduler.planning.state import MOVE_LEDGER
 
     assert rbac.DESCHEDULER_LEDGER == MOVE_LEDGER

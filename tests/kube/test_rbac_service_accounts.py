@@ -16,7 +16,7 @@ from gangplace.kube.client import ApiError
 from kubernetes_asyncio import client as k8s
 
 from descheduler import DeschedulerConfig
-from descheduler.run_process import RunOptions, run_command
+from descheduler.running.process import RunOptions, run_command
 from tests.builders.manifests import render_choices
 from tests.descheduler.test_run_live import NOW, expected_plan, two_gang_items
 from tests.kube.test_rbac import exercise_webhook

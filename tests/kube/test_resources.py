@@ -32,7 +32,7 @@ from gangplace.kube.resources import (
     pods_on_node,
 )
 
-from descheduler.ledger_store import LedgerStore
+from descheduler.running.ledger_store import LedgerStore
 from tests.kubeapi import ApiServer
 from tests.kubeapi import objects as o
 from tests.kubeapi.app import _resolve
@@ -148,7 +148,7 @@ async def native_gang_calls() -> set[tuple[str, str, str, str]]:
     native gang API on: a Workload, PodGroup and CompositePodGroup each made, and joined
     by a second pod of a bare-pod gang (the wire calls)."""
     from tests.kubeapi import Versions
-    from webhook.podgroups.api import PodGroupApi
+    from webhook.podgroups.calls import PodGroupApi
     from webhook.podgroups.intent import Existing, OwnerRef, PodGroupIntent
 
     async with ApiServer(versions=Versions.of(kube="1.37", native_gangs=True)) as api:
@@ -189,7 +189,7 @@ async def descheduler_workload_calls(api: ApiServer, kube: KubeClient) -> None:
     patch of each it suspends, and a PodGroup of a suspended gang removed and made again
     (both APIs). Run after :func:`webhook_calls`, which registers the workload kinds."""
     from descheduler import DeschedulerConfig
-    from descheduler.cluster_view import ClusterView
+    from descheduler.running.cluster_view import ClusterView
     from tests.builders.workload_crds import workload_crd
     from tests.kubeapi import ResourceType
 
@@ -244,7 +244,7 @@ async def webhook_calls(api: ApiServer, kube: KubeClient) -> None:
     made, joined by a bare pod), owner lookups of every kind, the self-signed Secret and
     caBundle."""
     from tests.kubeapi import ResourceType
-    from webhook.podgroups.api import PodGroupApi
+    from webhook.podgroups.calls import PodGroupApi
     from webhook.podgroups.intent import Existing, OwnerRef, PodGroupIntent
     from webhook.tls.contexts import server_context
     from webhook.tls.rotation import SelfSignedManager

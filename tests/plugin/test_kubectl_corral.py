@@ -20,10 +20,10 @@ from gangplace.engine import EngineConfig, Snapshot
 from gangplace.engine.report import render_report
 from gangplace.kube import rbac
 
-from descheduler.planner import plan
-from descheduler.state import state_from_objects
+from descheduler.planning.planner import plan
+from descheduler.planning.state import state_from_objects
 from kubectl_corral.cli import run
-from kubectl_corral.kubeconfig import context_namespace
+from kubectl_corral.namespace import context_namespace
 from tests.builders import objects as b
 from tests.kubeapi import ApiServer, Faults
 from tests.kubeapi import objects as o

@@ -13,15 +13,20 @@ from typing import Annotated, Any
 
 import pytest
 import yaml
-from gangplace.engine import gangs
+from gangplace.engine import membership
 from pydantic import BaseModel, TypeAdapter
 
 from descheduler.config import DeschedulerConfig
-from descheduler.metrics import Metrics as DeschedulerMetrics
+from descheduler.running.metrics import Metrics as DeschedulerMetrics
 from tests.kubeapi import ApiServer
+from webhook.admission.validate import (
+    check_gang_name,
+    check_queue,
+    parse_duration,
+    parse_min_available,
+)
 from webhook.config import DEFAULT_SCHEDULER, Backend, WebhookConfig
 from webhook.metrics import Metrics as WebhookMetrics
-from webhook.validate import check_gang_name, check_queue, parse_duration, parse_min_available
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -173,7 +178,9 @@ def test_alerts_use_metrics_that_exist_and_are_documented() -> None:
 
 # --- user keys, backends ----------------------------------------------------------------
 
-USER_KEYS = [getattr(gangs, n) for n in gangs.__all__ if n.startswith(("ANNOTATION_", "LABEL_"))]
+USER_KEYS = [
+    getattr(membership, n) for n in membership.__all__ if n.startswith(("ANNOTATION_", "LABEL_"))
+]
 
 
 def test_every_user_key_is_documented() -> None:
@@ -185,12 +192,12 @@ def test_every_user_key_is_documented() -> None:
 def test_annotate_examples_use_values_the_webhook_accepts() -> None:
     text = read("annotations.md").replace("\\\n", " ")
     checks = {
-        gangs.ANNOTATION_MIN_AVAILABLE: lambda v: parse_min_available("k", v, 16),
-        gangs.ANNOTATION_GANG_TIMEOUT: lambda v: parse_duration("k", v),
-        gangs.ANNOTATION_QUEUE: lambda v: check_queue("k", v),
-        gangs.ANNOTATION_GANG: lambda v: check_gang_name("k", v),
-        gangs.ANNOTATION_SKIP: lambda v: v == "true" or pytest.fail(v),
-        gangs.ANNOTATION_EVICTABLE: lambda v: v == "false" or pytest.fail(v),
+        membership.ANNOTATION_MIN_AVAILABLE: lambda v: parse_min_available("k", v, 16),
+        membership.ANNOTATION_GANG_TIMEOUT: lambda v: parse_duration("k", v),
+        membership.ANNOTATION_QUEUE: lambda v: check_queue("k", v),
+        membership.ANNOTATION_GANG: lambda v: check_gang_name("k", v),
+        membership.ANNOTATION_SKIP: lambda v: v == "true" or pytest.fail(v),
+        membership.ANNOTATION_EVICTABLE: lambda v: v == "false" or pytest.fail(v),
     }
     seen = set()
     for line in text.splitlines():
@@ -208,8 +215,8 @@ def test_annotate_examples_use_values_the_webhook_accepts() -> None:
 def test_backends_doc_names_every_backend_key() -> None:
     text = read("backends.md")
     dialect_keys = [
-        getattr(gangs, n)
-        for n in gangs.__all__
+        getattr(membership, n)
+        for n in membership.__all__
         if n.startswith(("VOLCANO_", "COSCHED_", "YUNIKORN_", "KUEUE_"))
         and n not in ("YUNIKORN_APP_ID", "YUNIKORN_QUEUE")  # read-side aliases only
     ]
@@ -234,7 +241,7 @@ def test_failure_modes_cover_the_four_cases_with_real_names() -> None:
         "## The descheduler was refused mid-gang",
     ):
         assert heading in text
-    runner = (ROOT / "descheduler/runner.py").read_text()
+    runner = (ROOT / "descheduler/running/runner.py").read_text()
     for reason in re.findall(r"`(Gang\w+)`", text):
         assert f'"{reason}"' in runner, f"{reason} is not an Event reason the runner writes"
     assert "failurePolicy" in text and "components/fail-open" in text

@@ -34,8 +34,8 @@ from tests.builders.manifests import (
     render_target,
     targets,
 )
+from webhook.admission.roles import BUILTIN_KINDS
 from webhook.config import parse_config as parse_webhook_config
-from webhook.workloads import BUILTIN_KINDS
 
 TARGETS = targets()
 # Renders every overlay with kustomize (kubectl) and validates against the schemas: seconds.

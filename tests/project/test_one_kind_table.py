@@ -14,7 +14,7 @@ import pytest
 from gangplace.engine import PodRecord
 from gangplace.engine.kinds import KINDS, KindRecord, gang_kinds
 from gangplace.engine.model import PodShape
-from gangplace.engine.workloads import WorkloadRecord, workload_from_json
+from gangplace.engine.owners import WorkloadRecord, workload_from_json
 from gangplace.kube import rbac
 from gangplace.kube.resources import (
     API_CALLS,
@@ -24,7 +24,7 @@ from gangplace.kube.resources import (
     workload_resource,
 )
 
-from descheduler.move_method import Owners
+from descheduler.planning.move_method import Owners
 from webhook.config import parse_config
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,9 +18,9 @@ import yaml
 from aiohttp import web
 
 from tests.kubeapi import ApiServer
-from webhook.admit import admit
+from webhook.admission import admit
 from webhook.config import Backend, WebhookConfig
-from webhook.podgroups.api import live_reconciler
+from webhook.podgroups.calls import live_reconciler
 from webhook.podgroups.reconciler import PodGroupReconciler
 from webhook.served import discover
 from webhook.server import AdmitFn, init_app, start

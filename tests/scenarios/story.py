@@ -22,7 +22,7 @@ import json
 from typing import Any
 
 from descheduler import DeschedulerConfig
-from descheduler.run_process import RunOptions, run_command
+from descheduler.running.process import RunOptions, run_command
 from tests.controllers import ControllerSet, ManualClock, Rest, control_plane
 from tests.controllers.gang_scheduler import GROUP_NAME, PODGROUP_API
 from tests.kubeapi import ApiServer

@@ -16,7 +16,7 @@ from tests.builders.reviews import (
     review,
     with_object,
 )
-from webhook.admit import ReviewError, admit
+from webhook.admission import ReviewError, admit
 from webhook.config import WebhookConfig
 
 GROUP = "scheduling.k8s.io/group-name"

@@ -26,9 +26,9 @@ import pytest
 from gangplace.engine import Snapshot
 
 from tests.builders.reviews import node, running
-from webhook import keys as K
-from webhook.admit import AdmitResult, ReviewError, admit, decode_patch
-from webhook.cluster import ClusterState
+from webhook.admission import AdmitResult, ReviewError, admit, decode_patch
+from webhook.admission import keys as K
+from webhook.admission.cluster_fit import ClusterState
 from webhook.config import WebhookConfig, parse_config
 
 GOLDEN = Path(__file__).parent / "golden" / "admit.json.gz"

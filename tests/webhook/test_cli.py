@@ -20,9 +20,9 @@ import pytest
 from cryptography import x509
 
 from tests.builders.reviews import fixture
-from webhook.admit import decode_patch
+from webhook.admission import decode_patch
 from webhook.cli import main
-from webhook.demo import find_fixtures
+from webhook.review_demo import find_fixtures
 from webhook.tls.certificates import new_bundle
 from webhook.tls.contexts import client_context
 

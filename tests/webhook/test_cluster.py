@@ -27,11 +27,11 @@ from gangplace.kube.resources import VOLCANO_PODGROUPS
 from tests.builders.reviews import fixture, review
 from tests.kubeapi import ApiServer
 from tests.kubeapi import objects as o
-from webhook.admit import decode_patch
+from webhook.admission import decode_patch
 from webhook.config import WebhookConfig
 from webhook.live import InformerSource
 from webhook.metrics import Metrics
-from webhook.podgroups.api import PodGroupApi
+from webhook.podgroups.calls import PodGroupApi
 from webhook.podgroups.reconciler import PodGroupReconciler, RetryPolicy
 from webhook.server import graceful_stop, init_app, start
 from webhook.tls.certificates import new_bundle

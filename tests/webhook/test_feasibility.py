@@ -9,7 +9,7 @@ from gangplace.engine import Snapshot
 from gangplace.snapshot_io import load_snapshot
 
 from tests.builders.reviews import bare_pod, checked, node, pod_template, review, running
-from webhook.cluster import ClusterState, check_gang
+from webhook.admission.cluster_fit import ClusterState, check_gang
 from webhook.config import WebhookConfig, parse_config
 
 GPU4 = {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "4"}
@@ -105,7 +105,7 @@ def test_bare_pod_gang_and_single_pods_are_checked() -> None:
 
 def test_multi_role_gangs_use_the_placement() -> None:
     state = four_gpu_cluster()
-    from webhook.admit.gangs import shape  # the same shape reading admit uses
+    from webhook.admission.gang_decision import shape  # the same shape reading admit uses
 
     cfg = WebhookConfig()
     big = shape(pod_template(GPU4), cfg)
@@ -153,7 +153,7 @@ def test_the_check_places_with_the_configured_policy() -> None:
     cluster's scheduler does (``policy``), so its warning matches what that scheduler does."""
     from gangplace.engine import PodShape
 
-    from webhook.admit.gangs import feasibility
+    from webhook.admission.gang_decision import feasibility
 
     state = ClusterState.of(Snapshot.from_objects([node("two", 2), node("four", 4)]))
     worker = PodShape.of({"cpu": 8000}, gpus=1)

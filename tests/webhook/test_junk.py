@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.builders.reviews import FIXTURE_NAMES, fixture, review
-from webhook.admit import ReviewError, admit, decode_patch
+from webhook.admission import ReviewError, admit, decode_patch
+from webhook.admission.native_gangs import Served
 from webhook.config import WebhookConfig, parse_config
 from webhook.metrics import Metrics
-from webhook.native_gangs import Served
 from webhook.server import init_app, start
 from webhook.tls.certificates import new_bundle
 from webhook.tls.contexts import client_context, load_pair, server_context
@@ -72,7 +72,7 @@ def _paths(doc: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
 
 
 def _workload_reviews() -> list[dict[str, Any]]:
-    from tests.webhook.test_workloads import CASES
+    from tests.webhook.test_roles import CASES
 
     out = []
     for _, obj, _, _ in CASES:

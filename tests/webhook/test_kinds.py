@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from tests.builders.reviews import checked, review, with_object
 from tests.builders.reviews import fixture as captured
 from tests.kubeapi.recording import RECORDINGS
-from webhook.admit import admit
+from webhook.admission import admit
+from webhook.admission.disruption import DISRUPTION_RULE, MAX_RULES
 from webhook.config import WebhookConfig, parse_config
-from webhook.disruption import DISRUPTION_RULE, MAX_RULES
 
 FIXTURES = Path(__file__).parent / "fixtures" / "workloads"
 GROUP = "scheduling.k8s.io/group-name"

@@ -27,9 +27,9 @@ from gangplace.kube.resources import (
 from tests.builders.reviews import review
 from tests.kubeapi import ApiServer, ResourceType
 from tests.kubeapi import objects as o
-from webhook.admit import AdmitResult, admit
+from webhook.admission import AdmitResult, admit
 from webhook.config import WebhookConfig, parse_config
-from webhook.podgroups.api import PodGroupApi, owner_resource
+from webhook.podgroups.calls import PodGroupApi, owner_resource
 from webhook.podgroups.intent import OwnerHint, OwnerRef
 from webhook.podgroups.reconciler import PodGroupReconciler, RetryPolicy
 from webhook.tls.certificates import TlsBundle

@@ -194,7 +194,7 @@ async def test_admission_sees_the_live_view(
 ) -> None:
     from gangplace.engine import PodShape
 
-    from webhook.cluster import check_gang
+    from webhook.admission.cluster_fit import check_gang
 
     api.store.load([o.node("g0", gpus=8), o.namespace("ml")])
     source.start()

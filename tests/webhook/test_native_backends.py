@@ -16,10 +16,10 @@ from gangplace.kube.resources import WORKLOADS
 from tests.builders.reviews import annotations, bare_pod, labels, pod_template, review, with_object
 from tests.kubeapi import ApiServer, ResourceType, Versions
 from tests.kubeapi import objects as o
-from webhook.admit import AdmitResult, admit
+from webhook.admission import AdmitResult, admit
+from webhook.admission.native_gangs import Served
 from webhook.config import WebhookConfig, parse_config
-from webhook.native_gangs import Served
-from webhook.podgroups.api import live_reconciler
+from webhook.podgroups.calls import live_reconciler
 from webhook.served import discover, served_from
 
 GPU = {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}
@@ -345,7 +345,7 @@ def test_indexed_job_left_to_the_job_controller() -> None:
     rev = review(indexed_job(4, 4), group="batch")
     res = admit(rev, None, NATIVE, V1ALPHA2)
     assert res.review["response"]["allowed"] and res.intents == ()
-    # Only the Job rule of every backend (webhook.disruption), no gang keys.
+    # Only the Job rule of every backend (webhook.admission.disruption), no gang keys.
     assert [op["path"] for op in res.patch] == ["/spec/podFailurePolicy"]
     # Where the Job controller makes no gang (v1alpha1; parallelism below completions),
     # corral does.

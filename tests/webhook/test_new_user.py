@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.builders.reviews import fixture
-from webhook.admit import admit
+from webhook.admission import admit
 from webhook.cli import main
 from webhook.config import ConfigError, WebhookConfig, load_config
 

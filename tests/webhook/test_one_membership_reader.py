@@ -1,4 +1,4 @@
-"""One reader of gang membership (gangplace.engine.gangs.read_membership): what the
+"""One reader of gang membership (gangplace.engine.membership.read_membership): what the
 webhook writes in each backend's keys, the webhook, the descheduler and the plugin read
 back as the same gang; YuniKorn's application is read where YuniKorn reads it."""
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from gangplace.engine import PodRecord
-from gangplace.engine import gangs as G
-from gangplace.engine.gangs import DIALECTS, membership, read_membership
+from gangplace.engine import membership as G
+from gangplace.engine.membership import DIALECTS, membership, read_membership
 
-from webhook.backends import GangInfo, TaskGroup, dialect_for, foreign_gang
+from webhook.admission.dialects import GangInfo, TaskGroup, dialect_for, foreign_gang
 from webhook.config import Backend, parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +26,7 @@ def _record(labels: dict[str, str], annotations: dict[str, str]) -> PodRecord:
     return PodRecord("ns", "p", PodShape(), labels=labels, annotations=annotations)
 
 
-# KAI's pod grouper, not corral, names a pod's PodGroup (webhook/kai.py): tested below.
+# KAI's pod grouper, not corral, names a pod's PodGroup (webhook/admission/kai.py): tested below.
 @pytest.mark.parametrize("backend", [b.value for b in Backend if b is not Backend.KAI])
 def test_what_the_webhook_writes_every_reader_reads_as_that_gang(backend: str) -> None:
     dialect = dialect_for(parse_config({"backend": backend}))
@@ -131,11 +131,11 @@ def _lookups(path: Path) -> list[int]:
 
 
 def test_no_second_membership_reader() -> None:
-    reader = ROOT / "shared/gangplace/engine/gangs.py"
+    reader = ROOT / "shared/gangplace/engine/membership.py"
     found = []
     for top in ("webhook", "descheduler", "kubectl_corral", "shared/gangplace"):
         for path in sorted((ROOT / top).rglob("*.py")):
             if path != reader:
                 found += [f"{path.relative_to(ROOT)}:{n}" for n in _lookups(path)]
-    assert found == [], "read gang keys through gangplace.engine.gangs.read_membership"
+    assert found == [], "read gang keys through gangplace.engine.membership.read_membership"
     assert _lookups(reader), "the scan finds the reader's own lookups"

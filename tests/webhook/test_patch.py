@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from webhook.patch import Editor, PatchError, escape, pointer
+from webhook.admission.patch import Editor, PatchError, escape, pointer
 
 
 def test_escaping() -> None:

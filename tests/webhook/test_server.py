@@ -21,8 +21,8 @@ from aiohttp import web
 from cryptography import x509
 
 from tests.builders.reviews import FIXTURE_NAMES, fixture
-from webhook.admit import AdmitResult, admit, decode_patch
-from webhook.cluster import ClusterState
+from webhook.admission import AdmitResult, admit, decode_patch
+from webhook.admission.cluster_fit import ClusterState
 from webhook.config import WebhookConfig
 from webhook.metrics import Metrics
 from webhook.podgroups.intent import PodGroupIntent
@@ -251,7 +251,7 @@ async def test_concurrent_requests_and_metrics(server: Served) -> None:
 async def test_warnings_are_counted() -> None:
     from gangplace.snapshot_io import load_snapshot
 
-    from webhook.cluster import StaticSource
+    from webhook.admission.cluster_fit import StaticSource
 
     s = await serve(source=StaticSource(ClusterState.of(load_snapshot(None))))
     try:

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from tests.builders.reviews import checked, pod_template, review
+from webhook.admission.suspension import change, is_suspended
 from webhook.podgroups.intent import OwnerRef, PodGroupIntent
 from webhook.podgroups.reconciler import PodGroupReconciler, RetryPolicy
-from webhook.suspension import change, is_suspended
 
 GPU = {"nvidia.com/gpu": "1"}
 UID = "5b2f0d8e-0000-4000-8000-000000000001"

@@ -11,8 +11,7 @@ from gangplace.engine import timeparse
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.config import Backend, ConfigError, WebhookConfig, load_config
-from webhook.validate import (
+from webhook.admission.validate import (
     InvalidValue,
     check_gang_name,
     check_queue,
@@ -21,6 +20,7 @@ from webhook.validate import (
     parse_duration,
     parse_min_available,
 )
+from webhook.config import Backend, ConfigError, WebhookConfig, load_config
 
 KEY = "corral.dev/min-available"
 
@@ -249,7 +249,7 @@ def test_huge_durations_are_refused(raw: str) -> None:
 def test_long_values_are_not_kept_in_the_parse_caches() -> None:
     """An annotation may hold 256 KiB; caching such values would let requests fill the
     webhook's memory. Valid values are short, so only short ones are cached."""
-    from webhook import validate
+    from webhook.admission import validate
 
     before = (
         validate._parse_min_cached.cache_info().currsize,

@@ -27,9 +27,9 @@ from gangplace.thirdparty import crds_dir
 from tests.controllers import ControllerSet, GarbageCollector, Rest
 from tests.kubeapi import ApiServer, ResourceType
 from tests.kubeapi import objects as o
-from webhook.admit import decode_patch
+from webhook.admission import decode_patch
 from webhook.config import WebhookConfig
-from webhook.podgroups.api import PodGroupApi
+from webhook.podgroups.calls import PodGroupApi
 from webhook.podgroups.reconciler import PodGroupReconciler, RetryPolicy
 from webhook.server import graceful_stop, init_app, start
 from webhook.tls.certificates import new_bundle

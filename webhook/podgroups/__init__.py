@@ -4,7 +4,7 @@
   PodGroup it wants, its owner, and what a PodGroup already there is to it.
 * :mod:`~webhook.podgroups.reconciler` -- makes, updates and removes them in the
   background, with retries, owner hints and parking.
-* :mod:`~webhook.podgroups.api` -- the reconciler's calls to the API server (Volcano and
+* :mod:`~webhook.podgroups.calls` -- the reconciler's calls to the API server (Volcano and
   scheduler-plugins PodGroups, owners read when no hint names them).
 * :mod:`~webhook.podgroups.from_workload` -- the PodGroup of a gang whose pods come
   without one, read from the live workload.

@@ -60,7 +60,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from webhook.podgroups.intent import Existing, OwnerHint, OwnerRef, PodGroupIntent
-from webhook.podgroups.ports import (
+from webhook.podgroups.reconciler_port import (
     CreateFn,
     EnsureFn,
     ExistingFn,

@@ -1,7 +1,6 @@
 """The pure engine: resource math, snapshots, feasibility, scoring, gang placement,
 queues and fragmentation. No I/O and no Kubernetes client here."""
 
-from gangplace.engine.config import EngineConfig
 from gangplace.engine.feasibility import explain, fits, member_capacity, static_mask
 from gangplace.engine.gang import (
     Assignment,
@@ -31,8 +30,9 @@ from gangplace.engine.queues import (
     dominant_share,
     order_waiting,
 )
-from gangplace.engine.resources import ResourceError, pod_requests
+from gangplace.engine.requests import ResourceError, pod_requests
 from gangplace.engine.scoring import BinpackScorer, Scorer, SpreadScorer, select_node
+from gangplace.engine.settings import EngineConfig
 from gangplace.engine.single_pod import place_pod
 from gangplace.engine.snapshot import Snapshot
 

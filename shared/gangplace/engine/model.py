@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gangplace.engine.quantity import to_int, to_milli
-from gangplace.engine.resources import ResourceError, pod_requests
+from gangplace.engine.requests import ResourceError, pod_requests
 
 __all__ = [
     "DEFAULT_GPU_RESOURCES",

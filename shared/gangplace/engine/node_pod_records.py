@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gangplace.engine.config import EngineConfig
 from gangplace.engine.model import (
     GPU_SHARE_INDEX,
     PodShape,
@@ -24,7 +23,8 @@ from gangplace.engine.model import (
     shape_from_pod,
 )
 from gangplace.engine.quantity import to_milli
-from gangplace.engine.resources import ResourceError, parse_resource_list
+from gangplace.engine.requests import ResourceError, parse_resource_list
+from gangplace.engine.settings import EngineConfig
 
 __all__ = [
     "NodeRecord",

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from gangplace.engine.gangs import ANNOTATION_GANG_TIMEOUT, VOLCANO_SLA_WAITING_TIME
+from gangplace.engine.membership import ANNOTATION_GANG_TIMEOUT, VOLCANO_SLA_WAITING_TIME
 from gangplace.engine.queues import Queue
-from gangplace.engine.resources import ResourceError, parse_resource_list
+from gangplace.engine.requests import ResourceError, parse_resource_list
 from gangplace.engine.selectors import LabelSelector, SelectorError
 from gangplace.engine.timeparse import TimeFormatError, parse_duration, parse_time
 

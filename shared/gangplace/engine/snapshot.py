@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from gangplace.engine.config import EngineConfig
 from gangplace.engine.model import PodShape, Taint
 from gangplace.engine.node_pod_records import (
     NodeRecord,
@@ -32,6 +31,7 @@ from gangplace.engine.node_pod_records import (
     node_from_json,
     pod_from_json,
 )
+from gangplace.engine.settings import EngineConfig
 
 __all__ = ["Snapshot"]
 

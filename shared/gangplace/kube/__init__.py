@@ -17,14 +17,6 @@ from gangplace.engine.objects import (
 from gangplace.kube.backoff import Backoff
 from gangplace.kube.cache import ClusterCache, SnapshotFeed, build_snapshot
 from gangplace.kube.client import REQUEST_ERRORS, TRANSIENT_ERRORS, ApiError, KubeClient
-from gangplace.kube.config import (
-    KubeConfigError,
-    RotatingToken,
-    client_for,
-    in_cluster_configuration,
-    load_configuration,
-    new_client,
-)
 from gangplace.kube.events import event_body, post_event
 from gangplace.kube.evictor import (
     Budget,
@@ -37,6 +29,14 @@ from gangplace.kube.evictor import (
     check_disruption,
 )
 from gangplace.kube.informer import Informer, InformerStats, object_key
+from gangplace.kube.kubeconfig import (
+    KubeConfigError,
+    RotatingToken,
+    client_for,
+    in_cluster_configuration,
+    load_configuration,
+    new_client,
+)
 from gangplace.kube.leader import LeaderElector
 from gangplace.kube.resources import API_CALLS, RESOURCES, ApiCall, Resource, UndeclaredApiCall
 

@@ -198,7 +198,7 @@ def added_kind_calls(kinds: Kinds) -> tuple[ApiCall, ...]:
     """The calls on the kinds ``kinds`` holds beyond the built-in registry (a config's
     ``workloads:``): what the descheduler's built-ins of the same standing get (list and
     watch of a kind it reads, patch of one it may suspend; the webhook reads no added
-    kind, see webhook.podgroups.api). A client declares them (``KubeClient.declare``);
+    kind, see webhook.podgroups.calls). A client declares them (``KubeClient.declare``);
     the RBAC of ``make manifests`` grants them."""
     added = [r for key, r in kinds.items() if key not in KINDS]
     out: list[ApiCall] = []

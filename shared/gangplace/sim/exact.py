@@ -42,8 +42,8 @@ from gangplace.engine.model import PodShape
 from gangplace.engine.node_pod_records import PodRecord
 from gangplace.engine.snapshot import Snapshot
 from gangplace.sim.exact_layout import apply_plan, verify_nodes
+from gangplace.sim.fit_bound import FEASIBLE, INFEASIBLE, TIMEOUT, node_types
 from gangplace.sim.lp_rows import Rows
-from gangplace.sim.relax import FEASIBLE, INFEASIBLE, TIMEOUT, node_types
 
 __all__ = ["Config", "ExactFit", "ExactResult", "Plan", "verify_nodes"]
 

@@ -35,10 +35,10 @@ from gangplace.engine.node_pod_records import PodRecord
 from gangplace.engine.snapshot import Snapshot
 from gangplace.sim.arrivals import TracePod
 from gangplace.sim.exact import ExactFit
+from gangplace.sim.fit_bound import FEASIBLE, INFEASIBLE, FitModel
 from gangplace.sim.hood_moves import DEFAULT_NODE_LIMIT, DEFAULT_SIZES, HoodStats
 from gangplace.sim.mover import MoverLimits, make_room
 from gangplace.sim.moves import fit_with_moves
-from gangplace.sim.relax import FEASIBLE, INFEASIBLE, FitModel
 from gangplace.sim.replay import ReplayContext, ReplayResult, summarise
 
 __all__ = [

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gangplace.engine.model import PodShape
+from gangplace.sim.fit_bound import OfflineBound, offline_bound
 from gangplace.sim.limit import CheckStats, OracleHook, RelaxedGreedy, relaxed_greedy
-from gangplace.sim.relax import OfflineBound, offline_bound
-from gangplace.sim.relayout import relayout_idle_pct
+from gangplace.sim.relayout_heuristic import relayout_idle_pct
 from gangplace.sim.replay import ReplayResult
 from gangplace.sim.trace_run import TraceRun
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from gangplace.engine import NodeRecord, PodShape
 from gangplace.engine.node_pod_records import MAX_GPUS_PER_NODE
-from gangplace.engine.resources import MAX_QUANTITY
+from gangplace.engine.requests import MAX_QUANTITY
 from gangplace.sim.arrivals import TracePod
 from gangplace.thirdparty import GET_DATA_HINT, TRACE, TRACE_NODE_FILE, trace_dir
 

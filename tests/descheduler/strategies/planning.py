@@ -9,9 +9,9 @@ from typing import Any
 from gangplace.engine import place_gang
 
 from descheduler import DeschedulerConfig, state_from_list
-from descheduler.plan_context import PlanContext
-from descheduler.plan_model import Move
-from descheduler.what_if import evaluate_waiting
+from descheduler.planning.context import PlanContext
+from descheduler.planning.plan_model import Move
+from descheduler.planning.what_if import evaluate_waiting
 from tests.builders.descheduler_cluster import NOW, as_list
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from descheduler import parse_config
-from descheduler.strategies import STRATEGIES, defragment
+from descheduler.planning.strategies import STRATEGIES, defragment
 from tests.builders.descheduler_cluster import gang, gpu_node, pod
 from tests.descheduler.strategies.planning import context, pods_of
 

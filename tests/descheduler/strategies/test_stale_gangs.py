@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from descheduler.strategies import STRATEGIES, release_stale_gangs
+from descheduler.planning.strategies import STRATEGIES, release_stale_gangs
 from tests.builders.descheduler_cluster import gang, gpu_node, pod
 from tests.descheduler.strategies.planning import context, pods_of
 

@@ -1,0 +1,412 @@
+"""What every strategy of one planning run shares: the units, who is protected, the
+budget left, queue shares, the scorer, the costs of moving pods, and what the planner
+and the strategies before it found (the gangs that start now, the moves so far)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from gangplace.engine import (
+    GangOptions,
+    PodRecord,
+    PodShape,
+    Queue,
+    QueueState,
+    Scorer,
+    Snapshot,
+    WaitingGang,
+    deserved_shares,
+    order_waiting,
+)
+from gangplace.engine.fragmentation import TargetWorkload, typical_workload
+from gangplace.engine.owners import ANNOTATION_SUSPENDED_BY, WorkloadRecord
+from gangplace.engine.policies import PolicyContext, make_policy
+from gangplace.engine.timeparse import (
+    TimeFormatError,
+    format_duration,
+    format_time,
+    parse_time,
+)
+
+from descheduler.config import DeschedulerConfig
+from descheduler.planning.budget import Budget
+from descheduler.planning.gang_demand import Demand, demand_of, request_of
+from descheduler.planning.gang_views import GangView, build_views
+from descheduler.planning.move_method import Owners, Way
+from descheduler.planning.plan_model import Move, MoveKind, PodMove, Unserved
+from descheduler.planning.protect import gang_protection, workload_protection
+from descheduler.planning.state import GPU, ClusterState, EvictedPod
+
+__all__ = ["PlanContext", "Victim", "cluster_total", "move_way", "victim_move"]
+
+# Pods of queues at or below their deserved share sort after every pod of a queue above
+# it: victims come first from queues that use more than they deserve.
+TIER_PENALTY = 1000.0
+# A victim built without its way worked out (never moved).
+NO_WAY = Way(None, "not worked out")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Victim:
+    """A unit chosen to move: the whole gang, or (``partial``) members above its
+    minAvailable, or a pod without a gang."""
+
+    view: GangView
+    pods: tuple[PodRecord, ...]
+    partial: bool
+    cost: float
+    tier: int  # 0: its queue uses more than it deserves; 1: otherwise
+    way: Way = NO_WAY  # how it moves (suspend or evict), or why it may not
+
+    @property
+    def gpu_milli(self) -> int:
+        return sum(p.shape.gpu_demand_milli for p in self.pods)
+
+
+def _workload(snap: Snapshot, coverage: float) -> TargetWorkload:
+    """FGD's typical shapes, as every report measures them (the engine's rule)."""
+    return typical_workload(snap, coverage)
+
+
+def cluster_total(snap: Snapshot) -> dict[str, int]:
+    """Allocatable of ready nodes in queue-share units (cpu, memory, gpu thousandths)."""
+    ready = snap.ready
+    out = {r: int(snap.alloc[ready, snap.res_index[r]].sum()) for r in ("cpu", "memory")}
+    out[GPU] = int(snap.gpu_total[ready].sum()) * 1000
+    return out
+
+
+@dataclass(slots=True)
+class PlanContext:
+    state: ClusterState
+    config: DeschedulerConfig
+    scorer: Scorer
+    options: GangOptions
+    views: dict[str, GangView]
+    workload: TargetWorkload
+    budget: Budget
+    protected: dict[str, str] = field(default_factory=dict)
+    moved: set[str] = field(default_factory=set)
+    queue_states: dict[str, QueueState] = field(default_factory=dict)
+    overused: set[str] = field(default_factory=set)
+    demands: list[Demand] = field(default_factory=list)
+    unserved: list[Unserved] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    # Pods a run cut short evicted: they count against this run's limits.
+    carried: list[EvictedPod] = field(default_factory=list)
+    owners: Owners = field(default_factory=lambda: Owners({}))
+    # Gangs whose workload is suspended (by a person, Kueue or corral): not waiting.
+    suspended: dict[str, str] = field(default_factory=dict)
+    # Set by the planner: the waiting gangs that start as things are (placed on the
+    # snapshot before the strategies run), and those that cannot start now.
+    started: set[str] = field(default_factory=set)
+    waiting_before: list[str] = field(default_factory=list)
+    # The moves of the strategies run so far, in order.
+    moves: list[Move] = field(default_factory=list)
+    _cost: dict[int, float] = field(default_factory=dict)
+    _view_of: dict[int, GangView] = field(default_factory=dict)
+
+    @property
+    def snap(self) -> Snapshot:
+        return self.state.snapshot
+
+    def released(self) -> set[str]:
+        """The stale partial gangs the moves so far release."""
+        return {m.unit for m in self.moves if m.kind == "release-stale"}
+
+    def blocked(self) -> list[Demand]:
+        """The waiting gangs that cannot start now, in DRF order; released stale gangs
+        among them wait whole."""
+        released = self.released()
+        out: list[Demand] = []
+        for d in self.demands:
+            if d.key in released:
+                whole = demand_of(d.view, whole=True)
+                if whole is not None:
+                    out.append(whole)
+            elif d.key not in self.started:
+                out.append(d)
+        return out
+
+    @property
+    def now(self) -> datetime:
+        return self.state.now
+
+    @classmethod
+    def build(
+        cls,
+        state: ClusterState,
+        config: DeschedulerConfig,
+        *,
+        scorer: Scorer | None = None,
+        workload: TargetWorkload | None = None,
+    ) -> PlanContext:
+        """``scorer`` and ``workload`` replace the configured scheduling policy and the
+        typical shapes of the running pods (a trace replay passes its own policy and M,
+        so that the plan predicts what its scheduler does)."""
+        snap = state.snapshot
+        views = build_views(state, config.queue_default)
+        if workload is None:
+            workload = _workload(snap, config.defragment.workload_coverage)
+        sc = config.scheduling
+        ctx = cls(
+            state=state,
+            config=config,
+            scorer=scorer
+            if scorer is not None
+            else make_policy(sc.policy, PolicyContext(workload, weights=sc.weights)),
+            options=GangOptions(
+                fewest_nodes=sc.fewest_nodes,
+                topology_key=sc.topology_key,
+                best_effort=False,
+                explain=False,
+            ),
+            views=views,
+            workload=workload,
+            budget=Budget(config.limits, state.pdbs),
+        )
+        ctx.owners = Owners(state.workloads, state.kinds)
+        ctx.owners.index_units((v.key, v.pods) for v in views.values())
+        for v in views.values():
+            for p in v.pods:
+                ctx._view_of[id(p)] = v
+            held = ctx.owners.suspended_by(v.pods, v.podgroup)
+            if held is not None:
+                ctx.suspended[v.key] = _suspended_reason(held)
+            why = gang_protection(v, config.eviction, state.queues, state.now)
+            if why is None:
+                why = workload_protection(v, state.workloads)
+            if why is None and len(v.placed) != len(v.running):
+                why = f"{v.describe()} runs partly on nodes missing from the snapshot"
+            if why is None and held is not None:
+                why = f"{held.describe()} is suspended"
+            if why is None and v.placed:
+                way = ctx.way(v, v.placed)
+                if way.method is None:
+                    why = way.reason.removeprefix("not movable: ")
+            if why is not None:
+                ctx.protected[v.key] = why
+        ctx.carried = state.ledger.carried(state.now, config.runner.interval)
+        if ctx.carried:
+            ctx.budget.carry(ctx.carried)
+            run = state.ledger.run
+            assert run is not None
+            ctx.notes.append(
+                f"{len(ctx.carried)} pod(s) evicted by run {run.plan or '?'}, cut short "
+                f"(started {format_time(run.started)}), count against this run's limits"
+            )
+        ctx._queues_and_demand()
+        return ctx
+
+    def _queues_and_demand(self) -> None:
+        queues: dict[str, Queue] = dict(self.state.queues)
+        per_shape: Counter[tuple[str, PodShape]] = Counter()
+        demands: list[Demand] = []
+        for v in self.views.values():
+            if v.queue not in queues:
+                queues[v.queue] = Queue(v.queue)
+            for p in v.pods:
+                if p.node >= 0:
+                    per_shape[(v.queue, p.shape)] += 1
+            if v.is_gang and v.key not in self.suspended:
+                d = demand_of(v)
+                if d is not None:
+                    demands.append(d)
+        allocated: dict[str, dict[str, int]] = {}
+        for (q, shape), n in per_shape.items():
+            alloc = allocated.setdefault(q, {})
+            for r, x in request_of([shape]).items():
+                alloc[r] = alloc.get(r, 0) + x * n
+        total = cluster_total(self.snap)
+        waiting = [self.waiting_gang(d) for d in demands]
+        self.queue_states = deserved_shares(queues.values(), total, allocated, waiting)
+        self.overused = {q for q, st in self.queue_states.items() if st.overused}
+        by_key = {d.key: d for d in demands}
+        ordered = order_waiting(waiting, self.queue_states, total)
+        self.demands = [by_key[w.name] for w in ordered]
+
+    def waiting_gang(self, d: Demand) -> WaitingGang:
+        created = format_time(d.view.created) if d.view.created else ""
+        return WaitingGang(d.key, d.view.queue, d.request, d.view.priority, created)
+
+    # --- who and what it costs -----------------------------------------------------------
+
+    def view_of(self, pod: PodRecord) -> GangView:
+        return self._view_of[id(pod)]
+
+    def movable(self, view: GangView) -> bool:
+        return view.key not in self.protected and view.key not in self.moved
+
+    def pod_cost(self, pod: PodRecord) -> float:
+        """Pods moved, GPU-hours of work lost (the pod restarts), and priority."""
+        hit = self._cost.get(id(pod))
+        if hit is None:
+            w = self.config.cost
+            hours = 0.0
+            if pod.created:
+                try:
+                    hours = max((self.now - parse_time(pod.created)).total_seconds(), 0) / 3600
+                except TimeFormatError:
+                    hours = 0.0
+            gpus = pod.shape.gpu_demand_milli / 1000.0
+            hit = (
+                w.pod
+                + w.gpu_hour * gpus * hours
+                + w.priority_per_1000 * max(pod.priority, 0) / 1000
+            )
+            self._cost[id(pod)] = hit
+        return hit
+
+    def tier(self, view: GangView) -> int:
+        return 0 if view.queue in self.overused else 1
+
+    def way(self, view: GangView, pods: Sequence[PodRecord], *, evict_only: bool = False) -> Way:
+        """How ``pods`` of ``view`` may move (see :mod:`descheduler.planning.move_method`)."""
+        whole = len(pods) == len(view.running) and len(pods) == len(view.placed)
+        return self.owners.way(
+            view.key,
+            pods,
+            whole=whole and not evict_only,
+            suspend=self.config.moves.suspend,
+        )
+
+    def victim(
+        self,
+        view: GangView,
+        pods: Sequence[PodRecord] | None = None,
+        *,
+        evict_only: bool = False,
+    ) -> Victim:
+        """``view`` whole (``pods`` None) or only ``pods``, which must number at most
+        its members above minAvailable. ``evict_only``: never by suspending (a stale
+        gang released to start again whole)."""
+        chosen = tuple(view.placed) if pods is None else tuple(pods)
+        partial = pods is not None and len(chosen) < len(view.running)
+        if partial and len(chosen) > view.extras:
+            raise ValueError(f"{view.describe()}: {len(chosen)} members exceed its extras")
+        return Victim(
+            view,
+            chosen,
+            partial,
+            sum(self.pod_cost(p) for p in chosen),
+            self.tier(view),
+            self.way(view, chosen, evict_only=evict_only),
+        )
+
+    def refusal(self, pods: Sequence[PodRecord], queue: str) -> str | None:
+        return self.budget.refusal(pods, queue)
+
+    def victim_refusal(self, v: Victim) -> str | None:
+        """Why ``v`` may not move now: no safe way, or a limit or disruption budget."""
+        if v.way.method is None:
+            return f"{v.view.describe()}: {v.way.reason}"
+        return self.budget.refusal(v.pods, v.view.queue)
+
+    def may_move_for(self, view: GangView, d: Demand | None) -> str | None:
+        """Why ``view`` may not be moved for the waiting gang ``d`` (None: to
+        defragment), or None when it may. The one rule every strategy asks.
+
+        Never a higher priority for a lower one. An equal priority only under
+        ``LowerOrEqualPriority``, and then only as a consolidation: the plan must place
+        the moved gang again at once (checked on the plan's final snapshot, see
+        ``planner._settle``), and never a gang that started on room made for it within
+        the cool-down -- so two gangs of one priority cannot take turns evicting each
+        other. Defragmenting moves a unit for no one, placing it again at once: priority
+        only orders it."""
+        if d is None:
+            return None
+        mine, theirs = view.priority, d.view.priority
+        if mine > theirs:
+            return f"{view.describe()} has priority {mine}, higher than {theirs} of {d.key}"
+        if mine < theirs:
+            return None
+        if self.config.eviction.victim_priority == "LowerPriority":
+            return f"{view.describe()} has priority {mine}, not lower than {theirs} of {d.key}"
+        kept = self.room_kept(view)
+        if kept is not None:
+            return f"{view.describe()} has the priority of {d.key} ({mine}) and {kept}"
+        return None
+
+    def room_kept(self, view: GangView) -> str | None:
+        """Why a gang of ``view``'s own priority may not have it moved now: room was made
+        for it within the cool-down (so two gangs never take turns moving each other)."""
+        cooldown = self.config.eviction.cooldown
+        if view.room_made is None or cooldown <= 0:
+            return None
+        since = (self.now - view.room_made).total_seconds()
+        if since >= cooldown:
+            return None
+        return (
+            f"room was made for it {format_duration(max(since, 0))} ago: a gang of its own "
+            f"priority does not take it back within the cool-down ({format_duration(cooldown)})"
+        )
+
+    def consolidation(self, victim_priority: int, for_gang: str | None) -> bool:
+        """A move of a gang of ``victim_priority`` for ``for_gang`` that is allowed only
+        when the plan places the moved gang again at once: an equal priority."""
+        if for_gang is None or for_gang not in self.views:
+            return False
+        return victim_priority >= self.views[for_gang].priority
+
+
+def _suspended_reason(w: WorkloadRecord) -> str:
+    if ANNOTATION_SUSPENDED_BY in w.annotations:
+        return f"{w.describe()} is suspended by corral: it waits to be resumed"
+    return f"{w.describe()} is suspended (not by corral): it is not waiting"
+
+
+def victim_move(
+    v: Victim,
+    targets: Mapping[int, tuple[str, tuple[int, ...]]],
+    *,
+    kind: MoveKind,
+    partial: bool,
+    reason: str,
+    for_gang: str | None = None,
+    gain_gpus: float = 0.0,
+) -> Move:
+    """The move of victim ``v`` to ``targets`` (node and devices by pod id): one builder
+    for every strategy that moves running pods somewhere."""
+    pg = v.view.podgroup
+    return Move(
+        kind=kind,
+        unit=v.view.key,
+        namespace=v.view.namespace,
+        gang=v.view.gang_name,
+        queue=v.view.queue,
+        pods=[
+            PodMove(
+                p.namespace,
+                p.name,
+                p.uid,
+                p.node_name,
+                targets[id(p)][0],
+                p.shape.gpu_demand_milli,
+                targets[id(p)][1],
+            )
+            for p in v.pods
+        ],
+        partial=partial,
+        cost=v.cost,
+        reason=reason,
+        for_gang=for_gang,
+        gain_gpus=gain_gpus,
+        podgroup=pg.name if pg is not None else None,
+        podgroup_api=pg.api_group if pg is not None else None,
+        **move_way(v),
+    )
+
+
+def move_way(v: Victim) -> dict[str, Any]:
+    """The fields of a :class:`~descheduler.planning.plan_model.Move` that say how ``v`` moves."""
+    assert v.way.method is not None, "a victim without a safe way is never moved"
+    return {
+        "method": v.way.method,
+        "priority": v.view.priority,
+        "workloads": [w.key for w in v.way.workloads],
+        "how": v.way.reason,
+    }

@@ -1,0 +1,199 @@
+"""Make room for waiting gangs: move the cheapest gangs whose departure lets a waiting
+gang start, each of them proven by the engine to fit again elsewhere.
+
+For each waiting gang, in DRF order, on the snapshot as the plan has left it:
+
+1. If it fits now, it is placed (the scheduler will start it) and needs no move.
+2. A vectorised shortlist: how many of its largest members each node could take now,
+   and with every movable pod gone (the engine's ``member_capacity`` on a what-if of
+   the arrays). Nodes that could gain are ranked by an estimate of what freeing them
+   costs, and the best few are examined exactly.
+3. Per node, exactly: movable units on the node are removed one by one in the snapshot
+   (useful ones first -- those holding a resource the member is short of -- then queues
+   above their deserved share, then cheapest), until the node takes as many more
+   members as wanted; units not needed are pruned.
+4. Node options are taken cheapest per gained member first until the gang fits: the
+   victims are removed, the gang is placed and every victim is placed again, all with
+   the engine. A victim that fits nowhere is dropped for good. Victims that are not
+   needed are pruned, and the move is kept.
+5. When this search finds no move, the exact neighbourhood moves are tried
+   (:mod:`.exact_moves`).
+
+Steps 2 and 3 are :mod:`.room_options`, step 4 :mod:`.room_search`; this module serves
+the waiting gangs one by one and turns the victims found into moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from gangplace.engine import place_gang
+from gangplace.engine.feasibility import member_capacity
+from gangplace.engine.timeparse import format_duration, format_time
+
+from descheduler.planning.context import PlanContext, Victim, victim_move
+from descheduler.planning.gang_demand import Demand
+from descheduler.planning.plan_model import Move, Unserved
+from descheduler.planning.strategies.exact_moves import exact_room
+from descheduler.planning.strategies.room_options import (
+    Candidates,
+    NodeOption,
+    Room,
+    driver,
+    node_option,
+    shortlist,
+)
+from descheduler.planning.strategies.room_search import prune, search
+from descheduler.planning.what_if import Trial, freed
+
+__all__ = ["ROOM_TAKEN", "make_room"]
+
+# How the reason of a waiting gang whose room went to other pods begins.
+ROOM_TAKEN = "room was made for it"
+
+
+def _moves(ctx: PlanContext, d: Demand, victims: Sequence[Victim], trial: Trial) -> list[Move]:
+    out = []
+    for v in sorted(victims, key=lambda v: (v.cost, v.view.key)):
+        what = "members above minAvailable of " if v.partial else "whole " if v.view.is_gang else ""
+        out.append(
+            victim_move(
+                v,
+                trial.targets,
+                kind="make-room",
+                partial=v.partial,
+                reason=f"moves {what}{v.view.describe()} to make room for waiting gang "
+                f"{d.key} ({d.describe()})",
+                for_gang=d.key,
+            )
+        )
+    return out
+
+
+def _room_for(ctx: PlanContext, cand: Candidates, d: Demand) -> list[Move] | str:
+    snap = ctx.snap
+    shape, need = driver(d)
+    cap_now = member_capacity(snap, shape)
+    hosts = np.flatnonzero(cap_now > 0)
+    room = Room(cand, hosts if int(cap_now.sum()) <= need else np.zeros(0, dtype=np.int64))
+    arrays = cand.arrays(room.stuck)
+    with freed(snap, arrays["used"], arrays["gpu"]):  # type: ignore[arg-type]
+        cap_pot = member_capacity(snap, shape)
+    if int(cap_pot.sum()) < need:
+        return (
+            f"moving every movable pod would leave room for {int(cap_pot.sum())} of the "
+            f"{need} pods of {shape.describe()} it needs"
+        )
+    gain = cap_pot - cap_now
+    nodes = np.flatnonzero(gain > 0)
+    if nodes.size == 0:
+        return "moving pods frees no node it could use"
+    deficit = max(1, need - int(cap_now.sum()))
+    short = shortlist(ctx, arrays, shape, nodes, ctx.config.make_room.candidate_nodes)
+    refused: list[str] = []
+
+    def option(n: int, excluded: set[str]) -> NodeOption | None:
+        pods_here = [p for p in cand.by_node.get(n, ()) if ctx.movable(ctx.view_of(p))]
+        if not pods_here:
+            return None
+        target = min(deficit, int(gain[n]))
+        return node_option(ctx, room, pods_here, n, shape, target, excluded, d, refused)
+
+    # Exact options are worked out a batch at a time, best estimates first: most
+    # gangs find room in the first batch.
+    options: list[NodeOption] = []
+    why = "no set of movable gangs on the examined nodes makes room"
+    for lo, hi in _batches(short.size):
+        options += [o for o in (option(n, set()) for n in short[lo:hi].tolist()) if o]
+        victims, why = search(ctx, d, options, deficit, option)
+        if victims is not None:
+            break
+    else:
+        if not options and refused:
+            return f"no gang it needs may be moved for it: {refused[0]}"
+        return why
+    trial, victims = prune(ctx, d, victims)
+    moves = _moves(ctx, d, victims, trial)
+    trial.keep()
+    for v in victims:
+        ctx.budget.take(v.pods, v.view.queue)
+        ctx.moved.add(v.view.key)
+        cand.retire(v.view)
+    return moves
+
+
+def _batches(n: int, first: int = 8) -> list[tuple[int, int]]:
+    """[0, 8), [8, 24), [24, 56)... up to n."""
+    out, lo, size = [], 0, first
+    while lo < n:
+        out.append((lo, min(n, lo + size)))
+        lo, size = lo + size, size * 2
+    return out
+
+
+def _room_taken(ctx: PlanContext, d: Demand) -> str | None:
+    """Room was made for ``d`` within the cool-down and it still cannot start: the
+    scheduler gave the room to other pods (the victims' replacements, or others). Moving
+    more gangs for it would likely go the same way, so it waits out the cool-down."""
+    made = d.view.room_made
+    cooldown = ctx.config.eviction.cooldown
+    if made is None or cooldown <= 0:
+        return None
+    since = (ctx.now - made).total_seconds()
+    if since >= cooldown:
+        return None
+    return (
+        f"{ROOM_TAKEN} {format_duration(max(since, 0))} ago "
+        f"({format_time(made)}) and it still cannot start: the scheduler gave the room to "
+        f"other pods; no more gangs are moved for it until the cool-down "
+        f"({format_duration(cooldown)}) ends"
+    )
+
+
+def make_room(ctx: PlanContext) -> list[Move]:
+    """Moves that let the waiting gangs that cannot start now (``ctx.blocked()``, in DRF
+    order) start; the snapshot is left with the moves made and the gangs that start
+    placed. Unserved gangs go to ``ctx.unserved``."""
+    demands = ctx.blocked()
+    if not demands:
+        return []
+    snap = ctx.snap
+    cand = Candidates(ctx)
+    moves: list[Move] = []
+    limit = ctx.config.make_room.max_waiting_gangs
+    for i, d in enumerate(demands):
+        if place_gang(snap, d.gang, ctx.scorer, ctx.options).ok:
+            continue  # it starts as things are (placed: later gangs see it)
+        if not ctx.config.make_room.enabled:
+            ctx.unserved.append(Unserved(d.key, "make_room is disabled"))
+            continue
+        if i >= limit:
+            ctx.unserved.append(
+                Unserved(d.key, f"beyond the first {limit} waiting gangs (max_waiting_gangs)")
+            )
+            continue
+        if ctx.budget.exhausted():
+            ctx.unserved.append(Unserved(d.key, "the eviction limit of this run is reached"))
+            continue
+        never = next((p for p in d.view.pods if p.preemption_policy == "Never"), None)
+        if never is not None:
+            ctx.unserved.append(
+                Unserved(
+                    d.key,
+                    f"pod {never.key} says preemptionPolicy: Never: no gang is moved for it",
+                )
+            )
+            continue
+        taken = _room_taken(ctx, d)
+        if taken is not None:
+            ctx.unserved.append(Unserved(d.key, taken))
+            continue
+        found = _room_for(ctx, cand, d)
+        if isinstance(found, str):  # the search found none: the exact moves may
+            found = exact_room(ctx, d, cand.retire) or found
+        if isinstance(found, str):
+            ctx.unserved.append(Unserved(d.key, found))
+            continue
+        moves.extend(found)  # the kept trial placed the gang too
+    return moves

@@ -1,0 +1,234 @@
+"""The native gang API's objects (KEP-4671), per served version: pure data in, data out.
+
+Kubernetes schedules gangs itself from 1.35. What a pod names and which objects hold the
+gang's policy differ by version (docs/backends.md, "kubernetes"):
+
+- ``scheduling.k8s.io/v1alpha1`` (1.35): a ``Workload`` with ``spec.podGroups[{name,
+  policy: {gang: {minCount}}}]`` and ``controllerRef``; a pod points at it by
+  ``spec.workloadRef{name, podGroup, podGroupReplicaKey}``, the replica key splitting
+  one group into independent gangs.
+- ``v1alpha2`` (1.36): the ``Workload`` is an immutable template
+  (``spec.podGroupTemplates[{name, schedulingPolicy}]``, at most 8); each gang is a
+  runtime ``PodGroup`` (``spec.podGroupTemplateRef.workload{workloadName,
+  podGroupTemplateName}``, ``spec.schedulingPolicy``) that pods name in
+  ``spec.schedulingGroup.podGroupName``, set at CREATE and immutable.
+- ``v1beta1`` (1.37, the shape of ``v1alpha3``): the ``PodGroup`` names its template by
+  ``spec.workloadRef{workloadName, templateName}`` and has ``disruptionMode`` and
+  ``priorityClassName``; with ``CompositePodGroup`` served (``v1alpha3``) the Workload
+  may hold ``compositePodGroupTemplates[{name, schedulingPolicy: {gang:
+  {minGroupCount}}, podGroupTemplates}]`` and a ``CompositePodGroup`` ties PodGroups
+  (``parentCompositePodGroupName``) into one all-or-nothing gang (at most 8 templates a
+  level, 4 levels).
+
+Read from kubernetes ``staging/src/k8s.io/api/scheduling/v1alpha1``, ``v1alpha2`` and
+``v1alpha3/types.go`` (release-1.35 to 1.37) as the handout's VERSIONS.md and KEP-4671,
+KEP-5832 and KEP-6089 describe them. What the API server serves is found once by
+:mod:`webhook.served` and handed to admission as :class:`Served`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from webhook.admission.keys import MANAGED_BY
+
+__all__ = [
+    "COMPOSITE_VERSION",
+    "GROUP",
+    "MAX_TEMPLATES",
+    "TEMPLATE",
+    "NativeApi",
+    "Served",
+    "composite_object",
+    "pod_reference",
+    "podgroup_object",
+    "scheduler_names",
+    "workload_object",
+]
+
+GROUP: Final = "scheduling.k8s.io"
+# The name of the pod group (template) of a gang whose roles are one group: every role
+# in it, so the gang starts all or nothing as corral's other backends start it.
+TEMPLATE: Final = "gang"
+# The template of a CompositePodGroup over a gang's roles.
+COMPOSITE_TEMPLATE: Final = "all"
+COMPOSITE_VERSION: Final = "v1alpha3"
+# The API's limit on pod group templates (of a Workload, or of one composite level).
+MAX_TEMPLATES: Final = 8
+
+# The versions of the gang API, newest first: the newest the server serves is written.
+_VERSIONS: Final = ("v1beta1", "v1alpha2", "v1alpha1")
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """What the API server serves that admission writes for, found by discovery at the
+    webhook's start (:mod:`webhook.served`): the ``scheduling.k8s.io`` versions serving
+    ``workloads``, ``podgroups`` and ``compositepodgroups``, and the ``spec`` fields of
+    Volcano's served PodGroup schema (empty: not installed, or not known)."""
+
+    workload_versions: frozenset[str] = frozenset()
+    podgroup_versions: frozenset[str] = frozenset()
+    volcano_podgroup_fields: frozenset[str] = frozenset()
+    composite_versions: frozenset[str] = frozenset()
+
+    @property
+    def native(self) -> NativeApi | None:
+        """The gang API version to write (None: the server serves none)."""
+        for v in _VERSIONS:
+            if v in self.workload_versions:
+                runtime = v in self.podgroup_versions and v != "v1alpha1"
+                composite = (
+                    v == "v1beta1" and runtime and COMPOSITE_VERSION in self.composite_versions
+                )
+                return NativeApi(v, runtime, composite)
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class NativeApi:
+    """One served version of the gang API: ``runtime_groups`` when it has the runtime
+    PodGroup object (v1alpha2+), which pods name (else they name the Workload);
+    ``composite`` when CompositePodGroup is served beside it (1.37)."""
+
+    version: str
+    runtime_groups: bool
+    composite: bool = False
+
+    @property
+    def api_version(self) -> str:
+        return f"{GROUP}/{self.version}"
+
+    @property
+    def composite_api_version(self) -> str:
+        return f"{GROUP}/{COMPOSITE_VERSION}"
+
+
+def _meta(name: str, namespace: str) -> dict[str, Any]:
+    return {"name": name, "namespace": namespace, "labels": {MANAGED_BY[0]: MANAGED_BY[1]}}
+
+
+def _gang_policy(min_count: int) -> dict[str, Any]:
+    return {"gang": {"minCount": min_count}}
+
+
+def workload_object(
+    api: NativeApi,
+    name: str,
+    namespace: str,
+    templates: Sequence[tuple[str, int]],
+    controller: Mapping[str, str] | None,
+    *,
+    composite: int | None = None,
+) -> dict[str, Any]:
+    """The gang's ``Workload``: ``templates`` (name, minCount); ``controller`` the
+    workload it stands for (``apiGroup``, ``kind``, ``name``), None for a bare pod's
+    gang; ``composite``: the templates under one composite template needing that many."""
+    spec: dict[str, Any] = {}
+    if controller is not None:
+        spec["controllerRef"] = dict(controller)
+    if not api.runtime_groups:
+        spec["podGroups"] = [{"name": n, "policy": _gang_policy(c)} for n, c in templates]
+    else:
+        tmpls = [{"name": n, "schedulingPolicy": _gang_policy(c)} for n, c in templates]
+        if composite is None:
+            spec["podGroupTemplates"] = tmpls
+        else:
+            spec["compositePodGroupTemplates"] = [
+                {
+                    "name": COMPOSITE_TEMPLATE,
+                    "schedulingPolicy": {"gang": {"minGroupCount": composite}},
+                    "podGroupTemplates": tmpls,
+                }
+            ]
+    return {
+        "apiVersion": api.api_version,
+        "kind": "Workload",
+        "metadata": _meta(name, namespace),
+        "spec": spec,
+    }
+
+
+def podgroup_object(
+    api: NativeApi,
+    name: str,
+    workload: str,
+    template: str,
+    namespace: str,
+    min_count: int,
+    priority_class: str | None,
+    *,
+    parent: str | None = None,
+) -> dict[str, Any]:
+    """One runtime ``PodGroup`` (v1alpha2+): one gang (or one role of a composite one),
+    made from the Workload's ``template``."""
+    assert api.runtime_groups
+    spec: dict[str, Any] = {}
+    if api.version == "v1alpha2":
+        spec["podGroupTemplateRef"] = {
+            "workload": {"workloadName": workload, "podGroupTemplateName": template}
+        }
+        spec["schedulingPolicy"] = _gang_policy(min_count)
+    else:
+        if parent is not None:
+            spec["parentCompositePodGroupName"] = parent
+        spec["workloadRef"] = {"workloadName": workload, "templateName": template}
+        spec["schedulingPolicy"] = _gang_policy(min_count)
+        # A gang moves whole or not at all (the descheduler reads this back).
+        spec["disruptionMode"] = {"all": {}}
+        if priority_class:
+            spec["priorityClassName"] = priority_class
+    return {
+        "apiVersion": api.api_version,
+        "kind": "PodGroup",
+        "metadata": _meta(name, namespace),
+        "spec": spec,
+    }
+
+
+def composite_object(
+    api: NativeApi,
+    name: str,
+    workload: str,
+    namespace: str,
+    min_groups: int,
+    priority_class: str | None,
+) -> dict[str, Any]:
+    """The ``CompositePodGroup`` (1.37, v1alpha3) tying a gang's role PodGroups together."""
+    spec: dict[str, Any] = {
+        "workloadRef": {"workloadName": workload, "templateName": COMPOSITE_TEMPLATE},
+        "schedulingPolicy": {"gang": {"minGroupCount": min_groups}},
+    }
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {
+        "apiVersion": api.composite_api_version,
+        "kind": "CompositePodGroup",
+        "metadata": _meta(name, namespace),
+        "spec": spec,
+    }
+
+
+def pod_reference(
+    api: NativeApi, group: str, workload: str, template: str, instance: str | None
+) -> tuple[str, dict[str, Any]]:
+    """The pod ``spec`` field naming its gang and its value: ``schedulingGroup`` (the
+    runtime PodGroup ``group``), else ``workloadRef`` (the Workload's ``template``, the
+    replica key ``instance`` for a workload with one gang per instance)."""
+    if api.runtime_groups:
+        return "schedulingGroup", {"podGroupName": group}
+    ref: dict[str, Any] = {"name": workload, "podGroup": template}
+    if instance is not None:
+        ref["podGroupReplicaKey"] = instance
+    return "workloadRef", ref
+
+
+def scheduler_names(specs: Sequence[Any]) -> set[str]:
+    """The schedulerNames a gang's pod templates ask for ("" where none is set)."""
+    out: set[str] = set()
+    for s in specs:
+        name = s.get("schedulerName") if isinstance(s, dict) else None
+        out.add(name if isinstance(name, str) and name != "default-scheduler" else "")
+    return out
