@@ -19,7 +19,7 @@ from descheduler.planning.gang_views import GangView, build_views
 from descheduler.planning.planner import fragmentation_now, move_verdict, plan
 from descheduler.planning.state import ClusterState, StateError, state_from_objects
 from descheduler.render import render_plan
-from descheduler.running.process import RunOptions, run_command
+from descheduler.running.process import RunOptions, run_descheduler
 
 __all__ = [
     "DUMP_ERRORS",
@@ -42,6 +42,6 @@ __all__ = [
     "plan",
     "read_dump",
     "render_plan",
-    "run_command",
+    "run_descheduler",
     "state_from_objects",
 ]

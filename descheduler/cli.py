@@ -21,10 +21,11 @@ import sys
 from collections.abc import Sequence
 
 from gangplace.cli_exit import run_command, warn
+from gangplace.config_errors import ConfigError
 from gangplace.engine import SnapshotError
 from gangplace.engine.timeparse import TimeFormatError, parse_duration
 
-from descheduler.config import ConfigError, DeschedulerConfig, load_config, render_defaults
+from descheduler.config import DeschedulerConfig, load_config, render_defaults
 from descheduler.dump_state import SAMPLE, SAMPLES, SNAPSHOT_TIME, read_dump
 from descheduler.planning.planner import plan
 from descheduler.planning.state import StateError
@@ -66,7 +67,7 @@ def _kube_runner(args: argparse.Namespace, config: DeschedulerConfig) -> int:
         DEFAULT_LEASE,
         RunOptions,
         default_namespace,
-        run_command,
+        run_descheduler,
     )
 
     setup_logging(args.log_level)
@@ -97,7 +98,7 @@ def _kube_runner(args: argparse.Namespace, config: DeschedulerConfig) -> int:
     if not 0 <= opts.metrics_port <= 65535:
         raise ConfigError(f"--metrics-port: {opts.metrics_port} is not a port")
     try:
-        return asyncio.run(run_command(opts, config))
+        return asyncio.run(run_descheduler(opts, config))
     except KubeConfigError as e:
         raise ConfigError(str(e)) from None
 

@@ -11,7 +11,12 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from gangplace.config_errors import KeyedValueError, checked_kinds, describe_validation_error
+from gangplace.config_errors import (
+    ConfigError,
+    KeyedValueError,
+    checked_kinds,
+    describe_validation_error,
+)
 from gangplace.engine import EngineConfig
 from gangplace.engine.kinds import AddedKind, Kinds, with_added
 from gangplace.engine.policies import DEFAULT_POLICY, check_policy
@@ -33,7 +38,7 @@ __all__ = [
     "DefragmentConfig",
     "DeschedulerConfig",
     "EvictionRules",
-    "Limits",
+    "LimitSettings",
     "MakeRoomConfig",
     "MovesConfig",
     "RunnerConfig",
@@ -43,10 +48,6 @@ __all__ = [
     "parse_config",
     "render_defaults",
 ]
-
-
-class ConfigError(ValueError):
-    """A configuration that cannot be used; the message names the file and the key."""
 
 
 def _duration(v: Any) -> float:
@@ -137,7 +138,7 @@ class EvictionRules(_Section):
     )
 
 
-class Limits(_Section):
+class LimitSettings(_Section):
     """Caps on one run; ``null`` means no cap. A gang is never split by a limit: a
     move that does not fit the remaining budget whole is not planned. A run cut short
     (a crash, SIGTERM, a lost Lease) shares its caps with the next run that starts
@@ -319,7 +320,7 @@ class DeschedulerConfig(_Section):
     )
     scheduling: SchedulingConfig = Field(default_factory=SchedulingConfig)
     eviction: EvictionRules = Field(default_factory=EvictionRules)
-    limits: Limits = Field(default_factory=Limits)
+    limits: LimitSettings = Field(default_factory=LimitSettings)
     cost: CostWeights = Field(default_factory=CostWeights)
     moves: MovesConfig = Field(default_factory=MovesConfig)
     make_room: MakeRoomConfig = Field(default_factory=MakeRoomConfig)

@@ -10,13 +10,13 @@ from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 
+from gangplace.config_errors import ConfigError
 from gangplace.engine import EngineConfig, SnapshotError
 from gangplace.engine.dump_checks import dump_warnings
 from gangplace.engine.kinds import KINDS, Kinds
 from gangplace.engine.timeparse import TimeFormatError, parse_time
 from gangplace.snapshot_io import load_list
 
-from descheduler.config import ConfigError
 from descheduler.planning.state import ClusterState, StateError, state_from_list
 
 __all__ = [

@@ -26,6 +26,7 @@ import argparse
 from typing import Any
 
 import numpy as np
+from gangplace.config_errors import ConfigError
 from gangplace.sim.replay import ReplayResult
 from gangplace.sim.replay_command import (
     CliError,
@@ -38,7 +39,7 @@ from gangplace.sim.replay_command import (
 )
 from gangplace.sim.trace_run import prepare_trace
 
-from descheduler.config import ConfigError, DeschedulerConfig, load_config
+from descheduler.config import DeschedulerConfig, load_config
 from descheduler.replay_with_moves import PlannerHook, replay_with_moves
 
 __all__ = [

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gangplace.config_errors import ConfigError
 from gangplace.engine import Snapshot
 from gangplace.engine.fragmentation import TargetWorkload
 from gangplace.engine.policies import POLICIES, PolicyContext, make_policy
@@ -58,7 +59,7 @@ from gangplace.sim.trace_csv import (
     pod_list_path,
 )
 
-from descheduler.config import ConfigError, DeschedulerConfig, load_config
+from descheduler.config import DeschedulerConfig, load_config
 from descheduler.study import CorralHook
 
 __all__ = ["Mode", "add_study_command", "cmd_study", "render", "summarize"]

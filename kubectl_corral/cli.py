@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from gangplace.cli_exit import one_line, run_command
+from gangplace.cli_exit import UsageError, one_line, run_command
 from gangplace.engine.membership import membership
 from gangplace.engine.node_pod_records import SnapshotError, pod_from_json
 from gangplace.engine.report import render_report
@@ -55,7 +55,7 @@ from descheduler.api import (
 from kubectl_corral.explain import explain_pod, render_explanation
 from kubectl_corral.gang_table import gang_rows, render_gangs
 from kubectl_corral.namespace import context_namespace
-from kubectl_corral.reader import PluginError, Reader, UsageError, state_of
+from kubectl_corral.reader import PluginError, Reader, state_of
 
 __all__ = ["build_parser", "main", "run"]
 

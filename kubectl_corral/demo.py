@@ -499,11 +499,11 @@ async def run_descheduler_once(
 ) -> Json:
     """``corral-descheduler run --once`` in this process, with the user's credentials,
     evicting only in the demo's namespace."""
-    from descheduler.api import RunOptions, run_command
+    from descheduler.api import RunOptions, run_descheduler
 
     out = io.StringIO()
     opts = RunOptions(once=True, output="json", lease_namespace=namespace, sync_timeout=60.0)
-    code = await run_command(opts, config, client=client, out=out, install_signals=False)
+    code = await run_descheduler(opts, config, client=client, out=out, install_signals=False)
     text = out.getvalue().strip()
     doc: Json = json.loads(text) if text else {}
     if code != 0:

@@ -32,7 +32,7 @@ from gangplace.kube.resources import (
 
 from descheduler.api import ClusterState, StateError, state_from_objects
 
-__all__ = ["PluginError", "Reader", "Reading", "UsageError", "state_of"]
+__all__ = ["PluginError", "Reader", "Reading", "state_of"]
 
 Json = dict[str, Any]
 PAGE = 500
@@ -49,10 +49,6 @@ _OPTIONAL = frozenset({VOLCANO_QUEUES, *DESCHEDULER_WORKLOADS}) - {
 
 class PluginError(RuntimeError):
     """Something the user must fix or know; the message says what."""
-
-
-class UsageError(ValueError):
-    """A flag, config or dump file that cannot be used (exit 2); the message says why."""
 
 
 @dataclass(slots=True)

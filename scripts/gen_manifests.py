@@ -28,16 +28,15 @@ from typing import Any
 
 import yaml
 from gangplace.cli import build_parser as gangplace_parser
+from gangplace.config_errors import ConfigError
 from gangplace.engine.kinds import KINDS, AddedKind, Kinds, with_added
 from gangplace.kube import rbac
 
 from descheduler.cli import build_parser as descheduler_parser
-from descheduler.config import ConfigError as DeschedulerConfigError
 from descheduler.config import load_config as load_descheduler_config
 from descheduler.config import render_defaults
 from kubectl_corral.cli import build_parser as kubectl_parser
 from webhook.cli import build_parser as webhook_parser
-from webhook.config import ConfigError as WebhookConfigError
 from webhook.config import load_config as load_webhook_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,7 +71,7 @@ def added_kinds(webhook_config: str | None, descheduler_config: str | None) -> K
     try:
         desched = load_descheduler_config(descheduler_config).workloads
         webhook = load_webhook_config(webhook_config).workloads
-    except (DeschedulerConfigError, WebhookConfigError) as e:
+    except ConfigError as e:
         raise SystemExit(f"gen_manifests: {e}") from None
     keys = {(w.group, w.kind) for w in desched}
     entries: list[AddedKind] = [*desched, *(w for w in webhook if (w.group, w.kind) not in keys)]

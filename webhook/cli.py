@@ -12,16 +12,17 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gangplace.cli_exit import run_command
+from gangplace.cli_exit import UsageError, run_command
+from gangplace.config_errors import ConfigError
 from gangplace.engine import SnapshotError
 from gangplace.logs import setup_logging
 
 from webhook.admission import admit
-from webhook.admission.cluster_fit import ClusterState, NoCluster, SnapshotSource, StaticSource
+from webhook.admission.cluster_fit import ClusterCapacity, NoCluster, SnapshotSource, StaticSource
 from webhook.admission.dialects import dialect_for
 from webhook.admission.native_gangs import Served
-from webhook.config import ConfigError, WebhookConfig, load_config
-from webhook.metrics import Metrics
+from webhook.config import WebhookConfig, load_config
+from webhook.metrics import WebhookMetrics
 from webhook.podgroups.reconciler import PodGroupReconciler
 from webhook.server import init_app, run_until_signal, start
 from webhook.tls.contexts import server_context
@@ -39,10 +40,6 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_SERVICE = "corral-webhook"
 DEFAULT_WEBHOOK_CONFIG = "corral-webhook"
 DEFAULT_TLS_SECRET = "corral-webhook-tls"
-
-
-class UsageError(Exception):
-    """A command line or file that cannot be used; the message says what to change."""
 
 
 class StartupError(Exception):
@@ -78,7 +75,7 @@ def _cluster_source(
             snap = load_snapshot(args.cluster_file)
         except SnapshotError as e:
             raise UsageError(str(e)) from None
-        return StaticSource(ClusterState.of(snap))
+        return StaticSource(ClusterCapacity.of(snap))
     assert kube is not None
     from webhook.live import InformerSource
 
@@ -88,7 +85,7 @@ def _cluster_source(
 
 
 def _reconciler(
-    config: WebhookConfig, kube: KubeClient | None, metrics: Metrics, served: Served | None
+    config: WebhookConfig, kube: KubeClient | None, metrics: WebhookMetrics, served: Served | None
 ) -> PodGroupReconciler | None:
     """PodGroups are made when there is an API server and the backend has them."""
     if kube is None or not dialect_for(config).makes_objects:
@@ -116,7 +113,7 @@ async def _serve_with(
     args: argparse.Namespace, config: WebhookConfig, kube: KubeClient | None
 ) -> int:
     source = _cluster_source(args, config, kube)
-    metrics = Metrics()
+    metrics = WebhookMetrics()
     ctx = server_context()
     background: list[Callable[[], Awaitable[None]]] = []
     run = getattr(source, "run", None)

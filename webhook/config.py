@@ -13,7 +13,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from gangplace.config_errors import KeyedValueError, checked_kinds, describe_validation_error
+from gangplace.config_errors import (
+    ConfigError,
+    KeyedValueError,
+    checked_kinds,
+    describe_validation_error,
+)
 from gangplace.engine import EngineConfig
 from gangplace.engine.kinds import Kinds, with_added
 from gangplace.engine.policies import DEFAULT_POLICY, check_policy
@@ -37,10 +42,6 @@ from webhook.admission.validate import (
 )
 
 __all__ = ["Backend", "ConfigError", "NodePool", "WebhookConfig", "load_config"]
-
-
-class ConfigError(ValueError):
-    """A configuration file that cannot be used; the message names the file and field."""
 
 
 class Backend(StrEnum):

@@ -46,7 +46,7 @@ from gangplace.kube import Informer, KubeClient
 from gangplace.kube.resources import NODES, NON_TERMINAL_PODS, PODS
 from gangplace.kube.task import BackgroundTask
 
-from webhook.admission.cluster_fit import ClusterState
+from webhook.admission.cluster_fit import ClusterCapacity
 
 __all__ = ["HELD_PODS", "HeldPod", "InformerSource", "SourceStats", "held_pod"]
 
@@ -137,11 +137,11 @@ class _Live:
 
 def _build(
     nodes: list[NodeRecord], pods: Iterable[tuple[str, HeldPod]], config: EngineConfig
-) -> tuple[ClusterState, _Live]:
+) -> tuple[ClusterCapacity, _Live]:
     """A new live snapshot and its empty copy (in a worker thread: reads only its
     arguments, which nobody changes -- informers replace records, never edit them)."""
     snap = Snapshot(nodes, (), config)
-    state = ClusterState.of(snap)
+    state = ClusterCapacity.of(snap)
     live = _Live(snap)
     for key, pod in pods:
         live.add(key, pod)
@@ -189,14 +189,14 @@ class InformerSource(BackgroundTask):
         )
         self.nodes.add_listener(self._on_node)
         self.pods.add_listener(self._on_pod)
-        self._state: ClusterState | None = None
+        self._state: ClusterCapacity | None = None
         self._live: _Live | None = None
         self._replay: set[str] | None = None  # pods changed while a build runs
         self._nodes_changed = asyncio.Event()
 
     # --- SnapshotSource ---------------------------------------------------------------
 
-    def state(self) -> ClusterState | None:
+    def state(self) -> ClusterCapacity | None:
         st = self._state
         if st is not None:
             for snap in (st.snapshot, st.capacity):

@@ -2,7 +2,7 @@
 apps in one process never collide).
 
 A review is counted on the request path in plain numbers (a dict hit and an add, no
-lock: :meth:`Metrics.observe` runs on the event loop's thread), and the numbers are
+lock: :meth:`WebhookMetrics.observe` runs on the event loop's thread), and the numbers are
 moved into the Prometheus children whenever the registry is read (``/metrics``, or a
 test's ``get_sample_value``): the exposition is the same, at a fraction of the cost
 of five locked increments per review."""
@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.metrics_core import Metric
 
-__all__ = ["CONTENT_TYPE_LATEST", "LATENCY_BUCKETS", "Metrics"]
+__all__ = ["CONTENT_TYPE_LATEST", "LATENCY_BUCKETS", "WebhookMetrics"]
 
 # Sub-millisecond resolution where admission lives, then up to the API server's
 # default webhook timeout (10 s).
@@ -46,7 +46,7 @@ class _Flush:
     """A collector that yields nothing: registered first, it moves the pending counts
     into the Prometheus children before any of them is read."""
 
-    def __init__(self, metrics: Metrics) -> None:
+    def __init__(self, metrics: WebhookMetrics) -> None:
         self._metrics = metrics
 
     def describe(self) -> Iterable[Metric]:
@@ -57,7 +57,7 @@ class _Flush:
         return ()
 
 
-class Metrics:
+class WebhookMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
         r = self.registry

@@ -19,7 +19,7 @@ from gangplace.thirdparty import ADMISSION_FIXTURES, locate
 
 from webhook.admission import AdmitResult, admit, decode_patch
 from webhook.admission import keys as K
-from webhook.admission.cluster_fit import ClusterState, SnapshotSource, StaticSource
+from webhook.admission.cluster_fit import ClusterCapacity, SnapshotSource, StaticSource
 from webhook.config import WebhookConfig
 from webhook.server import init_app, start
 from webhook.tls.certificates import new_bundle
@@ -133,7 +133,7 @@ class _Recorder:
         self.last: AdmitResult | None = None
 
     def __call__(
-        self, review: Any, cluster: ClusterState | None, config: WebhookConfig
+        self, review: Any, cluster: ClusterCapacity | None, config: WebhookConfig
     ) -> AdmitResult:
         self.last = admit(review, cluster, config)
         return self.last
@@ -275,7 +275,7 @@ async def run_demo(fixtures: Path | None, out: TextIO) -> int:
     snap = load_snapshot(None)
     gpus = int(snap.gpu_total.sum())
     runner, port, recorder = await _serve(
-        StaticSource(ClusterState.of(snap)), config, bundle.ca_cert, bundle.cert, bundle.key
+        StaticSource(ClusterCapacity.of(snap)), config, bundle.ca_cert, bundle.cert, bundle.key
     )
     out.write(
         f"\nWith a view of a cluster (here the bundled sample cluster: {snap.n_nodes} nodes, "

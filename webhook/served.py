@@ -20,7 +20,7 @@ from webhook.admission.native_gangs import GROUP, Served
 
 __all__ = ["discover", "served_from"]
 
-log = logging.getLogger("webhook.served")
+log = logging.getLogger(__name__)
 
 _VOLCANO_PODGROUPS_CRD = "podgroups.scheduling.volcano.sh"
 _VOLCANO_VERSION = "v1beta1"

@@ -24,9 +24,9 @@ from aiohttp import web
 from gangplace.health import add_health_routes
 
 from webhook.admission import AdmitResult, ReviewError, admit
-from webhook.admission.cluster_fit import ClusterState, NoCluster, SnapshotSource
+from webhook.admission.cluster_fit import ClusterCapacity, NoCluster, SnapshotSource
 from webhook.config import WebhookConfig
-from webhook.metrics import Metrics
+from webhook.metrics import WebhookMetrics
 from webhook.podgroups.reconciler import PodGroupReconciler
 
 __all__ = [
@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 MAX_BODY = 3 * 1024 * 1024
 _OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 
-AdmitFn = Callable[[Any, ClusterState | None, WebhookConfig], AdmitResult]
+AdmitFn = Callable[[Any, ClusterCapacity | None, WebhookConfig], AdmitResult]
 
 
 @dataclass(slots=True)
@@ -64,7 +64,7 @@ class ServerState:
 
 CONFIG = web.AppKey("config", WebhookConfig)
 SOURCE = web.AppKey("source", SnapshotSource)
-METRICS = web.AppKey("metrics", Metrics)
+METRICS = web.AppKey("metrics", WebhookMetrics)
 RECONCILER = web.AppKey("reconciler", PodGroupReconciler)
 STATE = web.AppKey("state", ServerState)
 
@@ -99,7 +99,7 @@ async def mutate(request: web.Request) -> web.Response:
 async def _mutate(
     request: web.Request,
     app: web.Application,
-    metrics: Metrics,
+    metrics: WebhookMetrics,
     state: ServerState,
     *,
     json_checked: bool = False,
@@ -222,7 +222,7 @@ async def _podgroup_first(
     reconciler: PodGroupReconciler,
     result: AdmitResult,
     config: WebhookConfig,
-    metrics: Metrics,
+    metrics: WebhookMetrics,
     out: bytes,
 ) -> bytes:
     """Answer a pod only once its gang's PodGroup exists, within ``podGroupWait``:
@@ -291,7 +291,7 @@ def init_app(
     *,
     source: SnapshotSource | None = None,
     reconciler: PodGroupReconciler | None = None,
-    metrics: Metrics | None = None,
+    metrics: WebhookMetrics | None = None,
     background: Sequence[Callable[[], Awaitable[None]]] = (),
     admit_fn: AdmitFn = admit,
 ) -> web.Application:
@@ -306,7 +306,7 @@ def init_app(
     app = web.Application(client_max_size=MAX_BODY)
     app[CONFIG] = config
     app[SOURCE] = source or NoCluster()
-    app[METRICS] = metrics or Metrics()
+    app[METRICS] = metrics or WebhookMetrics()
     if reconciler is not None:
         app[RECONCILER] = reconciler
     app[STATE] = ServerState(admit_fn=admit_fn, background=background)

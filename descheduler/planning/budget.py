@@ -22,15 +22,15 @@ from gangplace.engine.eviction_budget import (
 )
 from gangplace.engine.objects import PdbRecord
 
-from descheduler.config import Limits as LimitsConfig
+from descheduler.config import LimitSettings
 from descheduler.planning.state import EvictedPod
 
-__all__ = ["PER_RUN", "Budget", "limits_of"]
+__all__ = ["PER_RUN", "PlanBudget", "limits_of"]
 
 PER_RUN = "max_evictions_per_run"
 
 
-def limits_of(cfg: LimitsConfig) -> list[EngineBudget]:
+def limits_of(cfg: LimitSettings) -> list[EngineBudget]:
     """The config's limits as budgets named by their keys, in the order they are
     checked: per run, GPUs, per queue, per node, per namespace."""
     out: list[EngineBudget] = []
@@ -61,11 +61,11 @@ def _evicted(p: EvictedPod) -> EvictionTarget:
 Saved = tuple[Counter[tuple[str, str]], Counter[str]]
 
 
-class Budget:
+class PlanBudget:
     """The limits and disruption budgets of one plan, and what its moves used of them.
     A move's pods are admitted or refused as a whole, so a limit never splits a gang."""
 
-    def __init__(self, limits: LimitsConfig, pdbs: Iterable[PdbRecord] = ()) -> None:
+    def __init__(self, limits: LimitSettings, pdbs: Iterable[PdbRecord] = ()) -> None:
         self.limits = Limits(limits_of(limits))
         self.pdbs = DisruptionBudgets(pdbs)
         self._targets: dict[tuple[int, str], tuple[PodRecord, EvictionTarget]] = {}

@@ -33,7 +33,7 @@ from gangplace.engine.timeparse import (
 )
 
 from descheduler.config import DeschedulerConfig
-from descheduler.planning.budget import Budget
+from descheduler.planning.budget import PlanBudget
 from descheduler.planning.gang_demand import Demand, demand_of, request_of
 from descheduler.planning.gang_views import GangView, build_views
 from descheduler.planning.move_method import Owners, Way
@@ -88,7 +88,7 @@ class PlanContext:
     options: GangOptions
     views: dict[str, GangView]
     workload: TargetWorkload
-    budget: Budget
+    budget: PlanBudget
     protected: dict[str, str] = field(default_factory=dict)
     moved: set[str] = field(default_factory=set)
     queue_states: dict[str, QueueState] = field(default_factory=dict)
@@ -167,7 +167,7 @@ class PlanContext:
             ),
             views=views,
             workload=workload,
-            budget=Budget(config.limits, state.pdbs),
+            budget=PlanBudget(config.limits, state.pdbs),
         )
         ctx.owners = Owners(state.workloads, state.kinds)
         ctx.owners.index_units((v.key, v.pods) for v in views.values())

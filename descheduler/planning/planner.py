@@ -23,7 +23,7 @@ from gangplace.engine.fragmentation import TargetWorkload, fragmentation
 from gangplace.engine.report import FragmentationReport, fragmentation_report
 
 from descheduler.config import DeschedulerConfig
-from descheduler.planning.budget import Budget
+from descheduler.planning.budget import PlanBudget
 from descheduler.planning.context import PlanContext
 from descheduler.planning.gang_demand import Demand
 from descheduler.planning.plan_model import LargestFit, Move, NotMoved, Plan, PodMove
@@ -92,7 +92,7 @@ def plan(
 def _not_moved(ctx: PlanContext, moved: set[str]) -> list[NotMoved]:
     """Running units the rules keep in place, with why: protected ones, and those a
     disruption budget covers that allows fewer disruptions than they have members."""
-    fresh = Budget(ctx.config.limits, ctx.state.pdbs)
+    fresh = PlanBudget(ctx.config.limits, ctx.state.pdbs)
     out = []
     for k, v in sorted(ctx.views.items()):
         if not v.placed or k in moved or k in ctx.suspended:
@@ -115,7 +115,7 @@ def move_verdict(state: ClusterState, config: DeschedulerConfig, unit: str) -> s
         return f"not moved: {ctx.suspended[unit]}"
     if not view.placed:
         return "not moved: none of its pods runs"
-    why = ctx.protected.get(unit) or Budget(config.limits, state.pdbs).pdb_reason(view.placed)
+    why = ctx.protected.get(unit) or PlanBudget(config.limits, state.pdbs).pdb_reason(view.placed)
     if why is not None:
         return f"not moved: {why}"
     way = ctx.way(view, view.placed)

@@ -65,7 +65,7 @@ from descheduler.planning.state import (
 from descheduler.running.cluster_view import ClusterView
 from descheduler.running.gang_events import involved_object, post_gang_event
 from descheduler.running.ledger_store import LedgerStore
-from descheduler.running.runner_port import GangEvent, GangOutcome, Outcome, PodResult, Resumed
+from descheduler.running.runner_port import GangEvent, GangOutcome, MoveOutcome, PodResult, Resumed
 from descheduler.running.suspender import Suspender
 
 __all__ = ["OUTCOMES", "KubeIO"]
@@ -76,14 +76,14 @@ log = logging.getLogger(__name__)
 _MERGE_PATCH = "application/merge-patch+json"
 
 # The evictor's outcomes as the runner counts them.
-OUTCOMES: Mapping[KubeOutcome, Outcome] = {
-    KubeOutcome.EVICTED: Outcome.EVICTED,
-    KubeOutcome.GONE: Outcome.GONE,
-    KubeOutcome.DRY_RUN: Outcome.DRY_RUN,
-    KubeOutcome.REFUSED_BY_PDB: Outcome.REFUSED,
-    KubeOutcome.SKIPPED_BY_LIMIT: Outcome.SKIPPED,
-    KubeOutcome.FAILED: Outcome.FAILED,
-    KubeOutcome.ABORTED: Outcome.ABORTED,
+OUTCOMES: Mapping[KubeOutcome, MoveOutcome] = {
+    KubeOutcome.EVICTED: MoveOutcome.EVICTED,
+    KubeOutcome.GONE: MoveOutcome.GONE,
+    KubeOutcome.DRY_RUN: MoveOutcome.DRY_RUN,
+    KubeOutcome.REFUSED_BY_PDB: MoveOutcome.REFUSED,
+    KubeOutcome.SKIPPED_BY_LIMIT: MoveOutcome.SKIPPED,
+    KubeOutcome.FAILED: MoveOutcome.FAILED,
+    KubeOutcome.ABORTED: MoveOutcome.ABORTED,
 }
 
 

@@ -12,10 +12,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from descheduler.planning.strategies.make_room import ROOM_TAKEN
 from descheduler.running.run_result import RunResult
 
-__all__ = ["Metrics"]
+__all__ = ["DeschedulerMetrics"]
 
 
-class Metrics:
+class DeschedulerMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry

@@ -49,7 +49,7 @@ from descheduler.config import DeschedulerConfig
 from descheduler.render import render_run
 from descheduler.running.cluster_view import ClusterView
 from descheduler.running.kube_io import KubeIO
-from descheduler.running.metrics import Metrics
+from descheduler.running.metrics import DeschedulerMetrics
 from descheduler.running.runner import (
     EXIT_FAILED,
     EXIT_OK,
@@ -59,7 +59,7 @@ from descheduler.running.runner import (
     run_once,
 )
 
-__all__ = ["DEFAULT_LEASE", "EXIT_LEASE_LOST", "RunOptions", "default_namespace", "run_command"]
+__all__ = ["DEFAULT_LEASE", "EXIT_LEASE_LOST", "RunOptions", "default_namespace", "run_descheduler"]
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ class _Status:
         }
 
 
-def _http_app(metrics: Metrics, status: _Status) -> web.Application:
+def _http_app(metrics: DeschedulerMetrics, status: _Status) -> web.Application:
     """``/healthz`` answers the loop's state, ``/readyz`` whether the informers are
     synced, ``/metrics`` the runner's metrics with the leader gauge as it is now."""
 
@@ -178,7 +178,7 @@ class _Process:
         self.signal = ""
         self.dry_run = opts.dry_run or config.runner.dry_run
         self.identity = opts.identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
-        self.metrics = Metrics()
+        self.metrics = DeschedulerMetrics()
         self.view = ClusterView(client, config, ledger_namespace=opts.lease_namespace)
         self.elector: LeaderElector | None = None
         if opts.lease_name:
@@ -425,7 +425,7 @@ class _Process:
         return EXIT_OK
 
 
-async def run_command(
+async def run_descheduler(
     opts: RunOptions,
     config: DeschedulerConfig,
     *,

@@ -6,12 +6,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from descheduler.planning.plan_model import Plan
-from descheduler.running.runner_port import GangOutcome, Outcome, Resumed
+from descheduler.running.runner_port import GangOutcome, MoveOutcome, Resumed
 
 __all__ = ["DONE", "EXIT_FAILED", "EXIT_OK", "RunResult"]
 
 # A pod in one of these outcomes has left its node.
-DONE = (Outcome.EVICTED, Outcome.GONE, Outcome.SUSPENDED)
+DONE = (MoveOutcome.EVICTED, MoveOutcome.GONE, MoveOutcome.SUSPENDED)
 
 EXIT_OK, EXIT_FAILED = 0, 1
 

@@ -58,7 +58,7 @@ from descheduler.running.run_result import EXIT_FAILED, EXIT_OK, RunResult
 from descheduler.running.runner_port import (
     GangEvent,
     GangOutcome,
-    Outcome,
+    MoveOutcome,
     PodResult,
     Resumed,
     RunnerPort,
@@ -69,7 +69,7 @@ __all__ = [
     "EXIT_OK",
     "GangEvent",
     "GangOutcome",
-    "Outcome",
+    "MoveOutcome",
     "PodResult",
     "Resumed",
     "RunResult",
@@ -115,7 +115,7 @@ def _event(plan: Plan, move: Move, type_: str, reason: str, message: str) -> Gan
     )
 
 
-_HELD_BACK = (Outcome.REFUSED, Outcome.SKIPPED, Outcome.ABORTED)
+_HELD_BACK = (MoveOutcome.REFUSED, MoveOutcome.SKIPPED, MoveOutcome.ABORTED)
 
 
 async def run_once(
@@ -280,8 +280,8 @@ async def _move_one(
     detail = ""
     if bad is not None:
         detail = f"{bad.namespace}/{bad.name}: {bad.outcome.value} {bad.message}".strip()
-    back = next((r for r in results if r.outcome == Outcome.ROLLED_BACK), None)
-    if back is not None and all(r.outcome == Outcome.ROLLED_BACK for r in results):
+    back = next((r for r in results if r.outcome == MoveOutcome.ROLLED_BACK), None)
+    if back is not None and all(r.outcome == MoveOutcome.ROLLED_BACK for r in results):
         msg = f"suspend rolled back: {back.message}"
         result.outcomes.append(GangOutcome(move, "rolled-back", msg, results))
         why = f"an earlier move for its gang was rolled back ({back.message})"

@@ -21,15 +21,15 @@ from descheduler.planning.state import ClusterState
 __all__ = [
     "GangEvent",
     "GangOutcome",
+    "MoveOutcome",
     "NoOpPort",
-    "Outcome",
     "PodResult",
     "Resumed",
     "RunnerPort",
 ]
 
 
-class Outcome(StrEnum):
+class MoveOutcome(StrEnum):
     """What happened to one pod (the Kubernetes layer's evictor reports these)."""
 
     EVICTED = "evicted"
@@ -49,7 +49,7 @@ class Outcome(StrEnum):
 class PodResult:
     namespace: str
     name: str
-    outcome: Outcome
+    outcome: MoveOutcome
     message: str = ""
 
 
@@ -161,7 +161,7 @@ class NoOpPort:
 
     async def suspend_gang(self, move: Move, message: str) -> Sequence[PodResult]:
         why = "this runner cannot suspend workloads"
-        return [PodResult(p.namespace, p.name, Outcome.FAILED, why) for p in move.pods]
+        return [PodResult(p.namespace, p.name, MoveOutcome.FAILED, why) for p in move.pods]
 
     async def mark_room(self, move: Move, now: datetime) -> None:
         return None

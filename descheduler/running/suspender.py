@@ -45,7 +45,7 @@ from descheduler.planning.resume import Resumption, due_resumptions, mark_text
 from descheduler.planning.state import ANNOTATION_LAST_MOVED, ANNOTATION_ROOM_MADE, ClusterState
 from descheduler.running.cluster_view import ClusterView
 from descheduler.running.gang_events import post_gang_event, workload_ref
-from descheduler.running.runner_port import GangOutcome, Outcome, PodResult, Resumed
+from descheduler.running.runner_port import GangOutcome, MoveOutcome, PodResult, Resumed
 
 __all__ = ["Suspender"]
 
@@ -150,7 +150,7 @@ class Suspender:
         missing = [k for k, w in zip(move.workloads, records, strict=True) if w is None]
         if missing or not records:
             why = f"workload {', '.join(missing) or '(none)'} not in the cluster state"
-            return [PodResult(p.namespace, p.name, Outcome.FAILED, why) for p in move.pods]
+            return [PodResult(p.namespace, p.name, MoveOutcome.FAILED, why) for p in move.pods]
         pg = self._podgroup_copy(move)
         now = self.clock()
         done: set[str] = set()
@@ -172,7 +172,7 @@ class Suspender:
             # never half moved: what was suspended is resumed (its PodGroup is still there)
             undo = await self._roll_back(suspended, None, "", plan_id, now)
             why = f"{failure}; the workloads suspended before it were resumed{undo}"
-            return [PodResult(p.namespace, p.name, Outcome.FAILED, why) for p in move.pods]
+            return [PodResult(p.namespace, p.name, MoveOutcome.FAILED, why) for p in move.pods]
         pg_removed = False
         if done and pg is not None:
             r, copy = pg
@@ -208,23 +208,25 @@ class Suspender:
                 )
                 if undo:
                     return [
-                        PodResult(p.namespace, p.name, Outcome.FAILED, why + undo)
+                        PodResult(p.namespace, p.name, MoveOutcome.FAILED, why + undo)
                         for p in move.pods
                     ]
-                return [PodResult(p.namespace, p.name, Outcome.ROLLED_BACK, why) for p in move.pods]
+                return [
+                    PodResult(p.namespace, p.name, MoveOutcome.ROLLED_BACK, why) for p in move.pods
+                ]
         out = []
         for pm in move.pods:
             rec = pods.get(pm.key)
             top = owners.top_of_pod(rec)[0] if rec is not None else None
             if top is not None and top.key in done:
                 out.append(
-                    PodResult(pm.namespace, pm.name, Outcome.SUSPENDED, "workload suspended")
+                    PodResult(pm.namespace, pm.name, MoveOutcome.SUSPENDED, "workload suspended")
                 )
             elif refused and not done:
-                out.append(PodResult(pm.namespace, pm.name, Outcome.REFUSED, failure))
+                out.append(PodResult(pm.namespace, pm.name, MoveOutcome.REFUSED, failure))
             else:
                 out.append(
-                    PodResult(pm.namespace, pm.name, Outcome.FAILED, failure or "not suspended")
+                    PodResult(pm.namespace, pm.name, MoveOutcome.FAILED, failure or "not suspended")
                 )
         return out
 

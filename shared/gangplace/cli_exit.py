@@ -23,10 +23,17 @@ __all__ = [
     "EXIT_LEASE_LOST",
     "EXIT_OK",
     "TRACEBACK_ENV",
+    "UsageError",
     "one_line",
     "run_command",
     "warn",
 ]
+
+
+class UsageError(ValueError):
+    """Bad input to a command (exit 2): a flag, a config, a dump or a file that cannot be
+    used; the message says what to change. Every command raises this one type."""
+
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_LEASE_LOST = 0, 1, 2, 3
 # Set to 1 to see the traceback of an unexpected error instead of its one line.

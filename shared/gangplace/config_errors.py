@@ -21,7 +21,18 @@ from pydantic import BaseModel, ValidationError
 
 from gangplace.engine.kinds import AddedKind, with_added
 
-__all__ = ["KeyedValueError", "checked_kinds", "describe_validation_error", "shown"]
+__all__ = [
+    "ConfigError",
+    "KeyedValueError",
+    "checked_kinds",
+    "describe_validation_error",
+    "shown",
+]
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be used (either component's); the message names the file
+    and the key."""
 
 
 class KeyedValueError(ValueError):

@@ -13,7 +13,7 @@ import jsonpatch
 from gangplace.thirdparty import ADMISSION_FIXTURES, locate
 
 from webhook.admission import AdmitResult, admit, decode_patch
-from webhook.admission.cluster_fit import ClusterState
+from webhook.admission.cluster_fit import ClusterCapacity
 from webhook.config import WebhookConfig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,7 +75,7 @@ def with_object(rev: dict[str, Any], obj: dict[str, Any]) -> dict[str, Any]:
 def checked(
     rev: dict[str, Any],
     config: WebhookConfig | None = None,
-    cluster: ClusterState | None = None,
+    cluster: ClusterCapacity | None = None,
 ) -> tuple[AdmitResult, dict[str, Any]]:
     """admit() and the object after its patch; asserts the response is well-formed, the
     request object was not modified, and reinvocation on the patched object patches

@@ -11,7 +11,7 @@ from gangplace.engine.eviction_budget import EvictionTarget, Limits, check_disru
 from gangplace.engine.objects import PdbRecord, pdb_from_json
 
 from descheduler import parse_config
-from descheduler.planning.budget import Budget, limits_of
+from descheduler.planning.budget import PlanBudget, limits_of
 from descheduler.planning.state import EvictedPod
 from tests.builders.descheduler_cluster import pdb
 
@@ -24,8 +24,8 @@ def rec(name: str, node: str = "n0", *, gpus: int = 1, ns: str = "default", **kw
     )
 
 
-def budget(pdbs: list[PdbRecord] | None = None, **limits: float) -> Budget:
-    return Budget(parse_config({"limits": limits}).limits, pdbs or [])
+def budget(pdbs: list[PdbRecord] | None = None, **limits: float) -> PlanBudget:
+    return PlanBudget(parse_config({"limits": limits}).limits, pdbs or [])
 
 
 def pdbs(allowed: int) -> list[PdbRecord]:
@@ -121,5 +121,5 @@ def test_limits_set_to_null_cap_nothing() -> None:
         "max_evictions_per_node",
         "max_evictions_per_namespace",
     ]
-    b = Budget(cfg)
+    b = PlanBudget(cfg)
     assert b.refusal([rec(f"p{i}") for i in range(500)], "q1") is None and not b.exhausted()

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from gangplace.config_errors import ConfigError
 from gangplace.engine.kinds import KINDS
 from gangplace.kube import KubeClient, rbac
 from gangplace.kube.resources import (
@@ -28,16 +29,14 @@ from gangplace.kube.resources import (
 from descheduler import DeschedulerConfig, plan
 from descheduler import parse_config as descheduler_config
 from descheduler.cli import main as descheduler_main
-from descheduler.config import ConfigError as DeschedulerConfigError
 from descheduler.running.cluster_view import ClusterView
 from descheduler.running.kube_io import KubeIO
-from descheduler.running.runner_port import Outcome
+from descheduler.running.runner_port import MoveOutcome
 from scripts import gen_manifests
 from tests.builders import objects as b
 from tests.builders.descheduler_cluster import NOW, as_list, gang, gpu_node, pod, podgroup
 from tests.builders.reviews import annotations, checked, pod_template, review
 from tests.kubeapi import ApiServer
-from webhook.config import ConfigError as WebhookConfigError
 from webhook.config import parse_config as webhook_config
 
 NS = "corral-system"
@@ -154,23 +153,23 @@ def test_both_configs_make_the_same_record() -> None:
     ],
 )
 def test_a_bad_entry_is_refused_with_one_line(entry: dict[str, Any], words: list[str]) -> None:
-    with pytest.raises(DeschedulerConfigError) as e:
+    with pytest.raises(ConfigError) as e:
         descheduler_config({"workloads": [entry]})
     msg = str(e.value)
     assert "\n" not in msg and all(w in msg for w in words), msg
 
 
 def test_a_kind_added_twice_is_refused() -> None:
-    with pytest.raises(DeschedulerConfigError, match=r"workloads\[1\]: .* already workloads\[0\]"):
+    with pytest.raises(ConfigError, match=r"workloads\[1\]: .* already workloads\[0\]"):
         descheduler_config({"workloads": [ENTRY, ENTRY]})
-    with pytest.raises(WebhookConfigError, match=r"workloads\[1\]: .* already workloads\[0\]"):
+    with pytest.raises(ConfigError, match=r"workloads\[1\]: .* already workloads\[0\]"):
         webhook_config({"workloads": [WEBHOOK_ENTRY, WEBHOOK_ENTRY]})
 
 
 def test_the_webhook_refuses_a_built_in_kind_again() -> None:
     job = {**WEBHOOK_ENTRY, "group": "batch", "kind": "Job"}
     built_in = r"workloads\[0\]: Job of group 'batch' is built in"
-    with pytest.raises(WebhookConfigError, match=built_in):
+    with pytest.raises(ConfigError, match=built_in):
         webhook_config({"workloads": [job]})
 
 
@@ -341,7 +340,7 @@ async def test_the_descheduler_watches_the_added_kind_and_suspends_it(
     assert move.how.startswith(f"suspend {KIND} default/t")
     await kio.begin(p)
     results = list(await kio.suspend_gang(move, f"corral {p.plan_id}: {move.reason}"))
-    assert [r.outcome for r in results] == [Outcome.SUSPENDED]
+    assert [r.outcome for r in results] == [MoveOutcome.SUSPENDED]
     name = move.pods[0].name.removesuffix("-0")
     assert trainjob_in(api, name)["spec"]["suspend"] is True
 

@@ -18,7 +18,7 @@ from descheduler import DeschedulerConfig, plan
 from descheduler.planning.state import ANNOTATION_LAST_MOVED, MOVE_LEDGER
 from descheduler.running.cluster_view import ClusterView
 from descheduler.running.kube_io import KubeIO
-from descheduler.running.runner_port import Outcome, RunnerPort
+from descheduler.running.runner_port import MoveOutcome, RunnerPort
 from tests.builders import objects as b
 from tests.builders.descheduler_cluster import NOW, gang, gpu_node, pod
 from tests.kubeapi import ApiServer
@@ -78,8 +78,8 @@ async def test_a_gang_moved_through_the_port(api: ApiServer, kio: KubeIO) -> Non
     assert run["finished"] is False
     results = await port.evict_gang(move, "corral test: room for llm")
     assert [(r.name, r.outcome) for r in results] == [
-        ("pair-0", Outcome.EVICTED),
-        ("pair-1", Outcome.EVICTED),
+        ("pair-0", MoveOutcome.EVICTED),
+        ("pair-1", MoveOutcome.EVICTED),
     ]
     sent = [r.path for r in api.requests("POST", "/eviction") if "dryRun" not in r.query]
     assert [s.split("/pods/")[1] for s in sent] == ["pair-0/eviction", "pair-1/eviction"]

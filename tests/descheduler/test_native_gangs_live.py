@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from descheduler import DeschedulerConfig, plan, state_from_list
-from descheduler.running.process import RunOptions, run_command
+from descheduler.running.process import RunOptions, run_descheduler
 from tests.builders.descheduler_cluster import NOW, as_list, gpu_node, pod
 from tests.kubeapi import ApiServer
 from tests.kubeapi.native_objects import Group, gang_objects, refer
@@ -80,7 +80,7 @@ async def run(
         sync_timeout=5.0,
         backoff_initial=0.01,
     )
-    code = await run_command(
+    code = await run_descheduler(
         opts,
         DeschedulerConfig(),
         client=api.client("once"),

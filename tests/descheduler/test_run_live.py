@@ -19,7 +19,7 @@ from gangplace.engine.timeparse import format_time
 
 from descheduler import DeschedulerConfig, Plan, parse_config, plan, state_from_list
 from descheduler.planning.state import ANNOTATION_LAST_MOVED, ANNOTATION_ROOM_MADE, MOVE_LEDGER
-from descheduler.running.process import RunOptions, run_command
+from descheduler.running.process import RunOptions, run_descheduler
 from tests.builders import objects as b
 from tests.builders.descheduler_cluster import NOW, as_list, gang, gpu_node, pod, podgroup
 from tests.kubeapi import ApiServer
@@ -107,7 +107,7 @@ async def run_once(
     out = io.StringIO()
     kw = {"sync_timeout": 5.0, **kw}
     opts = RunOptions(once=True, output="json", lease_namespace=NS, backoff_initial=0.01, **kw)
-    code = await run_command(
+    code = await run_descheduler(
         opts,
         config or DeschedulerConfig(),
         client=api.client("once"),
@@ -361,7 +361,7 @@ async def interval_runner(
         **kw,
     )
     return asyncio.create_task(
-        run_command(
+        run_descheduler(
             opts,
             DeschedulerConfig(),
             client=api.accept(token).client(token, token=token),
@@ -782,7 +782,7 @@ async def once_with_gate(
         identity="cron",
         **ONCE_LEASE,
     )
-    run = run_command(
+    run = run_descheduler(
         opts, DeschedulerConfig(), client=kube, clock=lambda: NOW, out=out, install_signals=False
     )
     return asyncio.create_task(run), gate, out

@@ -13,7 +13,7 @@ import pytest
 
 from descheduler import DeschedulerConfig, Move, Plan, parse_config, state_from_list
 from descheduler.planning.state import ClusterState
-from descheduler.running.metrics import Metrics
+from descheduler.running.metrics import DeschedulerMetrics
 from descheduler.running.runner import (
     EXIT_FAILED,
     EXIT_OK,
@@ -21,7 +21,7 @@ from descheduler.running.runner import (
     run_loop,
     run_once,
 )
-from descheduler.running.runner_port import GangEvent, NoOpPort, Outcome, PodResult, Resumed
+from descheduler.running.runner_port import GangEvent, MoveOutcome, NoOpPort, PodResult, Resumed
 from tests.builders import objects as b
 from tests.builders.descheduler_cluster import NOW, as_list, gang, gpu_node, pod
 
@@ -48,7 +48,7 @@ class FakeCluster(NoOpPort):
     """Records every call; ``script`` says what happens to each pod (default: evicted).
     A test plays other parts by setting the method on the instance."""
 
-    def __init__(self, state: ClusterState, script: dict[str, Outcome] | None = None) -> None:
+    def __init__(self, state: ClusterState, script: dict[str, MoveOutcome] | None = None) -> None:
         self.state = state
         self.script = script or {}
         self.evicted: list[str] = []
@@ -66,13 +66,14 @@ class FakeCluster(NoOpPort):
         assert message.startswith("corral plan-") and move.reason in message
         out: list[PodResult] = []
         for pm in move.pods:
-            outcome = self.script.get(pm.name, Outcome.EVICTED)
+            outcome = self.script.get(pm.name, MoveOutcome.EVICTED)
             out.append(PodResult(pm.namespace, pm.name, outcome, "scripted"))
-            if outcome is Outcome.EVICTED:
+            if outcome is MoveOutcome.EVICTED:
                 self.evicted.append(pm.name)
             else:  # the evictor stops at the first pod that does not go
                 out += [
-                    PodResult(r.namespace, r.name, Outcome.ABORTED) for r in move.pods[len(out) :]
+                    PodResult(r.namespace, r.name, MoveOutcome.ABORTED)
+                    for r in move.pods[len(out) :]
                 ]
                 break
         return out
@@ -121,7 +122,7 @@ async def test_a_refusal_mid_gang_stops_the_run_loudly() -> None:
     probe = await run_once(FakeCluster(state).io(), DeschedulerConfig(), dry_run=True)
     first = probe.plan.moves[0]
     assert first.unit == "default/pair" and len(first.pods) == 2
-    fake = FakeCluster(state, {first.pods[1].name: Outcome.REFUSED})
+    fake = FakeCluster(state, {first.pods[1].name: MoveOutcome.REFUSED})
     io = fake.io()
     io.retry_pause = 0.01
     quick = parse_config({"moves": {"retry_deadline": 0.1}})
@@ -144,7 +145,7 @@ async def test_a_refusal_mid_gang_is_retried_until_it_goes() -> None:
     first = (await run_once(FakeCluster(state).io(), DeschedulerConfig(), dry_run=True)).plan.moves[
         0
     ]
-    fake = FakeCluster(state, {first.pods[1].name: Outcome.REFUSED})
+    fake = FakeCluster(state, {first.pods[1].name: MoveOutcome.REFUSED})
     io = fake.io()
     io.retry_pause = 0.01
     real = io.evict_gang
@@ -166,7 +167,7 @@ async def test_budget_refusal_before_any_eviction_skips_the_gang_and_goes_on() -
     probe = await run_once(FakeCluster(state).io(), DeschedulerConfig(), dry_run=True)
     moves = probe.plan.moves
     first = moves[0]
-    fake = FakeCluster(state, {first.pods[0].name: Outcome.REFUSED})
+    fake = FakeCluster(state, {first.pods[0].name: MoveOutcome.REFUSED})
     result = await run_once(fake.io(), DeschedulerConfig())
     assert result.exit_code == EXIT_OK
     assert result.outcomes[0].status == "skipped"
@@ -184,7 +185,7 @@ async def test_a_failed_first_eviction_goes_on_but_exits_1() -> None:
     state = two_gang_cluster()
     probe = await run_once(FakeCluster(state).io(), DeschedulerConfig(), dry_run=True)
     first = probe.plan.moves[0]
-    fake = FakeCluster(state, {first.pods[0].name: Outcome.FAILED})
+    fake = FakeCluster(state, {first.pods[0].name: MoveOutcome.FAILED})
     result = await run_once(fake.io(), DeschedulerConfig())
     assert result.exit_code == EXIT_FAILED and result.stopped is None
     assert result.outcomes[0].status == "failed"
@@ -294,7 +295,7 @@ async def test_only_a_run_through_its_plan_is_closed() -> None:
 async def test_metrics_count_what_happened() -> None:
     fake = FakeCluster(two_gang_cluster())
     result = await run_once(fake.io(), DeschedulerConfig())
-    m = Metrics()
+    m = DeschedulerMetrics()
     m.observe(result)
     reg = m.registry
     assert reg.get_sample_value("corral_descheduler_evictions_total", {"result": "evicted"}) == (
@@ -362,7 +363,7 @@ async def test_suspend_moves_go_through_suspend_and_are_counted_by_method() -> N
         assert move.method == "suspend" and move.workloads
         assert message.startswith("corral plan-") and move.reason in message
         suspended.append(move.unit)
-        return [PodResult(p.namespace, p.name, Outcome.SUSPENDED) for p in move.pods]
+        return [PodResult(p.namespace, p.name, MoveOutcome.SUSPENDED) for p in move.pods]
 
     async def resume() -> list[Resumed]:
         order.append("resume")
@@ -382,7 +383,7 @@ async def test_suspend_moves_go_through_suspend_and_are_counted_by_method() -> N
     assert result.exit_code == EXIT_FAILED  # a resume that failed is reported
     assert {e.reason for e in fake.events} == {"GangSuspended"}
     assert all(e.workloads for e in fake.events)
-    m = Metrics()
+    m = DeschedulerMetrics()
     m.observe(result)
     reg = m.registry
     moves = {"method": "suspend", "outcome": "suspended"}

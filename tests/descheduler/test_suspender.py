@@ -16,7 +16,7 @@ from gangplace.kube import KubeClient
 from descheduler import DeschedulerConfig, parse_config, plan
 from descheduler.running.cluster_view import ClusterView
 from descheduler.running.kube_io import KubeIO
-from descheduler.running.runner_port import Outcome
+from descheduler.running.runner_port import MoveOutcome
 from tests.builders import objects as b
 from tests.builders.descheduler_cluster import NOW, gang, gpu_node, pod, podgroup
 from tests.kubeapi import ApiServer
@@ -91,7 +91,7 @@ async def test_a_suspend_sets_the_switch_with_corrals_mark_and_removes_the_podgr
 ) -> None:
     config = parse_config({"moves": {"suspend_grace": 0}})
     name, results = await suspend_first(api, kube, loaded, config)
-    assert [r.outcome for r in results] == [Outcome.SUSPENDED]
+    assert [r.outcome for r in results] == [MoveOutcome.SUSPENDED]
     j = job(api, name)
     assert j["spec"]["suspend"] is True
     mark = json.loads(j["metadata"]["annotations"]["corral.dev/suspended-by"])
@@ -104,7 +104,7 @@ async def test_a_switch_nobody_acts_on_is_rolled_back_and_not_tried_again(
 ) -> None:
     config = parse_config({"moves": {"suspend_grace": 0.2}})
     name, results = await suspend_first(api, kube, loaded, config)
-    assert [r.outcome for r in results] == [Outcome.ROLLED_BACK]
+    assert [r.outcome for r in results] == [MoveOutcome.ROLLED_BACK]
     j = job(api, name)
     annotations = j["metadata"].get("annotations") or {}
     assert j["spec"]["suspend"] is False and "corral.dev/suspended-by" not in annotations

@@ -16,7 +16,7 @@ from gangplace.kube.client import ApiError
 from kubernetes_asyncio import client as k8s
 
 from descheduler import DeschedulerConfig
-from descheduler.running.process import RunOptions, run_command
+from descheduler.running.process import RunOptions, run_descheduler
 from tests.builders.manifests import render_choices
 from tests.descheduler.test_run_live import NOW, expected_plan, two_gang_items
 from tests.kube.test_rbac import exercise_webhook
@@ -73,7 +73,7 @@ async def test_the_descheduler_runs_as_its_service_account(api: ApiServer) -> No
         backoff_initial=0.01,
         sync_timeout=5.0,
     )
-    code = await run_command(
+    code = await run_descheduler(
         opts,
         DeschedulerConfig(),
         client=api.client("descheduler", token=tokens[rbac.DESCHEDULER]),

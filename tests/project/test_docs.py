@@ -17,7 +17,7 @@ from gangplace.engine import membership
 from pydantic import BaseModel, TypeAdapter
 
 from descheduler.config import DeschedulerConfig
-from descheduler.running.metrics import Metrics as DeschedulerMetrics
+from descheduler.running.metrics import DeschedulerMetrics
 from tests.kubeapi import ApiServer
 from webhook.admission.validate import (
     check_gang_name,
@@ -26,7 +26,7 @@ from webhook.admission.validate import (
     parse_min_available,
 )
 from webhook.config import DEFAULT_SCHEDULER, Backend, WebhookConfig
-from webhook.metrics import Metrics as WebhookMetrics
+from webhook.metrics import WebhookMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

@@ -22,7 +22,8 @@ import json
 from typing import Any
 
 from descheduler import DeschedulerConfig
-from descheduler.running.process import RunOptions, run_command
+from descheduler.running import process
+from descheduler.running.process import RunOptions
 from tests.controllers import ControllerSet, ManualClock, Rest, control_plane
 from tests.controllers.gang_scheduler import GROUP_NAME, PODGROUP_API
 from tests.kubeapi import ApiServer
@@ -157,7 +158,7 @@ async def run_descheduler(
     opts = RunOptions(
         once=True, output="json", lease_namespace=DESCHED_NS, backoff_initial=0.01, sync_timeout=5.0
     )
-    code = await run_command(
+    code = await process.run_descheduler(
         opts,
         config or DeschedulerConfig(),
         client=api.client("descheduler"),

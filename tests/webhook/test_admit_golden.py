@@ -28,7 +28,7 @@ from gangplace.engine import Snapshot
 from tests.builders.reviews import node, running
 from webhook.admission import AdmitResult, ReviewError, admit, decode_patch
 from webhook.admission import keys as K
-from webhook.admission.cluster_fit import ClusterState
+from webhook.admission.cluster_fit import ClusterCapacity
 from webhook.config import WebhookConfig, parse_config
 
 GOLDEN = Path(__file__).parent / "golden" / "admit.json.gz"
@@ -52,11 +52,11 @@ _WITH_CLUSTER = frozenset({"volcano-cluster-deny", "yunikorn-cluster"})
 
 
 @cache
-def _cluster() -> ClusterState:
+def _cluster() -> ClusterCapacity:
     """Four 4-GPU nodes, two of them full, and a CPU node."""
     nodes = [node(f"g{i}", 4, pool="gpu") for i in range(4)] + [node("c0", 0, pool="cpu")]
     pods = [running(f"busy-{i}", f"g{i}", 4) for i in range(2)]
-    return ClusterState.of(Snapshot.from_objects(nodes, pods))
+    return ClusterCapacity.of(Snapshot.from_objects(nodes, pods))
 
 
 @cache

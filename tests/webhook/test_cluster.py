@@ -30,7 +30,7 @@ from tests.kubeapi import objects as o
 from webhook.admission import decode_patch
 from webhook.config import WebhookConfig
 from webhook.live import InformerSource
-from webhook.metrics import Metrics
+from webhook.metrics import WebhookMetrics
 from webhook.podgroups.calls import PodGroupApi
 from webhook.podgroups.reconciler import PodGroupReconciler, RetryPolicy
 from webhook.server import graceful_stop, init_app, start
@@ -58,7 +58,7 @@ class Webhook:
         self,
         url: str,
         session: aiohttp.ClientSession,
-        metrics: Metrics,
+        metrics: WebhookMetrics,
         reconciler: PodGroupReconciler,
     ) -> None:
         self.url, self.session, self.metrics = url, session, metrics
@@ -77,7 +77,7 @@ class Webhook:
 
 @pytest.fixture
 async def webhook(api: ApiServer, kube: KubeClient) -> AsyncIterator[Webhook]:
-    metrics = Metrics()
+    metrics = WebhookMetrics()
     source = InformerSource(kube, rebuild_delay=0.05, watch_timeout=5)
     pg = PodGroupApi(kube)
     reconciler = PodGroupReconciler(

@@ -9,17 +9,17 @@ from gangplace.engine import Snapshot
 from gangplace.snapshot_io import load_snapshot
 
 from tests.builders.reviews import bare_pod, checked, node, pod_template, review, running
-from webhook.admission.cluster_fit import ClusterState, check_gang
+from webhook.admission.cluster_fit import ClusterCapacity, check_gang
 from webhook.config import WebhookConfig, parse_config
 
 GPU4 = {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "4"}
 GPU8 = {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "8"}
 
 
-def four_gpu_cluster(busy: bool = False) -> ClusterState:
+def four_gpu_cluster(busy: bool = False) -> ClusterCapacity:
     nodes = [node(f"g{i}", 4, pool="gpu") for i in range(4)] + [node("c0", 0, pool="cpu")]
     pods = [running(f"busy-{i}", f"g{i}", 4) for i in range(4)] if busy else []
-    return ClusterState.of(Snapshot.from_objects(nodes, pods))
+    return ClusterCapacity.of(Snapshot.from_objects(nodes, pods))
 
 
 def job(parallelism: int, resources: dict[str, str], **meta: Any) -> dict[str, Any]:
@@ -127,7 +127,7 @@ def test_cached_reasons_do_not_carry_another_gangs_name() -> None:
 
 
 def test_sample_cluster() -> None:
-    state = ClusterState.of(load_snapshot(None))
+    state = ClusterCapacity.of(load_snapshot(None))
     res, _ = checked(job(16, GPU8), cluster=state)
     assert "can never start" in res.warnings[0]
     res, _ = checked(job(8, GPU8), cluster=state)
@@ -138,7 +138,7 @@ def test_answers_about_now_are_kept_until_the_view_changes() -> None:
     from gangplace.engine import PodShape
 
     snap = Snapshot.from_objects([node("a", 8)])
-    state = ClusterState.of(snap)
+    state = ClusterCapacity.of(snap)
     shape = PodShape.of({"cpu": 1000}, gpus=8)
     assert check_gang(state, "g", [("w", shape, 1)], 1, now=True).now == ""
     # the live snapshot changes in place: without a new version the answer is kept
@@ -155,7 +155,7 @@ def test_the_check_places_with_the_configured_policy() -> None:
 
     from webhook.admission.gang_decision import feasibility
 
-    state = ClusterState.of(Snapshot.from_objects([node("two", 2), node("four", 4)]))
+    state = ClusterCapacity.of(Snapshot.from_objects([node("two", 2), node("four", 4)]))
     worker = PodShape.of({"cpu": 8000}, gpus=1)
     driver = PodShape.of({"cpu": 60000})
     roles = [("worker", worker, 3), ("driver", driver, 1)]

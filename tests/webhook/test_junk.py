@@ -22,7 +22,7 @@ from tests.builders.reviews import FIXTURE_NAMES, fixture, review
 from webhook.admission import ReviewError, admit, decode_patch
 from webhook.admission.native_gangs import Served
 from webhook.config import WebhookConfig, parse_config
-from webhook.metrics import Metrics
+from webhook.metrics import WebhookMetrics
 from webhook.server import init_app, start
 from webhook.tls.certificates import new_bundle
 from webhook.tls.contexts import client_context, load_pair, server_context
@@ -196,7 +196,7 @@ class ThreadedServer:
         self.bundle = new_bundle(
             "corral-webhook", "corral-system", dt.datetime.now(dt.UTC), ips=["127.0.0.1"]
         )
-        self.metrics = Metrics()
+        self.metrics = WebhookMetrics()
         self.loop = asyncio.new_event_loop()
         self.port = 0
         self._ready = threading.Event()

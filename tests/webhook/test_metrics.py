@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from webhook.metrics import LATENCY_BUCKETS, Metrics
+from webhook.metrics import LATENCY_BUCKETS, WebhookMetrics
 
 _CREATED = re.compile(rb"^\S+_created(\{[^}]*\})? .*$\n", re.M)
 
@@ -27,7 +27,7 @@ reviews = st.tuples(
 
 def _reference(registry: CollectorRegistry) -> tuple[Counter, Histogram, Counter, Counter, Counter]:
     """The same metrics, each review counted straight into Prometheus."""
-    m = Metrics(CollectorRegistry())  # only for the names, help texts and labels
+    m = WebhookMetrics(CollectorRegistry())  # only for the names, help texts and labels
     return (
         Counter(
             m.requests._name, m.requests._documentation, m.requests._labelnames, registry=registry
@@ -62,7 +62,7 @@ def _families(text: bytes, names: tuple[str, ...]) -> bytes:
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(reviews, max_size=30), min_size=1, max_size=4))
 def test_metrics_text_is_what_counting_each_review_gives(batches: list[list[tuple]]) -> None:
-    ours = Metrics()
+    ours = WebhookMetrics()
     ref_registry = CollectorRegistry()
     requests, latency, patches, patch_ops, warnings = _reference(ref_registry)
     names = (
@@ -86,7 +86,7 @@ def test_metrics_text_is_what_counting_each_review_gives(batches: list[list[tupl
 
 
 def test_a_test_reading_one_sample_sees_the_pending_counts() -> None:
-    m = Metrics()
+    m = WebhookMetrics()
     m.observe("CREATE", "Pod", "patched", 0.0004, 3, 1)
     m.observe("CREATE", "Pod", "patched", 0.0004, 2, 0)
     reg = m.registry

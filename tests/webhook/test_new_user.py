@@ -9,11 +9,12 @@ import json
 from pathlib import Path
 
 import pytest
+from gangplace.config_errors import ConfigError
 
 from tests.builders.reviews import fixture
 from webhook.admission import admit
 from webhook.cli import main
-from webhook.config import ConfigError, WebhookConfig, load_config
+from webhook.config import WebhookConfig, load_config
 
 SKIP = "corral.dev/skip"
 

@@ -8,14 +8,15 @@ import asyncio
 from typing import Any
 
 import pytest
+from gangplace.config_errors import ConfigError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.builders.reviews import fixture
 from tests.webhook.test_podgroups import API, FAST, FakeApi, intent
 from tests.webhook.test_server import metric, post, serve
-from webhook.config import ConfigError, WebhookConfig, parse_config
-from webhook.metrics import Metrics
+from webhook.config import WebhookConfig, parse_config
+from webhook.metrics import WebhookMetrics
 from webhook.podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent, Removed
 from webhook.podgroups.reconciler import PodGroupReconciler, RetryPolicy
 
@@ -176,7 +177,7 @@ async def test_the_server_answers_in_time_with_a_warning(api: FakeApi, wait: str
     a warning that Volcano may refuse it; the wait is counted."""
     config = WebhookConfig(pod_group_wait="1s")
     rec = PodGroupReconciler(api.create, policy=FAST)
-    s = await serve(config=config, reconciler=rec, metrics=Metrics())
+    s = await serve(config=config, reconciler=rec, metrics=WebhookMetrics())
     try:
         loop = asyncio.get_running_loop()
         t0 = loop.time()

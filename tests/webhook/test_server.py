@@ -22,9 +22,9 @@ from cryptography import x509
 
 from tests.builders.reviews import FIXTURE_NAMES, fixture
 from webhook.admission import AdmitResult, admit, decode_patch
-from webhook.admission.cluster_fit import ClusterState
+from webhook.admission.cluster_fit import ClusterCapacity
 from webhook.config import WebhookConfig
-from webhook.metrics import Metrics
+from webhook.metrics import WebhookMetrics
 from webhook.podgroups.intent import PodGroupIntent
 from webhook.podgroups.reconciler import PodGroupReconciler, RetryPolicy
 from webhook.server import MAX_BODY, AdmitFn, graceful_stop, init_app, start
@@ -43,7 +43,7 @@ class Served:
     session: aiohttp.ClientSession
     app: web.Application
     runner: web.AppRunner
-    metrics: Metrics
+    metrics: WebhookMetrics
 
 
 async def serve(
@@ -51,12 +51,12 @@ async def serve(
     config: WebhookConfig | None = None,
     source: Any = None,
     reconciler: PodGroupReconciler | None = None,
-    metrics: Metrics | None = None,
+    metrics: WebhookMetrics | None = None,
     ctx: ssl.SSLContext | None = None,
     admit_fn: AdmitFn = admit,
     background: Any = (),
 ) -> Served:
-    metrics = metrics or Metrics()
+    metrics = metrics or WebhookMetrics()
     if ctx is None:
         ctx = server_context()
         load_pair(ctx, BUNDLE.cert, BUNDLE.key)
@@ -171,7 +171,7 @@ async def test_readiness_follows_the_cluster_view() -> None:
     class Syncing:
         synced = False
 
-        def state(self) -> ClusterState | None:
+        def state(self) -> ClusterCapacity | None:
             return None
 
         def ready(self) -> bool:
@@ -253,7 +253,7 @@ async def test_warnings_are_counted() -> None:
 
     from webhook.admission.cluster_fit import StaticSource
 
-    s = await serve(source=StaticSource(ClusterState.of(load_snapshot(None))))
+    s = await serve(source=StaticSource(ClusterCapacity.of(load_snapshot(None))))
     try:
         rev = fixture("pod-create-llm-worker-0.json")
         rev["request"]["object"]["metadata"]["annotations"]["corral.dev/min-available"] = "99"
@@ -273,7 +273,7 @@ async def test_podgroups_flow_to_the_reconciler_and_metrics() -> None:
     async def create(intent: PodGroupIntent, body: dict[str, Any]) -> None:
         created.append(body)
 
-    metrics = Metrics()
+    metrics = WebhookMetrics()
     rec = PodGroupReconciler(
         create, policy=RetryPolicy(owner_wait=0.2), on_outcome=lambda _i, o: metrics.podgroup(o)
     )
@@ -294,7 +294,7 @@ async def test_podgroups_flow_to_the_reconciler_and_metrics() -> None:
 
 
 async def test_a_crashing_admit_is_allowed_unchanged_never_500() -> None:
-    def broken(review: Any, cluster: ClusterState | None, config: WebhookConfig) -> AdmitResult:
+    def broken(review: Any, cluster: ClusterCapacity | None, config: WebhookConfig) -> AdmitResult:
         raise RuntimeError("bug")
 
     s = await serve(admit_fn=broken)

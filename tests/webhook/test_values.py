@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
+from gangplace.config_errors import ConfigError
 from gangplace.engine import timeparse
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,7 +21,7 @@ from webhook.admission.validate import (
     parse_duration,
     parse_min_available,
 )
-from webhook.config import Backend, ConfigError, WebhookConfig, load_config
+from webhook.config import Backend, WebhookConfig, load_config
 
 KEY = "corral.dev/min-available"
 

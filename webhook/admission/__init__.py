@@ -26,7 +26,7 @@ from typing import Any
 from gangplace.engine.kinds import KINDS
 
 from webhook.admission import keys as K
-from webhook.admission.cluster_fit import ClusterState
+from webhook.admission.cluster_fit import ClusterCapacity
 from webhook.admission.disruption import disruption_rule
 from webhook.admission.gang_decision import Invalid
 from webhook.admission.mutation import foreign_scheduler
@@ -51,7 +51,7 @@ __all__ = ["API_VERSION", "AdmitResult", "ReviewError", "admit", "decode_patch"]
 
 def admit(
     review: Any,
-    cluster: ClusterState | None,
+    cluster: ClusterCapacity | None,
     config: WebhookConfig,
     served: Served | None = None,
 ) -> AdmitResult:

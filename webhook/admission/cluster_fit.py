@@ -1,7 +1,7 @@
 """The webhook's view of the cluster, and the feasibility questions it asks the engine.
 
 The server never builds a snapshot on the request path: it asks a
-:class:`SnapshotSource` for the current :class:`ClusterState` (None when not synced,
+:class:`SnapshotSource` for the current :class:`ClusterCapacity` (None when not synced,
 or when running without a cluster). A ClusterState pairs the live snapshot, kept
 current by the informers, with ``capacity``: the same nodes with no pods, rebuilt by
 the source only when the node set changes. "Can this gang ever start here?" is a
@@ -32,7 +32,7 @@ from gangplace.engine.fragmentation import TargetWorkload
 from gangplace.engine.policies import DEFAULT_POLICY, PolicyContext, make_policy
 
 __all__ = [
-    "ClusterState",
+    "ClusterCapacity",
     "NoCluster",
     "SnapshotSource",
     "StaticSource",
@@ -49,7 +49,7 @@ class SnapshotSource(Protocol):
     """What the server asks for the cluster (:class:`webhook.live.InformerSource` with an
     API server)."""
 
-    def state(self) -> ClusterState | None:
+    def state(self) -> ClusterCapacity | None:
         """The current cluster view, or None (not synced yet, or no cluster)."""
         ...
 
@@ -62,7 +62,7 @@ _Key = tuple[tuple[tuple[PodShape, int], ...], int, str]
 
 
 @dataclass(slots=True)
-class ClusterState:
+class ClusterCapacity:
     """A live snapshot and an empty copy of its nodes (see the module docstring).
 
     A source that changes ``snapshot`` in place bumps ``version`` with every change,
@@ -78,7 +78,7 @@ class ClusterState:
     _now_version: int = field(default=0, repr=False)
 
     @classmethod
-    def of(cls, snapshot: Snapshot) -> ClusterState:
+    def of(cls, snapshot: Snapshot) -> ClusterCapacity:
         """Pair ``snapshot`` with an empty copy of its nodes. This builds a snapshot:
         call it when the node set changes, never per request."""
         return cls(snapshot, Snapshot(snapshot.nodes, (), snapshot.config))
@@ -87,7 +87,7 @@ class ClusterState:
 class NoCluster:
     """``--no-cluster``: no view, no warnings; always ready."""
 
-    def state(self) -> ClusterState | None:
+    def state(self) -> ClusterCapacity | None:
         return None
 
     def ready(self) -> bool:
@@ -97,10 +97,10 @@ class NoCluster:
 class StaticSource:
     """A fixed view (a cluster dump read once at start, or a test's snapshot)."""
 
-    def __init__(self, state: ClusterState) -> None:
+    def __init__(self, state: ClusterCapacity) -> None:
         self._state = state
 
-    def state(self) -> ClusterState | None:
+    def state(self) -> ClusterCapacity | None:
         return self._state
 
     def ready(self) -> bool:
@@ -131,7 +131,7 @@ def _fits(snap: Snapshot, gang: Gang, policy: str) -> str:
 
 
 def check_gang(
-    state: ClusterState,
+    state: ClusterCapacity,
     name: str,
     roles: Sequence[tuple[str, PodShape, int]],
     required: int,

@@ -13,7 +13,7 @@ from gangplace.engine import Gang, PodShape, ShapeError, TaskRole, shape_from_po
 from gangplace.engine.model import GPU_SHARE_COUNT, GPU_SHARE_MILLI, GPU_SHARE_MODEL
 
 from webhook.admission import keys as K
-from webhook.admission.cluster_fit import ClusterState, check_gang
+from webhook.admission.cluster_fit import ClusterCapacity, check_gang
 from webhook.admission.dialects import Dialect, GangInfo, TaskGroup
 from webhook.admission.mutation import view
 from webhook.admission.patch import Editor
@@ -212,7 +212,7 @@ def controller(meta: Mapping[str, Any]) -> OwnerRef | None:
 
 
 def feasibility(
-    cluster: ClusterState | None,
+    cluster: ClusterCapacity | None,
     config: WebhookConfig,
     gang: str,
     roles: Sequence[tuple[str, PodShape, int]],

@@ -10,7 +10,7 @@ from typing import Any
 from gangplace.engine.kinds import kind_of
 
 from webhook.admission import keys as K
-from webhook.admission.cluster_fit import ClusterState
+from webhook.admission.cluster_fit import ClusterCapacity
 from webhook.admission.dialects import GangInfo, dialect_for, foreign_gang
 from webhook.admission.gang_decision import (
     GangShapes,
@@ -42,7 +42,7 @@ def admit_pod(
     obj: Mapping[str, Any],
     meta: Mapping[str, Any],
     given: Mapping[str, str],
-    cluster: ClusterState | None,
+    cluster: ClusterCapacity | None,
     config: WebhookConfig,
     served: Served | None = None,
 ) -> AdmitResult:

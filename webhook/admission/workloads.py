@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.admission import keys as K
-from webhook.admission.cluster_fit import ClusterState
+from webhook.admission.cluster_fit import ClusterCapacity
 from webhook.admission.dialects import Dialect, GangInfo, dialect_for
 from webhook.admission.gang_decision import (
     GangShapes,
@@ -194,7 +194,7 @@ def admit_workload(
     obj: Mapping[str, Any],
     meta: Mapping[str, Any],
     entry: WorkloadKind,
-    cluster: ClusterState | None,
+    cluster: ClusterCapacity | None,
     config: WebhookConfig,
     job_rule: JobRule = (None, []),
     served: Served | None = None,

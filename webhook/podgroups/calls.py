@@ -30,7 +30,7 @@ from webhook.admission.native_gangs import Served
 from webhook.config import WebhookConfig
 from webhook.podgroups.from_workload import OwnerPodGroups
 from webhook.podgroups.intent import Existing, OwnerRef, PodGroupIntent, Removed
-from webhook.podgroups.reconciler import Outcome, PodGroupReconciler
+from webhook.podgroups.reconciler import PodGroupOutcome, PodGroupReconciler
 
 __all__ = ["PodGroupApi", "owner_resource"]
 
@@ -287,7 +287,7 @@ def _scale_ops(have: Any, want: Mapping[str, Any]) -> list[dict[str, Any]]:
 def live_reconciler(
     kube: KubeClient,
     config: WebhookConfig,
-    on_outcome: Callable[[PodGroupIntent, Outcome], None] | None = None,
+    on_outcome: Callable[[PodGroupIntent, PodGroupOutcome], None] | None = None,
     served: Served | None = None,
 ) -> PodGroupReconciler:
     """The reconciler the webhook runs on a cluster: every PodGroup call over ``kube``,

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from webhook.admission import admit
 from webhook.admission import keys as K
-from webhook.admission.cluster_fit import ClusterState
+from webhook.admission.cluster_fit import ClusterCapacity
 from webhook.admission.native_gangs import Served
 from webhook.admission.validate import derived_name
 from webhook.config import WebhookConfig
@@ -88,7 +88,7 @@ class OwnerPodGroups:
         return result.intents
 
 
-_NO_CLUSTER: ClusterState | None = None
+_NO_CLUSTER: ClusterCapacity | None = None
 
 
 def _corrals_names(obj: Mapping[str, Any], instances: int) -> set[str]:

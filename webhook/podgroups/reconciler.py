@@ -64,7 +64,7 @@ from webhook.podgroups.reconciler_port import (
     CreateFn,
     EnsureFn,
     ExistingFn,
-    Outcome,
+    PodGroupOutcome,
     RemoveFn,
     ResolveOwnerFn,
     RetryPolicy,
@@ -78,7 +78,7 @@ __all__ = [
     "CreateFn",
     "EnsureFn",
     "ExistingFn",
-    "Outcome",
+    "PodGroupOutcome",
     "PodGroupReconciler",
     "RemoveFn",
     "ResolveOwnerFn",
@@ -128,7 +128,7 @@ class PodGroupReconciler:
         workers: int = 4,
         queue_size: int = 10_000,
         remember: int = 50_000,
-        on_outcome: Callable[[PodGroupIntent, Outcome], None] | None = None,
+        on_outcome: Callable[[PodGroupIntent, PodGroupOutcome], None] | None = None,
         existing: ExistingFn | None = None,
         update: UpdateFn | None = None,
         remove: RemoveFn | None = None,
@@ -706,7 +706,7 @@ class PodGroupReconciler:
         while len(self._done) > self._remember:
             self._done.popitem(last=False)
 
-    def _report(self, intent: PodGroupIntent, outcome: Outcome) -> None:
+    def _report(self, intent: PodGroupIntent, outcome: PodGroupOutcome) -> None:
         if self._on_outcome is not None:
             try:
                 self._on_outcome(intent, outcome)
@@ -714,7 +714,7 @@ class PodGroupReconciler:
                 log.exception("podgroup outcome callback failed")
 
 
-_EXISTING_OUTCOME: dict[Existing, Outcome] = {
+_EXISTING_OUTCOME: dict[Existing, PodGroupOutcome] = {
     Existing.OURS: "exists",
     Existing.UPDATED: "updated",
     Existing.JOINED: "joined",

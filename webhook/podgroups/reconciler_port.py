@@ -16,7 +16,7 @@ __all__ = [
     "CreateFn",
     "EnsureFn",
     "ExistingFn",
-    "Outcome",
+    "PodGroupOutcome",
     "RemoveFn",
     "ResolveOwnerFn",
     "RetryPolicy",
@@ -55,7 +55,7 @@ Wait = Literal["ready", "made", "late", "failed"]
 # on_outcome(intent, outcome): for metrics and logs.
 # "created" | "exists" | "joined" | "updated" | "foreign" | "stale" | "failed" | "no-owner"
 # | "dropped" | "removed" | "absent"
-Outcome = str
+PodGroupOutcome = str
 
 
 def status_of(exc: BaseException) -> int | None:

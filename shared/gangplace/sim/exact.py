@@ -45,7 +45,7 @@ from gangplace.sim.exact_layout import apply_plan, verify_nodes
 from gangplace.sim.fit_bound import FEASIBLE, INFEASIBLE, TIMEOUT, node_types
 from gangplace.sim.lp_rows import Rows
 
-__all__ = ["Config", "ExactFit", "ExactResult", "Plan", "verify_nodes"]
+__all__ = ["Config", "ExactFit", "ExactPlan", "ExactResult", "verify_nodes"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -63,7 +63,7 @@ class Config:
 
 
 @dataclass(slots=True)
-class Plan:
+class ExactPlan:
     """An integer arrangement: the configurations of each node type (with repeats)."""
 
     per_type: dict[int, list[Config]]
@@ -76,7 +76,7 @@ class ExactResult:
     status: str  # FEASIBLE (with a plan), INFEASIBLE (a proof) or TIMEOUT
     seconds: float
     how: str  # "lp-bound", "restricted-ip", "dive", or why it timed out
-    plan: Plan | None = None
+    plan: ExactPlan | None = None
     iterations: int = 0
     columns: int = 0
     bound: float = 0.0  # the best Lagrangian bound (uncovered pods, >0 proves)
@@ -362,7 +362,7 @@ class ExactFit:
 
     def assign(
         self, snap: Snapshot, nodes: list[int], d: IntArray, deadline: float
-    ) -> tuple[str, Plan | None]:
+    ) -> tuple[str, ExactPlan | None]:
         """Pods of each shape (``d``) on ``nodes`` node by node and GPU by GPU, keeping
         as many pods where they are as it can: exact for these nodes (FEASIBLE with the
         plan, INFEASIBLE, or TIMEOUT)."""
@@ -459,7 +459,7 @@ class ExactFit:
                 if on:
                     bins.append(tuple(sorted(on)))
             by_node[n] = Config(tuple(counts), tuple(sorted(bins)))
-        return FEASIBLE, Plan({}, list(nodes), by_node)
+        return FEASIBLE, ExactPlan({}, list(nodes), by_node)
 
     # --- the master -------------------------------------------------------------------
 
@@ -663,7 +663,7 @@ class ExactFit:
             avail = np.bincount(self.type_of[nodes], minlength=len(self.types.count))
         status, x, it, bound = self.column_generation(d, avail, deadline)
 
-        def done(st: str, how: str, plan: Plan | None = None) -> ExactResult:
+        def done(st: str, how: str, plan: ExactPlan | None = None) -> ExactResult:
             return ExactResult(
                 st, time.perf_counter() - start, how, plan, it, len(self.pool.cols), bound
             )
@@ -708,17 +708,17 @@ class ExactFit:
             return done(TIMEOUT, "no integer arrangement among the columns in time")
         return done(FEASIBLE, how, self._plan(sol, nodes))
 
-    def _plan(self, sol: FloatArray, nodes: list[int] | None) -> Plan:
+    def _plan(self, sol: FloatArray, nodes: list[int] | None) -> ExactPlan:
         per: dict[int, list[Config]] = {}
         for c in np.flatnonzero(sol > 0.5):
             t, cfg = self.pool.cols[c]
             per.setdefault(t, []).extend([cfg] * round(float(sol[c])))
-        return Plan(per, None if nodes is None else list(nodes))
+        return ExactPlan(per, None if nodes is None else list(nodes))
 
     # --- carrying a plan out ----------------------------------------------------------
 
     def apply(
-        self, snap: Snapshot, plan: Plan, extra: PodShape | None, pod: PodRecord | None
+        self, snap: Snapshot, plan: ExactPlan, extra: PodShape | None, pod: PodRecord | None
     ) -> list[PodRecord]:
         """Rearrange ``snap`` into ``plan`` (plus one pod of ``extra``, as ``pod``); the
         pods that changed node or devices (see :func:`~.exact_layout.apply_plan`)."""

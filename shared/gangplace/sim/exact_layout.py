@@ -17,13 +17,13 @@ from gangplace.engine.node_pod_records import PodRecord
 from gangplace.engine.snapshot import Snapshot
 
 if TYPE_CHECKING:
-    from gangplace.sim.exact import Config, ExactFit, Plan
+    from gangplace.sim.exact import Config, ExactFit, ExactPlan
 
 __all__ = ["apply_plan", "lay_out", "verify_nodes"]
 
 
 def apply_plan(
-    fit: ExactFit, snap: Snapshot, plan: Plan, extra: PodShape | None, pod: PodRecord | None
+    fit: ExactFit, snap: Snapshot, plan: ExactPlan, extra: PodShape | None, pod: PodRecord | None
 ) -> list[PodRecord]:
     """Rearrange ``snap`` into ``plan`` (found by ``fit``) (plus one pod of ``extra``, as ``pod``),
     keeping every pod that may stay where it is; the pods that changed node or

@@ -25,7 +25,7 @@ from gangplace.engine.snapshot import Snapshot
 from gangplace.sim.hood_moves import DEFAULT_NODE_LIMIT, DEFAULT_SIZES, HoodStats, Movable, UnitOf
 from gangplace.sim.hood_moves import fit_in_neighbourhood as _fit
 
-__all__ = ["MoveRules", "MoverLimits", "Room", "make_room"]
+__all__ = ["MoveRules", "MoverLimits", "RoomFound", "make_room"]
 
 # Why a set of moved pods may not move together (None: it may).
 Allows = Callable[[Sequence[PodRecord]], "str | None"]
@@ -61,7 +61,7 @@ class MoveRules:
 
 
 @dataclass(slots=True)
-class Room:
+class RoomFound:
     """What the mover did: ``placed`` are the new pods, where they landed; ``moved``
     the pods already running that changed node or GPU, each once, in the order moved."""
 
@@ -77,7 +77,7 @@ def make_room(
     *,
     max_total: int | None = None,
     stats: HoodStats | None = None,
-) -> Room | None:
+) -> RoomFound | None:
     """Place every pod of ``pods`` (unbound records: a waiting gang's members, or one
     arrival), moving at most ``max_total`` running pods in all; None, with ``snap``
     unchanged, when the mover finds no way that the rules allow. On success the pods
@@ -121,4 +121,4 @@ def make_room(
         snap.revert(token)
         raise
     snap.commit(token)
-    return Room(placed=list(pods), moved=list(moved.values()))
+    return RoomFound(placed=list(pods), moved=list(moved.values()))
