@@ -55,11 +55,11 @@ import contextlib
 import logging
 import random
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 
 from webhook.podgroups.intent import Existing, OwnerHint, OwnerRef, PodGroupIntent
+from webhook.podgroups.known import KnownPodGroups
+from webhook.podgroups.owner_lookup import find_owner
 from webhook.podgroups.reconciler_port import (
     CreateFn,
     EnsureFn,
@@ -72,6 +72,16 @@ from webhook.podgroups.reconciler_port import (
     Wait,
     retryable,
     status_of,
+)
+from webhook.podgroups.work_item import (
+    Key,
+    Slot,
+    WorkItem,
+    is_pod,
+    names_owner,
+    podgroup_name,
+    settled,
+    slot_of,
 )
 
 __all__ = [
@@ -89,31 +99,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-# A queued unit of work: the PodGroup's key and, for a gang owned by its pods, the pod.
-_Key = tuple[str, str, str, str]  # PodGroupIntent.key
-_Slot = tuple[str, str, str, str, str]
-
-
-def _slot(intent: PodGroupIntent) -> _Slot:
-    owner = intent.owner
-    pod = owner.name if owner is not None and _is_pod(owner) else ""
-    return (*intent.key, pod)
-
-
-@dataclass(slots=True)
-class _Pending:
-    intent: PodGroupIntent
-    owner: OwnerRef | None
-    since: float
-    woken: asyncio.Event = field(default_factory=asyncio.Event)
-    again: PodGroupIntent | None = None  # a newer update, applied after this one
-    ensure: OwnerHint | None = None  # the intent is to be read from this pod's workload
-    # Set once the PodGroup is known to exist, or the work ended without it.
-    settled: asyncio.Event = field(default_factory=asyncio.Event)
-    # True: made or found; None: not corral's to make (someone else's gang).
-    made: bool | None = False
 
 
 class PodGroupReconciler:
@@ -144,31 +129,22 @@ class PodGroupReconciler:
         self._update = update
         self._remove = remove
         self._ensure = ensure
-        # Intents whose owner never showed up, by key, until a hint names the owner.
-        self._parked: OrderedDict[_Key, PodGroupIntent] = OrderedDict()
-        self._park_limit = parked
         self._policy = policy or RetryPolicy()
+        self._known = KnownPodGroups(
+            remember=remember, parked=parked, ttl=self._policy.exists_ttl, clock=clock
+        )
         self._n_workers = workers
-        self._queue: asyncio.Queue[_Slot] = asyncio.Queue(queue_size)
+        self._queue: asyncio.Queue[Slot] = asyncio.Queue(queue_size)
         # In progress, by PodGroup -- and by pod, for a bare-pod gang: each of its pods
         # is an owner of its own that must join the PodGroup.
-        self._pending: dict[_Slot, _Pending] = {}
-        # (key, owner uid) of PodGroups known to exist. Keyed by uid so a workload
-        # deleted and made again under the same name gets its PodGroup again.
-        self._done: OrderedDict[tuple[_Key, str], None] = OrderedDict()
-        self._remember = remember
+        self._pending: dict[Slot, WorkItem] = {}
         self._on_outcome = on_outcome
         self._sleep = sleep
         self._clock = clock
         self._rng = random.Random(seed)
         self._tasks: list[asyncio.Task[None]] = []
-        # PodGroups known to exist (whoever owns them), with when that was learnt: a
-        # gang's later pods are answered without a call (see before_answer).
-        self._exists: OrderedDict[_Key, float] = OrderedDict()
-        # Unowned creates of bare-pod gangs in flight on the request path, by PodGroup.
-        self._early: dict[_Key, asyncio.Task[bool]] = {}
-        # Those it created (not found): removed again if no pod of theirs ever shows up.
-        self._made_unowned: set[_Key] = set()
+        # Creates on the request path in flight, by PodGroup (see before_answer).
+        self._early: dict[Key, asyncio.Task[bool]] = {}
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -180,17 +156,17 @@ class PodGroupReconciler:
             return False
         key = intent.key
         owner = intent.owner
-        self._parked.pop(key, None)  # a newer intent for the same PodGroup supersedes it
+        self._known.unpark(key)  # a newer intent for the same PodGroup supersedes it
         if intent.remove:
             if self._remove is None or owner is None or not owner.uid:
                 return False
-            self._forget(key, owner.uid)
+            self._known.forget(key, owner.uid)
         elif not intent.update:
-            if owner is not None and owner.uid and (key, owner.uid) in self._done:
+            if owner is not None and owner.uid and self._known.made(key, owner.uid):
                 return False
-            if owner is None and (key, "") in self._done:
+            if owner is None and self._known.made(key, ""):
                 return False
-        slot = _slot(intent)
+        slot = slot_of(intent)
         pend = self._pending.get(slot)
         if pend is not None and (intent.update or intent.remove):
             pend.again = intent
@@ -203,10 +179,12 @@ class PodGroupReconciler:
         try:
             self._queue.put_nowait(slot)
         except asyncio.QueueFull:
-            log.warning("podgroup queue full; dropped", extra={"fields": {"podgroup": _name(key)}})
+            log.warning(
+                "podgroup queue full; dropped", extra={"fields": {"podgroup": podgroup_name(key)}}
+            )
             self._report(intent, "dropped")
             return False
-        self._pending[slot] = _Pending(intent, owner, self._clock())
+        self._pending[slot] = WorkItem(intent, owner, self._clock())
         self._idle.clear()
         return True
 
@@ -219,10 +197,10 @@ class PodGroupReconciler:
             return
         pend = self._pending.get((*hint.key, ""))
         if pend is None:
-            parked = self._parked.get(hint.key) if self._parked else None
-            if parked is not None and _names(parked.owner, hint.owner):
+            parked = self._known.parked_for(hint.key)
+            if parked is not None and names_owner(parked.owner, hint.owner):
                 # The owner showed up after all (a workload suspended for a while).
-                del self._parked[hint.key]
+                self._known.unpark(hint.key)
                 intent = PodGroupIntent(
                     parked.api_version,
                     parked.plural,
@@ -237,13 +215,13 @@ class PodGroupReconciler:
             return
         if pend.owner is not None and pend.owner.uid:
             return
-        if _names(pend.intent.owner, hint.owner):
+        if names_owner(pend.intent.owner, hint.owner):
             pend.owner = hint.owner
             pend.woken.set()
 
     def _ensure_for(self, hint: OwnerHint) -> None:
         """Queue a look at the workload of a pod whose PodGroup is not known to exist."""
-        if self._ensure is None or _is_pod(hint.owner) or (hint.key, hint.owner.uid) in self._done:
+        if self._ensure is None or is_pod(hint.owner) or self._known.made(hint.key, hint.owner.uid):
             return
         slot = (*hint.key, "")
         try:
@@ -253,7 +231,7 @@ class PodGroupReconciler:
         placeholder = PodGroupIntent(
             hint.api_version, hint.plural, hint.namespace, hint.name, {}, hint.owner
         )
-        self._pending[slot] = _Pending(placeholder, hint.owner, self._clock(), ensure=hint)
+        self._pending[slot] = WorkItem(placeholder, hint.owner, self._clock(), ensure=hint)
         self._idle.clear()
 
     # --- called on the request path of a pod CREATE: bounded, never raises ---------------
@@ -276,13 +254,13 @@ class PodGroupReconciler:
         for pend in self._waited(intents, hints):
             owner = pend.owner or pend.intent.owner
             if pend.ensure is not None or (
-                owner is not None and not owner.uid and not _is_pod(owner)
+                owner is not None and not owner.uid and not is_pod(owner)
             ):
-                waits.append(_settled(pend))
+                waits.append(settled(pend))
             elif owner is not None and not owner.uid:  # a bare pod: this one
-                if not self._known(pend.intent.key):
+                if not self._known.exists(pend.intent.key):
                     waits.append(self._early_create(pend.intent, None))
-            elif (pend.intent.key, owner.uid if owner else "") not in self._done:
+            elif not self._known.made(pend.intent.key, owner.uid if owner else ""):
                 waits.append(self._early_create(pend.intent, owner))
         if not waits:
             return "ready"
@@ -296,14 +274,14 @@ class PodGroupReconciler:
 
     def _waited(
         self, intents: Sequence[PodGroupIntent], hints: Sequence[OwnerHint]
-    ) -> list[_Pending]:
+    ) -> list[WorkItem]:
         """The work in progress on the PodGroups a pod's admission named."""
-        out: list[_Pending] = []
+        out: list[WorkItem] = []
         # An update intent (a resumed or scaled workload) creates the PodGroup when it
         # is not there: waited for like any other. A removal is not.
         for intent in intents:
             if not intent.remove:
-                pend = self._pending.get(_slot(intent))
+                pend = self._pending.get(slot_of(intent))
                 if pend is not None:  # else known to exist for this owner
                     out.append(pend)
         for hint in hints:
@@ -311,16 +289,6 @@ class PodGroupReconciler:
             if pend is not None and not pend.intent.remove:
                 out.append(pend)
         return out
-
-    def _known(self, key: _Key) -> bool:
-        when = self._exists.get(key)
-        return when is not None and self._clock() - when < self._policy.exists_ttl
-
-    def _known_now(self, key: _Key) -> None:
-        self._exists[key] = self._clock()
-        self._exists.move_to_end(key)
-        while len(self._exists) > self._remember:
-            self._exists.popitem(last=False)
 
     def _early_create(self, intent: PodGroupIntent, owner: OwnerRef | None) -> Awaitable[bool]:
         """The one create of a gang's PodGroup on the request path, shared by its pods
@@ -349,14 +317,14 @@ class PodGroupReconciler:
             except Exception as e:
                 status = status_of(e)
                 if status == 409:
-                    self._known_now(intent.key)
+                    self._known.saw(intent.key)
                     return True
                 if not retryable(status) or attempt == self._policy.attempts:
                     log.warning(
                         "PodGroup not made before its first pod was answered",
                         extra={
                             "fields": {
-                                "podgroup": _name(intent.key),
+                                "podgroup": podgroup_name(intent.key),
                                 "status": status,
                                 "error": str(e),
                             }
@@ -365,16 +333,16 @@ class PodGroupReconciler:
                     return False
                 await self._sleep(self._policy.delay(attempt, self._rng))
                 continue
-            self._known_now(intent.key)
+            self._known.saw(intent.key)
             if owner is not None:
-                self._mark_done((intent.key, owner.uid))
+                self._known.mark_made(intent.key, owner.uid)
             elif intent.owner is None:
-                self._mark_done((intent.key, ""))  # a gang nobody owns
+                self._known.mark_made(intent.key, "")  # a gang nobody owns
             else:
-                self._made_unowned.add(intent.key)
+                self._known.made_unowned(intent.key)
             log.info(
                 "PodGroup created before its first pod was answered",
-                extra={"fields": {"podgroup": _name(intent.key)}},
+                extra={"fields": {"podgroup": podgroup_name(intent.key)}},
             )
             self._report(intent, "created")
             return True
@@ -413,7 +381,7 @@ class PodGroupReconciler:
     @property
     def parked(self) -> int:
         """Intents waiting for a hint about an owner that did not show up in time."""
-        return len(self._parked)
+        return self._known.parked
 
     # --- the work -----------------------------------------------------------------------
 
@@ -433,7 +401,7 @@ class PodGroupReconciler:
                 raise
             except Exception:  # a bug here must not kill the worker
                 log.exception(
-                    "podgroup reconcile failed", extra={"fields": {"podgroup": _name(key)}}
+                    "podgroup reconcile failed", extra={"fields": {"podgroup": podgroup_name(key)}}
                 )
                 if pend is not None:
                     self._report(pend.intent, "failed")
@@ -445,51 +413,7 @@ class PodGroupReconciler:
                 if not self._pending:
                     self._idle.set()
 
-    async def _owner(self, pend: _Pending) -> OwnerRef | bool | None:
-        """The owner with its uid; None for an unowned gang; False if it never showed."""
-        if pend.intent.owner is None:
-            return None
-        deadline = pend.since + self._policy.owner_wait
-        attempt = 0
-        while True:
-            if pend.owner is not None and pend.owner.uid:
-                return pend.owner
-            want = pend.owner or pend.intent.owner
-            hinted_soon = self._clock() - pend.since < self._policy.hint_wait
-            if hinted_soon and not _is_pod(want):
-                # A pod or child workload usually names the owner within a moment,
-                # which saves reading it from the API server.
-                pend.woken.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(
-                        pend.woken.wait(),
-                        max(0.0, pend.since + self._policy.hint_wait - self._clock()),
-                    )
-                continue
-            if self._resolve is not None and want.name:
-                try:
-                    uid = await self._resolve(pend.intent.namespace, want)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as e:
-                    log.info(
-                        "owner lookup failed",
-                        extra={"fields": {"owner": want.name, "error": str(e)}},
-                    )
-                    uid = None
-                if uid:
-                    pend.owner = OwnerRef(want.api_version, want.kind, want.name, uid)
-                    return pend.owner
-            attempt += 1
-            left = deadline - self._clock()
-            if left <= 0:
-                return False
-            pend.woken.clear()
-            wait = min(left, self._policy.delay(attempt, self._rng))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(pend.woken.wait(), wait)
-
-    async def _reconcile(self, pend: _Pending) -> None:
+    async def _reconcile(self, pend: WorkItem) -> None:
         intent = pend.intent
         if intent.remove:
             await self._removal(intent)
@@ -504,11 +428,11 @@ class PodGroupReconciler:
             except Exception as e:
                 log.info(
                     "the workload of a pod without a known PodGroup was not read",
-                    extra={"fields": {"podgroup": _name(intent.key), "error": str(e)}},
+                    extra={"fields": {"podgroup": podgroup_name(intent.key), "error": str(e)}},
                 )
                 return
             if found is False:
-                self._mark_done((hint.key, hint.owner.uid))
+                self._known.mark_made(hint.key, hint.owner.uid)
                 pend.made = None
                 return
             if found is None or found.key != intent.key or found.remove:
@@ -517,37 +441,39 @@ class PodGroupReconciler:
             pend.owner = found.owner
             await self._make(pend)
             top = found.owner.uid if found.owner is not None else ""
-            if (found.key, top) in self._done:
+            if self._known.made(found.key, top):
                 # Its other pods name the same workload: no more looks at it.
-                self._mark_done((hint.key, hint.owner.uid))
+                self._known.mark_made(hint.key, hint.owner.uid)
             return
         await self._make(pend)
 
-    async def _make(self, pend: _Pending) -> None:
+    async def _make(self, pend: WorkItem) -> None:
         intent = pend.intent
-        owner = await self._owner(pend)
+        owner = await find_owner(
+            pend, resolve=self._resolve, policy=self._policy, clock=self._clock, rng=self._rng
+        )
         if owner is False:
             log.warning(
                 "owner never appeared; no PodGroup until one of its pods names it",
                 extra={
                     "fields": {
-                        "podgroup": _name(intent.key),
+                        "podgroup": podgroup_name(intent.key),
                         "owner": intent.owner and f"{intent.owner.kind}/{intent.owner.name}",
                     }
                 },
             )
-            self._park(intent)
+            self._known.park(intent)
             self._report(intent, "no-owner")
             await self._discard_unowned(intent)
             return
         assert owner is None or isinstance(owner, OwnerRef)
-        done_key = (intent.key, owner.uid if owner else "")
+        uid = owner.uid if owner else ""
         early = self._early.get(intent.key)
         if early is not None:
             # A pod's admission is creating it on the request path: no second create.
             with contextlib.suppress(Exception):
                 await asyncio.shield(early)
-        if done_key in self._done and not intent.update:
+        if self._known.made(intent.key, uid) and not intent.update:
             self._exists_for(pend)
             return
         body = intent.render(owner)
@@ -575,7 +501,10 @@ class PodGroupReconciler:
                                 "a PodGroup of an earlier owner of the same name is still "
                                 "there; gave up waiting for the garbage collector",
                                 extra={
-                                    "fields": {"podgroup": _name(intent.key), "attempts": attempt}
+                                    "fields": {
+                                        "podgroup": podgroup_name(intent.key),
+                                        "attempts": attempt,
+                                    }
                                 },
                             )
                             self._report(intent, "stale")
@@ -583,8 +512,8 @@ class PodGroupReconciler:
                         await self._sleep(self._policy.delay(attempt, self._rng))
                         continue
                     if found is not None:
-                        self._mark_done(done_key)
-                        self._made_unowned.discard(intent.key)
+                        self._known.mark_made(intent.key, uid)
+                        self._known.owned_now(intent.key)
                         self._exists_for(pend)
                         self._report(intent, _EXISTING_OUTCOME[found])
                         return
@@ -593,7 +522,7 @@ class PodGroupReconciler:
                         "PodGroup create failed",
                         extra={
                             "fields": {
-                                "podgroup": _name(intent.key),
+                                "podgroup": podgroup_name(intent.key),
                                 "status": status,
                                 "error": str(e),
                                 "attempts": attempt,
@@ -604,13 +533,15 @@ class PodGroupReconciler:
                     return
                 await self._sleep(self._policy.delay(attempt, self._rng))
                 continue
-            self._mark_done(done_key)
+            self._known.mark_made(intent.key, uid)
             self._exists_for(pend)
-            log.info("PodGroup created", extra={"fields": {"podgroup": _name(intent.key)}})
+            log.info("PodGroup created", extra={"fields": {"podgroup": podgroup_name(intent.key)}})
             self._report(intent, "created")
             return
         # Only a PodGroup that kept vanishing between the 409 and the look gets here.
-        log.error("PodGroup create failed", extra={"fields": {"podgroup": _name(intent.key)}})
+        log.error(
+            "PodGroup create failed", extra={"fields": {"podgroup": podgroup_name(intent.key)}}
+        )
         self._report(intent, "failed")
 
     async def _removal(self, intent: PodGroupIntent) -> None:
@@ -629,7 +560,7 @@ class PodGroupReconciler:
                         "PodGroup of a suspended workload not removed",
                         extra={
                             "fields": {
-                                "podgroup": _name(intent.key),
+                                "podgroup": podgroup_name(intent.key),
                                 "status": status,
                                 "error": str(e),
                             }
@@ -640,11 +571,11 @@ class PodGroupReconciler:
                 await self._sleep(self._policy.delay(attempt, self._rng))
                 continue
             # A create that finished meanwhile must not be remembered as made.
-            self._forget(intent.key, owner.uid)
+            self._known.forget(intent.key, owner.uid)
             if got == "removed":
                 log.info(
                     "PodGroup of a suspended workload removed",
-                    extra={"fields": {"podgroup": _name(intent.key)}},
+                    extra={"fields": {"podgroup": podgroup_name(intent.key)}},
                 )
             self._report(intent, "foreign" if got == "foreign" else got)
             return
@@ -655,11 +586,10 @@ class PodGroupReconciler:
         Volcano would hold it, without pods, Inqueue."""
         key = intent.key
         owner = intent.owner
-        if key not in self._made_unowned or self._remove is None or owner is None:
+        if self._remove is None or owner is None or not is_pod(owner):
             return
-        if not _is_pod(owner):
+        if not self._known.take_unowned(key):
             return
-        self._made_unowned.discard(key)
         try:
             got = await self._remove(intent, OwnerRef(owner.api_version, owner.kind, owner.name))
         except asyncio.CancelledError:
@@ -667,24 +597,20 @@ class PodGroupReconciler:
         except Exception as e:
             log.info(
                 "PodGroup made for a pod that never appeared not removed",
-                extra={"fields": {"podgroup": _name(key), "error": str(e)}},
+                extra={"fields": {"podgroup": podgroup_name(key), "error": str(e)}},
             )
             return
         if got == "removed":
-            self._exists.pop(key, None)
+            self._known.gone(key)
             log.info(
                 "PodGroup made for a pod that never appeared removed",
-                extra={"fields": {"podgroup": _name(key)}},
+                extra={"fields": {"podgroup": podgroup_name(key)}},
             )
             self._report(intent, "removed")
 
-    def _forget(self, key: _Key, uid: str) -> None:
-        self._done.pop((key, uid), None)
-        self._exists.pop(key, None)
-
-    def _exists_for(self, pend: _Pending) -> None:
+    def _exists_for(self, pend: WorkItem) -> None:
         """The PodGroup of ``pend`` is there: tell the pods that wait for it."""
-        self._known_now(pend.intent.key)
+        self._known.saw(pend.intent.key)
         pend.made = True
         pend.settled.set()
 
@@ -694,17 +620,6 @@ class PodGroupReconciler:
         if self._existing is None:
             return Existing.OURS  # nothing to tell them apart with: 409 is success
         return await self._existing(intent, owner)
-
-    def _park(self, intent: PodGroupIntent) -> None:
-        self._parked[intent.key] = intent
-        self._parked.move_to_end(intent.key)
-        while len(self._parked) > self._park_limit:
-            self._parked.popitem(last=False)
-
-    def _mark_done(self, key: tuple[_Key, str]) -> None:
-        self._done[key] = None
-        while len(self._done) > self._remember:
-            self._done.popitem(last=False)
 
     def _report(self, intent: PodGroupIntent, outcome: PodGroupOutcome) -> None:
         if self._on_outcome is not None:
@@ -720,21 +635,3 @@ _EXISTING_OUTCOME: dict[Existing, PodGroupOutcome] = {
     Existing.JOINED: "joined",
     Existing.OTHER: "foreign",
 }
-
-
-async def _settled(pend: _Pending) -> bool | None:
-    await pend.settled.wait()
-    return pend.made
-
-
-def _names(want: OwnerRef | None, got: OwnerRef) -> bool:
-    """Whether a hint's owner is the one an intent waits for."""
-    return want is not None and want.kind == got.kind and (not want.name or want.name == got.name)
-
-
-def _is_pod(owner: OwnerRef) -> bool:
-    return owner.kind == "Pod" and owner.api_version == "v1"
-
-
-def _name(key: tuple[str, ...]) -> str:
-    return f"{key[1]}/{key[2]}"
