@@ -60,7 +60,7 @@ def test_seen_lasts_the_ttl_and_no_longer() -> None:
     assert not k.exists(key("a"))
 
 
-def test_each_memory_keeps_the_most_recently_touched() -> None:
+def test_each_memory_is_bounded_and_seen_and_parked_keep_the_most_recently_touched() -> None:
     k = known(remember=2, parked=2)
     for name in ("a", "b", "c"):
         k.mark_made(key(name), "u")
@@ -85,13 +85,13 @@ def test_each_memory_keeps_the_most_recently_touched() -> None:
 def test_a_podgroup_made_without_owners_is_taken_for_removal_once() -> None:
     k = known()
     assert not k.take_unowned(key("g"))
-    k.made_unowned(key("g"))
+    k.mark_unowned(key("g"))
     assert k.take_unowned(key("g"))
     assert not k.take_unowned(key("g"))
 
 
 def test_one_joined_by_a_pod_is_not_taken_for_removal() -> None:
     k = known()
-    k.made_unowned(key("g"))
+    k.mark_unowned(key("g"))
     k.owned_now(key("g"))
     assert not k.take_unowned(key("g"))

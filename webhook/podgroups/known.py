@@ -11,8 +11,9 @@ Four memories, each with its own reason to exist:
 * *unowned*: PodGroups created without owners on the request path for a bare-pod
   gang, removed again if no pod of theirs ever shows up.
 
-The first three forget their oldest entries past their limit (least recently
-touched first); the last is emptied by the work itself."""
+The first three are bounded: past its limit, *made* forgets what was marked first,
+*seen* and *parked* what was touched least recently. The last is emptied by the work
+itself."""
 
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ class KnownPodGroups:
 
     # --- made without owners on the request path ------------------------------------
 
-    def made_unowned(self, key: Key) -> None:
+    def mark_unowned(self, key: Key) -> None:
         self._unowned.add(key)
 
     def owned_now(self, key: Key) -> None:

@@ -339,7 +339,7 @@ class PodGroupReconciler:
             elif intent.owner is None:
                 self._known.mark_made(intent.key, "")  # a gang nobody owns
             else:
-                self._known.made_unowned(intent.key)
+                self._known.mark_unowned(intent.key)
             log.info(
                 "PodGroup created before its first pod was answered",
                 extra={"fields": {"podgroup": podgroup_name(intent.key)}},
