@@ -375,6 +375,11 @@ def test_no_gang_api_served_warns_and_writes_no_objects() -> None:
     res, _ = checked(pt_review(pytorchjob()), NATIVE, Served())
     assert res.intents == ()
     assert any("serves no scheduling.k8s.io Workload" in w for w in res.warnings)
+    # The whole sentence reaches the user, not its first half.
+    assert any(
+        w.endswith("with the GenericWorkload and GangScheduling feature gates)")
+        for w in res.warnings
+    ), res.warnings
     pod = bare_pod("a", {"corral.dev/gang": "g"})
     res, p = checked(review(pod), NATIVE, Served())
     assert "schedulingGroup" not in p["spec"] and "workloadRef" not in p["spec"]

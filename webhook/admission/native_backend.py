@@ -70,8 +70,10 @@ class Kubernetes(Dialect):
             return None
         if self.served is None:
             return "the served scheduling.k8s.io versions are not known (no API server)"
-        return "the API server serves no scheduling.k8s.io Workload (Kubernetes 1.35+, with "
-        "the GenericWorkload and GangScheduling feature gates)"
+        return (
+            "the API server serves no scheduling.k8s.io Workload (Kubernetes 1.35+, with "
+            "the GenericWorkload and GangScheduling feature gates)"
+        )
 
     def left_alone(self, group: str, kind: str, obj: Mapping[str, Any]) -> str | None:
         """A Job the Job controller gangs itself (KEP-5547, WorkloadWithJob: Indexed, with
