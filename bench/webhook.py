@@ -65,7 +65,7 @@ import jsonpatch
 
 from bench.webhook_cluster import bench_cluster, render_cluster
 from bench.webhook_servers import bench_chain, bench_instructions, bench_servers
-from webhook.admission import admit
+from webhook.admission.entry import admit
 from webhook.config import WebhookConfig
 from webhook.review_demo import find_fixtures
 

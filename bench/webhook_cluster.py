@@ -16,7 +16,7 @@ from typing import Any
 
 from bench._common import in_process
 from bench.webhook_servers import Server, free_port, serve_argv, tls_files
-from webhook.admission import admit
+from webhook.admission.entry import admit
 from webhook.config import WebhookConfig
 from webhook.review_demo import find_fixtures
 

@@ -17,9 +17,9 @@ from gangplace.config_errors import ConfigError
 from gangplace.engine import SnapshotError
 from gangplace.logs import setup_logging
 
-from webhook.admission import admit
 from webhook.admission.cluster_fit import ClusterCapacity, NoCluster, SnapshotSource, StaticSource
 from webhook.admission.dialects import dialect_for
+from webhook.admission.entry import admit
 from webhook.admission.native_gangs import Served
 from webhook.config import WebhookConfig, load_config
 from webhook.metrics import WebhookMetrics

@@ -17,9 +17,10 @@ from typing import Any, TextIO
 import aiohttp
 from gangplace.thirdparty import ADMISSION_FIXTURES, locate
 
-from webhook.admission import AdmitResult, admit, decode_patch
 from webhook.admission import keys as K
 from webhook.admission.cluster_fit import ClusterCapacity, SnapshotSource, StaticSource
+from webhook.admission.entry import admit
+from webhook.admission.review import AdmitResult, decode_patch
 from webhook.config import WebhookConfig
 from webhook.server import init_app, start
 from webhook.tls.certificates import new_bundle

@@ -1,6 +1,6 @@
 """The aiohttp application: the only part of the webhook that touches the network.
 
-``POST /mutate`` answers AdmissionReviews with :func:`webhook.admission.admit`;
+``POST /mutate`` answers AdmissionReviews with :func:`webhook.admission.entry.admit`;
 ``GET /healthz`` (alive), ``/readyz`` (cluster view synced, not shutting down) and
 ``/metrics`` (Prometheus). A body over 3 MiB, a content type other than JSON, a body
 that is not JSON or not an AdmissionReview get HTTP 400 with a message; nothing
@@ -23,8 +23,9 @@ import orjson
 from aiohttp import web
 from gangplace.health import add_health_routes
 
-from webhook.admission import AdmitResult, ReviewError, admit
 from webhook.admission.cluster_fit import ClusterCapacity, NoCluster, SnapshotSource
+from webhook.admission.entry import admit
+from webhook.admission.review import AdmitResult, ReviewError
 from webhook.config import WebhookConfig
 from webhook.metrics import WebhookMetrics
 from webhook.podgroups.reconciler import PodGroupReconciler

@@ -12,8 +12,9 @@ from typing import Any
 import jsonpatch
 from gangplace.thirdparty import ADMISSION_FIXTURES, locate
 
-from webhook.admission import AdmitResult, admit, decode_patch
 from webhook.admission.cluster_fit import ClusterCapacity
+from webhook.admission.entry import admit
+from webhook.admission.review import AdmitResult, decode_patch
 from webhook.config import WebhookConfig
 
 REPO = Path(__file__).resolve().parents[2]

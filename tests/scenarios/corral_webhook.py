@@ -18,7 +18,7 @@ import yaml
 from aiohttp import web
 
 from tests.kubeapi import ApiServer
-from webhook.admission import admit
+from webhook.admission.entry import admit
 from webhook.config import Backend, WebhookConfig
 from webhook.podgroups.calls import live_reconciler
 from webhook.podgroups.reconciler import PodGroupReconciler

@@ -16,7 +16,8 @@ from tests.builders.reviews import (
     review,
     with_object,
 )
-from webhook.admission import ReviewError, admit
+from webhook.admission.entry import admit
+from webhook.admission.review import ReviewError
 from webhook.config import WebhookConfig
 
 GROUP = "scheduling.k8s.io/group-name"

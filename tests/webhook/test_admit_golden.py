@@ -26,9 +26,10 @@ import pytest
 from gangplace.engine import Snapshot
 
 from tests.builders.reviews import node, running
-from webhook.admission import AdmitResult, ReviewError, admit, decode_patch
 from webhook.admission import keys as K
 from webhook.admission.cluster_fit import ClusterCapacity
+from webhook.admission.entry import admit
+from webhook.admission.review import AdmitResult, ReviewError, decode_patch
 from webhook.config import WebhookConfig, parse_config
 
 GOLDEN = Path(__file__).parent / "golden" / "admit.json.gz"

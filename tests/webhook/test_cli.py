@@ -20,7 +20,7 @@ import pytest
 from cryptography import x509
 
 from tests.builders.reviews import fixture
-from webhook.admission import decode_patch
+from webhook.admission.review import decode_patch
 from webhook.cli import main
 from webhook.review_demo import find_fixtures
 from webhook.tls.certificates import new_bundle

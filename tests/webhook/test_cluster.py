@@ -27,7 +27,7 @@ from gangplace.kube.resources import VOLCANO_PODGROUPS
 from tests.builders.reviews import fixture, review
 from tests.kubeapi import ApiServer
 from tests.kubeapi import objects as o
-from webhook.admission import decode_patch
+from webhook.admission.review import decode_patch
 from webhook.config import WebhookConfig
 from webhook.live import InformerSource
 from webhook.metrics import WebhookMetrics

@@ -19,8 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.builders.reviews import FIXTURE_NAMES, fixture, review
-from webhook.admission import ReviewError, admit, decode_patch
+from webhook.admission.entry import admit
 from webhook.admission.native_gangs import Served
+from webhook.admission.review import ReviewError, decode_patch
 from webhook.config import WebhookConfig, parse_config
 from webhook.metrics import WebhookMetrics
 from webhook.server import init_app, start

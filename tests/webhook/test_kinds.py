@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from tests.builders.reviews import checked, review, with_object
 from tests.builders.reviews import fixture as captured
 from tests.kubeapi.recording import RECORDINGS
-from webhook.admission import admit
 from webhook.admission.disruption import DISRUPTION_RULE, MAX_RULES
+from webhook.admission.entry import admit
 from webhook.config import WebhookConfig, parse_config
 
 FIXTURES = Path(__file__).parent / "fixtures" / "workloads"

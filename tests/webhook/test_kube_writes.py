@@ -27,7 +27,8 @@ from gangplace.kube.resources import (
 from tests.builders.reviews import review
 from tests.kubeapi import ApiServer, ResourceType
 from tests.kubeapi import objects as o
-from webhook.admission import AdmitResult, admit
+from webhook.admission.entry import admit
+from webhook.admission.review import AdmitResult
 from webhook.config import WebhookConfig, parse_config
 from webhook.podgroups.calls import PodGroupApi, owner_resource
 from webhook.podgroups.intent import OwnerHint, OwnerRef

@@ -16,8 +16,9 @@ from gangplace.kube.resources import WORKLOADS
 from tests.builders.reviews import annotations, bare_pod, labels, pod_template, review, with_object
 from tests.kubeapi import ApiServer, ResourceType, Versions
 from tests.kubeapi import objects as o
-from webhook.admission import AdmitResult, admit
+from webhook.admission.entry import admit
 from webhook.admission.native_gangs import Served
+from webhook.admission.review import AdmitResult
 from webhook.config import WebhookConfig, parse_config
 from webhook.podgroups.calls import live_reconciler
 from webhook.served import discover, served_from

@@ -23,7 +23,7 @@ from tests.kubeapi import ApiServer, Versions
 from tests.kubeapi import objects as o
 from tests.scenarios.corral_webhook import CorralWebhook
 from tests.webhook.test_every_kube_version import _CUSTOM, Cluster
-from webhook.admission import admit
+from webhook.admission.entry import admit
 from webhook.admission.native_gangs import Served
 from webhook.config import parse_config
 from webhook.served import discover

@@ -12,7 +12,7 @@ import pytest
 from gangplace.config_errors import ConfigError
 
 from tests.builders.reviews import fixture
-from webhook.admission import admit
+from webhook.admission.entry import admit
 from webhook.cli import main
 from webhook.config import WebhookConfig, load_config
 

@@ -21,8 +21,9 @@ from aiohttp import web
 from cryptography import x509
 
 from tests.builders.reviews import FIXTURE_NAMES, fixture
-from webhook.admission import AdmitResult, admit, decode_patch
 from webhook.admission.cluster_fit import ClusterCapacity
+from webhook.admission.entry import admit
+from webhook.admission.review import AdmitResult, decode_patch
 from webhook.config import WebhookConfig
 from webhook.metrics import WebhookMetrics
 from webhook.podgroups.intent import PodGroupIntent

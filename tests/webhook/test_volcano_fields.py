@@ -14,7 +14,7 @@ from tests.builders.reviews import pod_template, review
 from tests.kubeapi import ApiServer, Release, Versions
 from tests.kubeapi import objects as o
 from tests.kubeapi.scheduler_crds import volcano_podgroup_schema
-from webhook.admission import admit
+from webhook.admission.entry import admit
 from webhook.config import WebhookConfig
 from webhook.served import discover
 

@@ -27,7 +27,7 @@ from gangplace.thirdparty import crds_dir
 from tests.controllers import ControllerSet, GarbageCollector, Rest
 from tests.kubeapi import ApiServer, ResourceType
 from tests.kubeapi import objects as o
-from webhook.admission import decode_patch
+from webhook.admission.review import decode_patch
 from webhook.config import WebhookConfig
 from webhook.podgroups.calls import PodGroupApi
 from webhook.podgroups.reconciler import PodGroupReconciler, RetryPolicy

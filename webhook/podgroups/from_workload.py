@@ -4,7 +4,7 @@ The webhook makes a gang's PodGroup when its workload is created, or resumed (an
 UPDATE). With ``failurePolicy: Ignore`` an UPDATE may never reach it, and a restarted
 webhook remembers nothing: so a pod of a gang whose PodGroup is not known to exist
 makes the reconciler read the pod's workload (up to its top-level owner: a JobSet's
-Job names the JobSet) and ask :func:`webhook.admission.admit` -- pure, on the workload as
+Job names the JobSet) and ask :func:`webhook.admission.entry.admit` -- pure, on the workload as
 it is -- what its PodGroup is. A workload that is suspended gets none (a suspended
 workload has no PodGroup; docs/safe-moves.md).
 Only a gang corral named (``corral.dev/gang`` on the workload, or the name corral
@@ -18,9 +18,9 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
-from webhook.admission import admit
 from webhook.admission import keys as K
 from webhook.admission.cluster_fit import ClusterCapacity
+from webhook.admission.entry import admit
 from webhook.admission.native_gangs import Served
 from webhook.admission.validate import derived_name
 from webhook.config import WebhookConfig

@@ -1,7 +1,7 @@
 """What admission asks of the PodGroup reconciler, as plain data: the PodGroup it wants
 (:class:`PodGroupIntent`, with its :class:`OwnerRef`), the owner a later admission names
 (:class:`OwnerHint`), and what a PodGroup already there is to an intent
-(:class:`Existing`, :data:`Removed`). :func:`webhook.admission.admit` makes them; the
+(:class:`Existing`, :data:`Removed`). :func:`webhook.admission.entry.admit` makes them; the
 reconciler (:mod:`webhook.podgroups.reconciler`) acts on them.
 """
 
