@@ -73,6 +73,7 @@ def test_the_kind_cluster_and_its_node_names() -> None:
     ]
 
 
+@pytest.mark.kubectl  # renders manifests/ with kubectl kustomize
 def test_the_commands_match_the_rendered_manifests() -> None:
     objs = render(MANIFESTS)
     cmds = commands()
