@@ -15,6 +15,7 @@ from tests.played import (
     KIND_STACK,
     KUBE_RELEASES,
     RECORDED,
+    VOLCANO_NEWEST_KUBE,
     VOLCANO_RELEASES,
     VOLCANO_STORY,
     in_volcano_table,
@@ -33,6 +34,8 @@ def test_the_page_is_generated_from_what_the_tests_play() -> None:
 
 
 def test_every_cell_says_what_it_rests_on() -> None:
+    # Volcano's table is known for every Volcano release the server plays.
+    assert set(VOLCANO_NEWEST_KUBE) == set(VOLCANO_RELEASES)
     played = {(v.kube, v.volcano) for v in VOLCANO_STORY}
     for kube in KUBE_RELEASES:
         for volcano in VOLCANO_RELEASES:
@@ -73,6 +76,12 @@ def test_install_and_backends_quote_the_matrix() -> None:
         assert not re.search(r"1\.\d+ up to 1\.\d+", text), "a version table of its own"
     first, last = KUBE_RELEASES[0], KUBE_RELEASES[-1]
     assert f"Kubernetes {first} to {last} (" in install
+    # With Volcano, the newest Kubernetes its table lists, for its newest release.
+    newest = max(VOLCANO_NEWEST_KUBE)
+    assert (
+        f"Volcano {newest}, lists Kubernetes releases through\n  {VOLCANO_NEWEST_KUBE[newest]} "
+        in install
+    )
     # The old tables are gone from the install guide.
     assert "| Volcano | 1.7" not in install and "| Job controller |" not in install
 
