@@ -83,9 +83,13 @@ def controller_rows() -> list[str]:
         "| --- | --- | --- | --- |",
     ]
     for c in CONTROLLERS:
-        rests = f"{MODELLED} (`{c.model}`, read at {c.version})"
+        rests = f"{MODELLED} at {c.version} (`{c.model}`)"
         if c.recorded:
             rests = f"{RECORDED_CELL} ({c.recorded}), " + rests
+        if c.also_read:
+            rests += f", its source checked against {c.also_read}"
+        if "and later" in c.releases:
+            rests += f"; later releases {UNTESTED}"
         rows.append(f"| {c.name} | {c.releases} | {c.what} | {rests} |")
     return rows
 

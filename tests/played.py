@@ -77,7 +77,8 @@ def in_volcano_table(kube: Release, volcano: Release) -> bool:
 class Controller:
     """A workload controller the descheduler suspends or leaves alone, as the tests
     model it: ``model`` is the module, whose docstring names ``version`` (the tag it was
-    read from); ``recorded``: a recording of the real one is replayed against it."""
+    read from); ``recorded``: a recording of the real one is replayed against it;
+    ``also_read``: later tags whose source the model was checked against."""
 
     name: str
     releases: str
@@ -85,6 +86,7 @@ class Controller:
     model: str
     version: str
     recorded: str = ""
+    also_read: str = ""  # later tags whose source was read and found the same
 
 
 CONTROLLERS: tuple[Controller, ...] = (
@@ -124,6 +126,7 @@ CONTROLLERS: tuple[Controller, ...] = (
         "while Running or Initializing; else never",
         "tests/controllers/kuberay.py",
         "v1.1.0",
+        also_read="v1.2.0-v1.4.0",
     ),
     Controller(
         "Kueue",

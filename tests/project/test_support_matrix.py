@@ -65,7 +65,9 @@ def test_the_tests_play_the_stacks_the_matrix_names() -> None:
 def test_each_controller_model_names_the_release_it_was_read_from() -> None:
     for c in CONTROLLERS:
         doc = ast.get_docstring(ast.parse((ROOT / c.model).read_text())) or ""
-        assert c.version in " ".join(doc.split()), f"{c.model} does not say {c.version}"
+        words = " ".join(doc.split())
+        assert c.version in words, f"{c.model} does not say {c.version}"
+        assert c.also_read in words, f"{c.model} does not say {c.also_read}"
 
 
 def test_install_and_backends_quote_the_matrix() -> None:
