@@ -95,6 +95,10 @@ def test_the_config_override_recipe_replaces_both_files(tmp_path: Path) -> None:
     assert config_map(objs, "corral-descheduler-config")["data"] == {
         "descheduler.yaml": descheduler
     }
+    # They keep the label the upgrade's `kubectl apply -l` selects.
+    key, value = LABEL.split("=")
+    for cm in find(objs, "ConfigMap"):
+        assert cm["metadata"]["labels"][key] == value
     # Both workloads mount the replaced ConfigMaps (the names carry the new hash).
     names = {o["metadata"]["name"] for o in find(objs, "ConfigMap")}
     deploy = one(objs, "Deployment", "corral-webhook")
