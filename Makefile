@@ -48,12 +48,15 @@ lint: $(STAMP)
 	$(BIN)/mypy --strict shared/gangplace/engine
 	MYPYPATH=shared $(BIN)/mypy --strict -p gangplace -p descheduler -p webhook -p kubectl_corral
 	$(BIN)/python -m scripts.gen_manifests --check
+	$(BIN)/python -m scripts.gen_support_matrix --check
 
 # The generated RBAC (from gangplace.kube.rbac), the installed descheduler config,
-# the kubectl-corral viewer role and the command-line reference in docs/. Kinds added
-# in the configs: make manifests MANIFESTS_ARGS="--webhook-config F --descheduler-config F".
+# the kubectl-corral viewer role, the command-line reference in docs/ and the support
+# matrix (from what the tests play, tests/played.py). Kinds added in the configs:
+# make manifests MANIFESTS_ARGS="--webhook-config F --descheduler-config F".
 manifests: $(STAMP)
 	$(BIN)/python -m scripts.gen_manifests $(MANIFESTS_ARGS)
+	$(BIN)/python -m scripts.gen_support_matrix
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.engine

@@ -20,10 +20,11 @@ import json
 import sys
 from collections.abc import Sequence
 
-from gangplace.cli_exit import run_command, warn
+from gangplace.cli_exit import UsageError, run_command, warn
 from gangplace.config_errors import ConfigError
 from gangplace.engine import SnapshotError
 from gangplace.engine.timeparse import TimeFormatError, parse_duration
+from gangplace.ports import check_port
 
 from descheduler.config import DeschedulerConfig, load_config, render_defaults
 from descheduler.dump_state import SAMPLE, SAMPLES, SNAPSHOT_TIME, read_dump
@@ -95,8 +96,6 @@ def _kube_runner(args: argparse.Namespace, config: DeschedulerConfig) -> int:
             "need 0 < --retry-period < --renew-deadline < --lease-duration, got "
             f"{opts.retry_period:g}, {opts.renew_deadline:g}, {opts.lease_duration:g}"
         )
-    if not 0 <= opts.metrics_port <= 65535:
-        raise ConfigError(f"--metrics-port: {opts.metrics_port} is not a port")
     try:
         return asyncio.run(run_descheduler(opts, config))
     except KubeConfigError as e:
@@ -104,6 +103,7 @@ def _kube_runner(args: argparse.Namespace, config: DeschedulerConfig) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    check_port("--metrics-port", args.metrics_port)
     config = load_config(args.config)
     args.interval_seconds = None
     if not args.once and args.interval is None:
@@ -217,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_command(
         "corral-descheduler",
         lambda: int(args.func(args)),
-        (ConfigError, StateError, SnapshotError, TimeFormatError),
+        (ConfigError, UsageError, StateError, SnapshotError, TimeFormatError),
     )
 
 

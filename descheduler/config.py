@@ -105,8 +105,10 @@ class SchedulingConfig(_Section):
 
 class EvictionRules(_Section):
     """Which pods are never evicted (beyond the fixed rules: DaemonSet pods, mirror
-    pods, pods without a controller, ``corral.dev/evictable: "false"`` and
-    ``descheduler.alpha.kubernetes.io/prefer-no-eviction``)."""
+    pods, pods without a controller, ``corral.dev/evictable: "false"``,
+    ``cluster-autoscaler.kubernetes.io/safe-to-evict: "false"``,
+    ``descheduler.alpha.kubernetes.io/prefer-no-eviction`` and
+    ``kai.scheduler/safe-to-consolidate: "false"``, as an annotation or a label)."""
 
     excluded_namespaces: list[str] = Field(
         default_factory=lambda: ["kube-system"], description="never evict pods here"

@@ -6,8 +6,9 @@
   needs (a backend, a way to manage certificates, a way to run the descheduler);
 - ``manifests/base/descheduler.yaml``: the descheduler's config, every key at its
   default (``corral-descheduler config``) except ``runner.dry_run: true``;
-- in ``docs/kubectl-corral.md``, between markers, the ClusterRole with what
-  ``kubectl corral`` reads;
+- ``manifests/kubectl-corral/corral-viewer.yaml``: the ClusterRole with what
+  ``kubectl corral`` reads, for an admin to apply and bind; in ``docs/kubectl-corral.md``,
+  between markers, its rules as a table;
 - ``docs/cli.md``: every command's ``--help``, so every flag and its default is in
   the docs.
 
@@ -107,9 +108,31 @@ def descheduler_config() -> str:
     return head + body.replace(DRY_RUN_DEFAULT, DRY_RUN_INSTALLED)
 
 
-def viewer_block() -> str:
+VIEWER_FILE = ROOT / "manifests/kubectl-corral/corral-viewer.yaml"
+
+
+def viewer_file() -> str:
+    head = (
+        "# The ClusterRole with what `kubectl corral` reads (it runs with the credentials\n"
+        "# of whoever runs it): apply it, then bind it to the people who use the plugin\n"
+        "# (docs/kubectl-corral.md, Permissions). Not part of `kubectl apply -k manifests/`.\n"
+    )
     role = yaml.safe_dump(rbac.viewer_role(), sort_keys=False, default_flow_style=False)
-    return f"{VIEWER_BEGIN}\n```yaml\n{role}```\n{VIEWER_END}"
+    return HEADER + head + role
+
+
+def viewer_block() -> str:
+    """The viewer role's rules as the page shows them: one row per rule."""
+    rows = [
+        "| API group | resources | verbs |",
+        "| --- | --- | --- |",
+    ]
+    for rule in rbac.viewer_role()["rules"]:
+        groups = ", ".join(f"`{g}`" if g else "core" for g in rule["apiGroups"])
+        resources = ", ".join(f"`{r}`" for r in rule["resources"])
+        verbs = ", ".join(rule["verbs"])
+        rows.append(f"| {groups} | {resources} | {verbs} |")
+    return f"{VIEWER_BEGIN}\n" + "\n".join(rows) + f"\n{VIEWER_END}"
 
 
 def docs_files() -> dict[Path, str]:
@@ -119,7 +142,7 @@ def docs_files() -> dict[Path, str]:
     if start < 0 or end < start:
         raise SystemExit(f"gen_manifests: {path} has no {VIEWER_BEGIN} ... {VIEWER_END}")
     new = text[:start] + viewer_block() + text[end + len(VIEWER_END) :]
-    return {path: new}
+    return {path: new, VIEWER_FILE: viewer_file()}
 
 
 CLI_INTRO = """# Command-line reference
@@ -202,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         stale.append(path.relative_to(ROOT))
         if not args.check:
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
     verb = "out of date" if args.check else "written"
     for path in stale:

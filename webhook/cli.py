@@ -16,6 +16,7 @@ from gangplace.cli_exit import UsageError, run_command
 from gangplace.config_errors import ConfigError
 from gangplace.engine import SnapshotError
 from gangplace.logs import setup_logging
+from gangplace.ports import check_port
 
 from webhook.admission.cluster_fit import ClusterCapacity, NoCluster, SnapshotSource, StaticSource
 from webhook.admission.dialects import dialect_for
@@ -207,6 +208,7 @@ async def _serve_with(
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    check_port("--port", args.port)
     setup_logging(args.log_level)
     if bool(args.tls_cert_file) != bool(args.tls_key_file):
         raise UsageError("--tls-cert-file and --tls-key-file go together")

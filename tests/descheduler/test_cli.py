@@ -153,6 +153,7 @@ def test_plan_on_a_dump_with_now_and_config(
         ("{not json", "not JSON"),
         ('{"kind": "List"}', "items"),
         (json.dumps(as_list(gpu_node("n0"), pod("p", "n0", 1, cpu="lots"))), "pod default/p"),
+        (json.dumps(as_list(gpu_node("n0"), gpu_node("n0"))), "same name: n0;"),
     ],
 )
 def test_bad_input_exits_2_with_a_message(

@@ -130,8 +130,8 @@ def test_bad_objects_name_themselves() -> None:
         Snapshot.from_objects([node_json("n")], [pod_json("p", "n", cpu="x")])
     with pytest.raises(SnapshotError, match="items"):
         Snapshot.from_list({"kind": "List"})
-    with pytest.raises(SnapshotError, match="same name"):
-        Snapshot.from_objects([node_json("n"), node_json("n")])
+    with pytest.raises(SnapshotError, match="two nodes with the same name: n; allowed: one"):
+        Snapshot.from_objects([node_json("n"), node_json("m"), node_json("n")])
 
 
 def test_unknown_node_and_not_ready() -> None:

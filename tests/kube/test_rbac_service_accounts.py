@@ -24,7 +24,8 @@ from tests.kubeapi import ApiServer
 from tests.kubeapi import objects as o
 
 # The components under their own ServiceAccounts, end to end: not in `make test-fast`.
-pytestmark = pytest.mark.scenario
+# The RBAC comes from manifests/, rendered with kubectl kustomize.
+pytestmark = [pytest.mark.scenario, pytest.mark.kubectl]
 
 NS = rbac.NAMESPACE
 RBAC_KINDS = frozenset(

@@ -43,7 +43,8 @@ class Release:
         return f"{self.major}.{self.minor}"
 
 
-# The support matrix (docs/install.md): every minor release the contract tests cover.
+# The support matrix (docs/support-matrix.md, from tests/played.py): every minor release
+# the contract tests cover.
 KUBE_VERSIONS: tuple[Release, ...] = tuple(Release(1, m) for m in range(28, 38))
 VOLCANO_VERSIONS: tuple[Release, ...] = tuple(Release(1, m) for m in range(7, 16))
 

@@ -7,6 +7,8 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from tests.builders.manifests import MANIFESTS, pod_templates, render
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,6 +84,7 @@ def test_copies_every_package_and_what_the_build_reads() -> None:
         assert d not in ignored
 
 
+@pytest.mark.kubectl  # renders manifests/ with kubectl kustomize
 def test_runs_as_the_non_root_user_the_manifests_expect() -> None:
     final = stages()[-1]
     users = [a for op, a in final if op == "USER"]
@@ -95,6 +98,7 @@ def test_runs_as_the_non_root_user_the_manifests_expect() -> None:
     assert "PYTHONDONTWRITEBYTECODE=1" in env  # read-only root filesystem
 
 
+@pytest.mark.kubectl  # renders manifests/ with kubectl kustomize
 def test_the_commands_the_manifests_run_are_console_scripts() -> None:
     scripts = PYPROJECT["project"]["scripts"]
     for _, tpl in pod_templates(render(MANIFESTS)):

@@ -21,6 +21,8 @@ from gangplace.kube.resources import JOBS, NAMESPACES, PODS
 
 from kubectl_corral.cli import build_parser
 from tests.builders.manifests import MANIFESTS, one, render
+from tests.kubeapi.versions import Release
+from tests.played import in_volcano_table
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "install.md"
@@ -71,6 +73,7 @@ def test_the_kind_cluster_and_its_node_names() -> None:
     ]
 
 
+@pytest.mark.kubectl  # renders manifests/ with kubectl kustomize
 def test_the_commands_match_the_rendered_manifests() -> None:
     objs = render(MANIFESTS)
     cmds = commands()
@@ -145,16 +148,11 @@ async def test_the_example_jobs_do_what_the_section_says() -> None:
 
 def test_the_node_image_fits_the_volcano_release() -> None:
     """The kind cluster pins one node image, and the Volcano release the section applies
-    supports that Kubernetes release (the bounds the support matrix quotes from Volcano's
-    compatibility table)."""
+    supports that Kubernetes release (Volcano's own table, tests/played.py)."""
     images = {n.get("image") for n in kind_config()["nodes"]}
     assert len(images) == 1 and None not in images, "every node pins the same image"
     [image] = images
-    m = re.fullmatch(r"kindest/node:v1\.(\d+)\.\d+@sha256:[0-9a-f]{64}", str(image))
+    m = re.fullmatch(r"kindest/node:v(1\.\d+)\.\d+@sha256:[0-9a-f]{64}", str(image))
     assert m, image
-    kube_minor = int(m.group(1))
-    [volcano] = re.findall(r"volcano-sh/volcano/v1\.(\d+)\.\d+/installer", section())
-    text = DOC.read_text()
-    bounds = dict(re.findall(r"(1\.\d+) up to (1\.\d+)", text.split("## Support matrix", 1)[1]))
-    assert f"1.{volcano}" in bounds, "the support matrix bounds the pinned Volcano release"
-    assert kube_minor <= int(bounds[f"1.{volcano}"].split(".")[1])
+    [volcano] = re.findall(r"volcano-sh/volcano/v(1\.\d+)\.\d+/installer", section())
+    assert in_volcano_table(Release.parse(m.group(1)), Release.parse(volcano))

@@ -39,7 +39,7 @@ from webhook.config import parse_config as parse_webhook_config
 
 TARGETS = targets()
 # Renders every overlay with kustomize (kubectl) and validates against the schemas: seconds.
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.kubectl]
 IDS = [t[0] for t in TARGETS]
 NS = rbac.NAMESPACE
 # Kubernetes versions whose schemas every object must satisfy: the oldest supported

@@ -25,7 +25,8 @@ from tests.kubeapi import ApiServer
 from tests.kubeapi import objects as o
 
 # corral-webhook as a process behind the API server: not in `make test-fast`.
-pytestmark = pytest.mark.scenario
+# The MutatingWebhookConfiguration comes from manifests/, rendered with kubectl kustomize.
+pytestmark = [pytest.mark.scenario, pytest.mark.kubectl]
 
 Json = dict[str, Any]
 CLI = [sys.executable, "-m", "webhook.cli"]

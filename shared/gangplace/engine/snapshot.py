@@ -16,6 +16,7 @@ exactly, or :meth:`commit` it.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -59,7 +60,10 @@ class Snapshot:
         self.node_names: list[str] = [n.name for n in node_list]
         self.node_index: dict[str, int] = {n: i for i, n in enumerate(self.node_names)}
         if len(self.node_index) != len(node_list):
-            raise SnapshotError("two nodes with the same name")
+            twice = sorted({a for a, b in itertools.pairwise(self.node_names) if a == b})
+            raise SnapshotError(
+                f"two nodes with the same name: {', '.join(twice)}; allowed: one node per name"
+            )
         pod_list = list(pods)
 
         names: dict[str, None] = dict.fromkeys(("cpu", "memory", "pods"))
