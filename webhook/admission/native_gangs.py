@@ -1,29 +1,34 @@
 """The native gang API's objects (KEP-4671), per served version: pure data in, data out.
 
 Kubernetes schedules gangs itself from 1.35. What a pod names and which objects hold the
-gang's policy differ by version (docs/backends.md, "kubernetes"):
+gang's policy differ by version (docs/backends.md, "kubernetes"; which version is used:
+:mod:`gangplace.engine.native_versions`). Each shape follows kubernetes/api
+``scheduling/<version>/types.go`` at the tag named and the released schema
+(kubernetes-validate ``v1.3x.0-local-strict/workload-scheduling-<version>.json``,
+``podgroup-...``, ``compositepodgroup-...``):
 
-- ``scheduling.k8s.io/v1alpha1`` (1.35): a ``Workload`` with ``spec.podGroups[{name,
-  policy: {gang: {minCount}}}]`` and ``controllerRef``; a pod points at it by
-  ``spec.workloadRef{name, podGroup, podGroupReplicaKey}``, the replica key splitting
-  one group into independent gangs.
-- ``v1alpha2`` (1.36): the ``Workload`` is an immutable template
+- ``scheduling.k8s.io/v1alpha1`` (1.35, v0.35.0): a ``Workload`` with
+  ``spec.podGroups[{name, policy: {gang: {minCount}}}]`` and ``controllerRef``; a pod
+  points at it by ``spec.workloadRef{name, podGroup, podGroupReplicaKey}``, the replica
+  key splitting one group into independent gangs.
+- ``v1alpha2`` (1.36, v0.36.0): the ``Workload`` is an immutable template
   (``spec.podGroupTemplates[{name, schedulingPolicy}]``, at most 8); each gang is a
   runtime ``PodGroup`` (``spec.podGroupTemplateRef.workload{workloadName,
   podGroupTemplateName}``, ``spec.schedulingPolicy``) that pods name in
-  ``spec.schedulingGroup.podGroupName``, set at CREATE and immutable.
-- ``v1beta1`` (1.37, the shape of ``v1alpha3``): the ``PodGroup`` names its template by
-  ``spec.workloadRef{workloadName, templateName}`` and has ``disruptionMode`` and
-  ``priorityClassName``; with ``CompositePodGroup`` served (``v1alpha3``) the Workload
-  may hold ``compositePodGroupTemplates[{name, schedulingPolicy: {gang:
-  {minGroupCount}}, podGroupTemplates}]`` and a ``CompositePodGroup`` ties PodGroups
+  ``spec.schedulingGroup.podGroupName``, set at CREATE and immutable. Its
+  ``disruptionMode`` (a string, ``Pod`` | ``PodGroup``) and ``priorityClassName`` are
+  forbidden unless the alpha gate WorkloadAwarePreemption is on: corral writes neither.
+- ``v1alpha3`` and ``v1beta1`` (1.37, v0.37.0-beta.0 and the released 1.37.0 schema;
+  one shape): the ``PodGroup`` names its template by ``spec.workloadRef{workloadName,
+  templateName}`` and has ``disruptionMode`` (``{single: {}}`` | ``{all: {}}``) and
+  ``priorityClassName``; with ``CompositePodGroup`` served (``v1alpha3`` only) the Workload
+  holds ``compositePodGroupTemplates[{name, schedulingPolicy: {gang: {minGroupCount}},
+  podGroupTemplates}]`` and a ``CompositePodGroup`` ties PodGroups
   (``parentCompositePodGroupName``) into one all-or-nothing gang (at most 8 templates a
   level, 4 levels).
 
-Read from kubernetes ``staging/src/k8s.io/api/scheduling/v1alpha1``, ``v1alpha2`` and
-``v1alpha3/types.go`` (release-1.35 to 1.37) as the handout's VERSIONS.md and KEP-4671,
-KEP-5832 and KEP-6089 describe them. What the API server serves is found once by
-:mod:`webhook.served` and handed to admission as :class:`Served`.
+What the API server serves is found once by :mod:`webhook.served` and handed to
+admission as :class:`Served`.
 """
 
 from __future__ import annotations
@@ -32,10 +37,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from gangplace.engine.native_versions import NATIVE_API_GROUP, NativeApi, native_api
+
 from webhook.admission.keys import MANAGED_BY
 
 __all__ = [
-    "COMPOSITE_VERSION",
     "GROUP",
     "MAX_TEMPLATES",
     "TEMPLATE",
@@ -48,18 +54,14 @@ __all__ = [
     "workload_object",
 ]
 
-GROUP: Final = "scheduling.k8s.io"
+GROUP: Final = NATIVE_API_GROUP
 # The name of the pod group (template) of a gang whose roles are one group: every role
 # in it, so the gang starts all or nothing as corral's other backends start it.
 TEMPLATE: Final = "gang"
 # The template of a CompositePodGroup over a gang's roles.
 COMPOSITE_TEMPLATE: Final = "all"
-COMPOSITE_VERSION: Final = "v1alpha3"
 # The API's limit on pod group templates (of a Workload, or of one composite level).
 MAX_TEMPLATES: Final = 8
-
-# The versions of the gang API, newest first: the newest the server serves is written.
-_VERSIONS: Final = ("v1beta1", "v1alpha2", "v1alpha1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,34 +78,8 @@ class Served:
 
     @property
     def native(self) -> NativeApi | None:
-        """The gang API version to write (None: the server serves none)."""
-        for v in _VERSIONS:
-            if v in self.workload_versions:
-                runtime = v in self.podgroup_versions and v != "v1alpha1"
-                composite = (
-                    v == "v1beta1" and runtime and COMPOSITE_VERSION in self.composite_versions
-                )
-                return NativeApi(v, runtime, composite)
-        return None
-
-
-@dataclass(frozen=True, slots=True)
-class NativeApi:
-    """One served version of the gang API: ``runtime_groups`` when it has the runtime
-    PodGroup object (v1alpha2+), which pods name (else they name the Workload);
-    ``composite`` when CompositePodGroup is served beside it (1.37)."""
-
-    version: str
-    runtime_groups: bool
-    composite: bool = False
-
-    @property
-    def api_version(self) -> str:
-        return f"{GROUP}/{self.version}"
-
-    @property
-    def composite_api_version(self) -> str:
-        return f"{GROUP}/{COMPOSITE_VERSION}"
+        """The gang API to write (None: the server serves none)."""
+        return native_api(self.workload_versions, self.podgroup_versions, self.composite_versions)
 
 
 def _meta(name: str, namespace: str) -> dict[str, Any]:
@@ -112,6 +88,18 @@ def _meta(name: str, namespace: str) -> dict[str, Any]:
 
 def _gang_policy(min_count: int) -> dict[str, Any]:
     return {"gang": {"minCount": min_count}}
+
+
+# A gang is disrupted whole or not at all (1.37's union; the descheduler reads it back).
+_WHOLE: Final[dict[str, dict[str, str]]] = {"all": {}}
+
+
+def _template(api: NativeApi, name: str, min_count: int) -> dict[str, Any]:
+    """One pod group template; from 1.37 with the disruption mode its PodGroups copy."""
+    out: dict[str, Any] = {"name": name, "schedulingPolicy": _gang_policy(min_count)}
+    if api.version != "v1alpha2":
+        out["disruptionMode"] = dict(_WHOLE)
+    return out
 
 
 def workload_object(
@@ -132,7 +120,7 @@ def workload_object(
     if not api.runtime_groups:
         spec["podGroups"] = [{"name": n, "policy": _gang_policy(c)} for n, c in templates]
     else:
-        tmpls = [{"name": n, "schedulingPolicy": _gang_policy(c)} for n, c in templates]
+        tmpls = [_template(api, n, c) for n, c in templates]
         if composite is None:
             spec["podGroupTemplates"] = tmpls
         else:
@@ -163,7 +151,9 @@ def podgroup_object(
     parent: str | None = None,
 ) -> dict[str, Any]:
     """One runtime ``PodGroup`` (v1alpha2+): one gang (or one role of a composite one),
-    made from the Workload's ``template``."""
+    made from the Workload's ``template``. On 1.36 (v1alpha2) it carries no disruption
+    mode or priority class: both are forbidden there unless WorkloadAwarePreemption is on
+    (v0.36.0 ``scheduling/v1alpha2/types.go``), and unset means ``Pod``."""
     assert api.runtime_groups
     spec: dict[str, Any] = {}
     if api.version == "v1alpha2":
@@ -176,8 +166,7 @@ def podgroup_object(
             spec["parentCompositePodGroupName"] = parent
         spec["workloadRef"] = {"workloadName": workload, "templateName": template}
         spec["schedulingPolicy"] = _gang_policy(min_count)
-        # A gang moves whole or not at all (the descheduler reads this back).
-        spec["disruptionMode"] = {"all": {}}
+        spec["disruptionMode"] = dict(_WHOLE)
         if priority_class:
             spec["priorityClassName"] = priority_class
     return {
@@ -196,7 +185,9 @@ def composite_object(
     min_groups: int,
     priority_class: str | None,
 ) -> dict[str, Any]:
-    """The ``CompositePodGroup`` (1.37, v1alpha3) tying a gang's role PodGroups together."""
+    """The ``CompositePodGroup`` (1.37, v1alpha3) tying a gang's role PodGroups together
+    (v0.37.0-beta.0 ``scheduling/v1alpha3/types.go`` ``CompositePodGroupSpec``: workloadRef
+    and schedulingPolicy required, every field immutable)."""
     spec: dict[str, Any] = {
         "workloadRef": {"workloadName": workload, "templateName": COMPOSITE_TEMPLATE},
         "schedulingPolicy": {"gang": {"minGroupCount": min_groups}},
