@@ -14,7 +14,7 @@ from gangplace.kube import KubeClient
 from gangplace.kube.resources import WORKLOADS
 
 from tests.builders.reviews import annotations, bare_pod, labels, pod_template, review, with_object
-from tests.kubeapi import ApiServer, ResourceType, Versions
+from tests.kubeapi import ApiServer, ApiStore, ResourceType, Versions
 from tests.kubeapi import objects as o
 from webhook.admission import AdmitResult, admit
 from webhook.admission.native_gangs import Served
@@ -666,3 +666,30 @@ async def test_a_pod_whose_gang_objects_are_missing_brings_them() -> None:
             (made,) = list(api.store.items(rt, "ml"))
             assert made["metadata"]["name"] == "pytorchjob-bert"
             assert made["metadata"]["ownerReferences"][0]["uid"] == "uid-bert"
+
+
+def test_a_role_named_like_the_composite_template_gets_another_name() -> None:
+    """Template names are unique in a Workload's whole tree (1.37): a role called
+    ``all`` leaves the composite template ``all-1``, and the server takes the Workload."""
+    spec = {
+        "headGroupSpec": {"rayStartParams": {}, "template": pod_template({"cpu": "1"})},
+        "workerGroupSpecs": [{"groupName": "all", "replicas": 2, "template": pod_template(GPU)}],
+    }
+    obj = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "rc", "namespace": "ml"},
+        "spec": spec,
+    }
+    res = admit(review(obj, group="ray.io", version="v1"), None, NATIVE, V137)
+    workload, composite, *groups = res.intents
+    (top,) = workload.body["spec"]["compositePodGroupTemplates"]
+    assert top["name"] == "all-1"
+    assert [t["name"] for t in top["podGroupTemplates"]] == ["head", "all"]
+    assert composite.body["spec"]["workloadRef"]["templateName"] == "all-1"
+    store = ApiStore(versions=Versions.of(kube="1.37", native_gangs=True))
+    store.load([o.namespace("ml")])
+    for i in res.intents:
+        version = i.api_version.rpartition("/")[2]
+        store.create(store.types[("scheduling.k8s.io", version, i.plural)], "ml", i.body)
+    assert len(groups) == 2

@@ -48,6 +48,7 @@ __all__ = [
     "NativeApi",
     "Served",
     "composite_object",
+    "composite_template_name",
     "pod_reference",
     "podgroup_object",
     "scheduler_names",
@@ -58,7 +59,8 @@ GROUP: Final = NATIVE_API_GROUP
 # The name of the pod group (template) of a gang whose roles are one group: every role
 # in it, so the gang starts all or nothing as corral's other backends start it.
 TEMPLATE: Final = "gang"
-# The template of a CompositePodGroup over a gang's roles.
+# The template of a CompositePodGroup over a gang's roles (another name where a role
+# has this one: names are unique in a Workload's whole tree, 1.37 validation.go).
 COMPOSITE_TEMPLATE: Final = "all"
 # The API's limit on pod group templates (of a Workload, or of one composite level).
 MAX_TEMPLATES: Final = 8
@@ -121,12 +123,13 @@ def workload_object(
         spec["podGroups"] = [{"name": n, "policy": _gang_policy(c)} for n, c in templates]
     else:
         tmpls = [_template(api, n, c) for n, c in templates]
+        top = composite_template_name([n for n, _ in templates])
         if composite is None:
             spec["podGroupTemplates"] = tmpls
         else:
             spec["compositePodGroupTemplates"] = [
                 {
-                    "name": COMPOSITE_TEMPLATE,
+                    "name": top,
                     "schedulingPolicy": {"gang": {"minGroupCount": composite}},
                     "podGroupTemplates": tmpls,
                 }
@@ -177,6 +180,15 @@ def podgroup_object(
     }
 
 
+def composite_template_name(roles: Sequence[str]) -> str:
+    """The composite template's name: :data:`COMPOSITE_TEMPLATE`, or with a number added
+    where a role already has it."""
+    name, i = COMPOSITE_TEMPLATE, 1
+    while name in roles:
+        name, i = f"{COMPOSITE_TEMPLATE}-{i}", i + 1
+    return name
+
+
 def composite_object(
     api: NativeApi,
     name: str,
@@ -184,12 +196,13 @@ def composite_object(
     namespace: str,
     min_groups: int,
     priority_class: str | None,
+    template: str = COMPOSITE_TEMPLATE,
 ) -> dict[str, Any]:
     """The ``CompositePodGroup`` (1.37, v1alpha3) tying a gang's role PodGroups together
     (v0.37.0-beta.0 ``scheduling/v1alpha3/types.go`` ``CompositePodGroupSpec``: workloadRef
     and schedulingPolicy required, every field immutable)."""
     spec: dict[str, Any] = {
-        "workloadRef": {"workloadName": workload, "templateName": COMPOSITE_TEMPLATE},
+        "workloadRef": {"workloadName": workload, "templateName": template},
         "schedulingPolicy": {"gang": {"minGroupCount": min_groups}},
     }
     if priority_class:
