@@ -140,20 +140,25 @@ class Story:
         )
 
 
-# (release, the scheduling.k8s.io versions turned on: None for all the release has)
-CLUSTERS = [
-    ("1.35", None),
-    ("1.36", None),
-    ("1.37", {"v1alpha3"}),
-    ("1.37", {"v1beta1"}),
-    ("1.37", None),
+# (release, the scheduling.k8s.io versions turned on: None for all the release has,
+# alpha gates turned on besides the gang API's)
+CLUSTERS: list[tuple[str, set[str] | None, tuple[str, ...]]] = [
+    ("1.35", None, ()),
+    ("1.36", None, ()),
+    ("1.36", None, ("WorkloadAwarePreemption",)),
+    ("1.37", {"v1alpha3"}, ()),
+    ("1.37", {"v1beta1"}, ()),
+    ("1.37", None, ()),
 ]
+IDS = ["1.35", "1.36", "1.36-preemption", "1.37-v1alpha3", "1.37-v1beta1", "1.37-both"]
 
 
-@pytest.fixture(params=CLUSTERS, ids=["1.35", "1.36", "1.37-v1alpha3", "1.37-v1beta1", "1.37-both"])
+@pytest.fixture(params=CLUSTERS, ids=IDS)
 async def story(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Story, CorralWebhook]]:
-    kube, apis = request.param
-    versions = Versions.of(kube=kube, volcano=None, native_gangs=True, native_apis=apis)
+    kube, apis, gates = request.param
+    versions = Versions.of(
+        kube=kube, volcano=None, native_gangs=True, native_apis=apis, gates=gates
+    )
     async with ApiServer(versions=versions) as api:
         api.store.register(PYTORCH)
         api.store.register(LWS)
@@ -284,8 +289,11 @@ async def test_the_descheduler_and_kubectl_corral_read_the_gang_back(
     }
     if release == "1.35":  # the Workload holds the group
         assert groups == {"ml/pytorchjob-bert-gang": (3, False, "")}
-    elif release == "1.36":  # no disruption mode written: Pod, the default
-        assert groups == {"ml/pytorchjob-bert": (3, False, "")}
+    elif release == "1.36":
+        # corral asks for PodGroup; kept only with WorkloadAwarePreemption (else dropped,
+        # and Pod, the default, holds)
+        whole = "WorkloadAwarePreemption" in s.api.store.versions.gates
+        assert groups == {"ml/pytorchjob-bert": (3, whole, "")}
     elif s.composite:
         assert groups == {
             "ml/pytorchjob-bert-master": (1, True, "pytorchjob-bert"),

@@ -166,9 +166,10 @@ def test_runtime_podgroup_and_scheduling_group(served: Served, version: str) -> 
     workload, podgroup = res.intents
     api = f"scheduling.k8s.io/{version}"
     assert (workload.api_version, workload.plural) == (api, "workloads")
+    # the template holds the mode its PodGroups copy: whole (1.36's string, 1.37's union)
+    whole: Any = "PodGroup" if version == "v1alpha2" else {"all": {}}
     template = {"name": "gang", "schedulingPolicy": {"gang": {"minCount": 4}}}
-    if version != "v1alpha2":  # 1.37: the template holds the mode its PodGroups copy
-        template["disruptionMode"] = {"all": {}}
+    template["disruptionMode"] = whole
     assert workload.body["spec"]["podGroupTemplates"] == [template]
     assert (podgroup.api_version, podgroup.plural, podgroup.name) == (
         api,
@@ -182,6 +183,7 @@ def test_runtime_podgroup_and_scheduling_group(served: Served, version: str) -> 
                 "workload": {"workloadName": "pytorchjob-bert", "podGroupTemplateName": "gang"}
             },
             "schedulingPolicy": policy,
+            "disruptionMode": "PodGroup",
         }
     else:
         assert podgroup.body["spec"] == {

@@ -16,8 +16,8 @@ gang's policy differ by version (docs/backends.md, "kubernetes"; which version i
   runtime ``PodGroup`` (``spec.podGroupTemplateRef.workload{workloadName,
   podGroupTemplateName}``, ``spec.schedulingPolicy``) that pods name in
   ``spec.schedulingGroup.podGroupName``, set at CREATE and immutable. Its
-  ``disruptionMode`` (a string, ``Pod`` | ``PodGroup``) and ``priorityClassName`` are
-  forbidden unless the alpha gate WorkloadAwarePreemption is on: corral writes neither.
+  ``disruptionMode`` is a string (``Pod`` | ``PodGroup``), kept only with the alpha gate
+  WorkloadAwarePreemption on (dropped otherwise); corral writes ``PodGroup``.
 - ``v1alpha3`` and ``v1beta1`` (1.37, v0.37.0-beta.0 and the released 1.37.0 schema;
   one shape): the ``PodGroup`` names its template by ``spec.workloadRef{workloadName,
   templateName}`` and has ``disruptionMode`` (``{single: {}}`` | ``{all: {}}``) and
@@ -92,16 +92,22 @@ def _gang_policy(min_count: int) -> dict[str, Any]:
     return {"gang": {"minCount": min_count}}
 
 
-# A gang is disrupted whole or not at all (1.37's union; the descheduler reads it back).
-_WHOLE: Final[dict[str, dict[str, str]]] = {"all": {}}
+def _whole(api: NativeApi) -> Any:
+    """A gang is disrupted whole or not at all (the descheduler reads it back): 1.36's
+    string ``PodGroup`` (v0.36.0 v1alpha2 ``DisruptionModePodGroup``), 1.37's union
+    ``{all: {}}``. On 1.36 the field needs the alpha gate WorkloadAwarePreemption; with it
+    off the API server drops it without a word (``dropDisabledPodGroupFields``, 1.36
+    ``pkg/registry/scheduling/podgroup/strategy.go``), so writing it is safe."""
+    return "PodGroup" if api.version == "v1alpha2" else {"all": {}}
 
 
 def _template(api: NativeApi, name: str, min_count: int) -> dict[str, Any]:
-    """One pod group template; from 1.37 with the disruption mode its PodGroups copy."""
-    out: dict[str, Any] = {"name": name, "schedulingPolicy": _gang_policy(min_count)}
-    if api.version != "v1alpha2":
-        out["disruptionMode"] = dict(_WHOLE)
-    return out
+    """One pod group template, with the disruption mode its PodGroups copy."""
+    return {
+        "name": name,
+        "schedulingPolicy": _gang_policy(min_count),
+        "disruptionMode": _whole(api),
+    }
 
 
 def workload_object(
@@ -154,9 +160,9 @@ def podgroup_object(
     parent: str | None = None,
 ) -> dict[str, Any]:
     """One runtime ``PodGroup`` (v1alpha2+): one gang (or one role of a composite one),
-    made from the Workload's ``template``. On 1.36 (v1alpha2) it carries no disruption
-    mode or priority class: both are forbidden there unless WorkloadAwarePreemption is on
-    (v0.36.0 ``scheduling/v1alpha2/types.go``), and unset means ``Pod``."""
+    made from the Workload's ``template``, disrupted whole. On 1.36 (v1alpha2) it
+    carries no priority class: the field needs WorkloadAwarePreemption there, and the
+    priority admission plugin then resolves it (v0.36.0 ``scheduling/v1alpha2/types.go``)."""
     assert api.runtime_groups
     spec: dict[str, Any] = {}
     if api.version == "v1alpha2":
@@ -164,12 +170,13 @@ def podgroup_object(
             "workload": {"workloadName": workload, "podGroupTemplateName": template}
         }
         spec["schedulingPolicy"] = _gang_policy(min_count)
+        spec["disruptionMode"] = _whole(api)
     else:
         if parent is not None:
             spec["parentCompositePodGroupName"] = parent
         spec["workloadRef"] = {"workloadName": workload, "templateName": template}
         spec["schedulingPolicy"] = _gang_policy(min_count)
-        spec["disruptionMode"] = dict(_WHOLE)
+        spec["disruptionMode"] = _whole(api)
         if priority_class:
             spec["priorityClassName"] = priority_class
     return {
