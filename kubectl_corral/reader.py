@@ -137,8 +137,9 @@ class Reader:
         return out
 
     async def _native(self, base: Resource, namespace: str | None) -> Sequence[Json]:
-        """The native gang API's objects of ``base``'s kind in the newest version served
-        (none before 1.35, or with the API off: most clusters, so no note)."""
+        """The native gang API's objects of ``base``'s kind in the preferred version served
+        (``NATIVE_VERSIONS``: v1beta1, v1alpha3, v1alpha2, v1alpha1; none before 1.35, or
+        with the API off: most clusters, so no note)."""
         for version in NATIVE_VERSIONS:
             r = dataclasses.replace(base, version=version)
             found = await self.list(r, namespace=namespace, optional=True)

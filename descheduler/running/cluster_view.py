@@ -2,8 +2,8 @@
 
 :class:`ClusterView` keeps informers of what the planner reads: nodes and pods as the
 engine's compact records (:class:`~gangplace.kube.ClusterCache`), and PodGroups of both
-APIs and of the native gang API (its Workloads and PodGroups, in the newest version the
-server serves), Volcano Queues, PodDisruptionBudgets, PriorityClasses and the workloads
+APIs and of the native gang API (its Workloads and PodGroups, in the preferred version
+the server serves), Volcano Queues, PodDisruptionBudgets, PriorityClasses and the workloads
 that own gangs as their JSON, trimmed, and Kueue's Workloads (their owners only). Each run reads
 the CustomResourceDefinitions of the workload kinds with a suspend switch (a GET each),
 trimmed to what says whether the switch is served. A run hands that JSON to
@@ -189,8 +189,9 @@ class ClusterView:
         return True
 
     async def _served_version(self, resource: Resource) -> Resource | None:
-        """``resource`` in the newest version of the native gang API the server serves
-        (None before 1.35, or with the API switched off)."""
+        """``resource`` in the preferred version of the native gang API the server serves
+        (``NATIVE_VERSIONS``: v1beta1, v1alpha3, v1alpha2, v1alpha1; None before 1.35, or
+        with the API switched off)."""
         for version in NATIVE_VERSIONS:
             r = dataclasses.replace(resource, version=version)
             if await self._installed(r):

@@ -17,10 +17,12 @@ gangscheduling/gangscheduling.go`` at v1.35; the docs pages "gang-scheduling" an
   Pods beyond ``minCount`` are placed one by one once the group is satisfied.
 - a group that does not fit: each pod waiting gets ``PodScheduled=False`` reason
   Unschedulable with kube-scheduler's message, and the PodGroup (1.36+) its condition
-  (``PodGroupScheduled`` in v1alpha2, ``PodGroupInitiallyScheduled`` in v1beta1)
+  (``PodGroupScheduled`` in v1alpha2, ``PodGroupInitiallyScheduled`` in v1alpha3 and
+  v1beta1)
   False/Unschedulable; once placed, True (reason Scheduled).
 - ``basic`` groups and pods without a reference: one by one.
-- 1.37 CompositePodGroup with ``gang{minGroupCount}``: its child PodGroups wait until
+- 1.37 CompositePodGroup (v1alpha3, where served) with ``gang{minGroupCount}``: its
+  child PodGroups wait until
   that many of them have their own ``minCount`` pods, then those groups are placed
   together, all or none (one level of nesting is modelled).
 - all pods of a group share one schedulerName (1.36 docs): a group whose pods name
@@ -54,8 +56,7 @@ from tests.controllers.pod_scheduler import kube_unschedulable_message
 from tests.controllers.rest import Json, Rest, RestError
 from tests.controllers.runner import wall_clock
 from tests.controllers.snapshot import TERMINAL, snapshot_of
-from tests.kubeapi.native_gangs import native_version, pod_group_field
-from tests.kubeapi.native_objects import COMPOSITE_VERSION
+from tests.kubeapi.native_gangs import composite_version, native_version, pod_group_field
 from tests.kubeapi.resources import NATIVE_GROUP
 from tests.kubeapi.versions import Versions
 
@@ -168,10 +169,9 @@ class NativeGangScheduler:
                 gang = ((spec.get("schedulingPolicy") or {}).get("gang") or {}).get("minCount")
                 pkey: Key = (ns, pg["metadata"]["name"])
                 groups[pkey] = _Group(pkey, ns, gang, pg, spec.get("parentCompositePodGroupName"))
-            if self.version == "v1beta1":
-                for c in await self.rest.list(
-                    f"{NATIVE_GROUP}/{COMPOSITE_VERSION}", "compositepodgroups"
-                ):
+            composite = composite_version(self.versions)
+            if composite is not None:
+                for c in await self.rest.list(f"{NATIVE_GROUP}/{composite}", "compositepodgroups"):
                     composites[(c["metadata"]["namespace"], c["metadata"]["name"])] = c
         alone: list[Json] = []
         for p in pods:

@@ -224,6 +224,38 @@ def test_a_group_that_cannot_be_read_is_named(obj: dict[str, Any], message: str)
     assert StateError is RecordError
 
 
+def podgroup_v1alpha2(name: str, min_count: int, mode: str | None) -> dict[str, Any]:
+    """A 1.36 PodGroup (scheduling.k8s.io/v1alpha2); with WorkloadAwarePreemption on its
+    disruptionMode is a string."""
+    spec: dict[str, Any] = {
+        "podGroupTemplateRef": {"workload": {"workloadName": "w", "podGroupTemplateName": "g"}},
+        "schedulingPolicy": {"gang": {"minCount": min_count}},
+    }
+    if mode is not None:
+        spec["disruptionMode"] = mode
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-npg-{name}"},
+        "spec": spec,
+    }
+
+
+@pytest.mark.parametrize(("mode", "whole"), [("PodGroup", True), ("Pod", False), (None, False)])
+def test_a_1_36_string_disruption_mode(mode: str | None, whole: bool) -> None:
+    (g,) = state([gpu_node("n0"), podgroup_v1alpha2("x", 2, mode)]).native_groups.values()
+    assert (g.min_count, g.whole, g.workload) == (2, whole, "w")
+
+
+def test_an_unknown_string_disruption_mode_is_named() -> None:
+    with pytest.raises(StateError) as e:
+        state([gpu_node("n0"), podgroup_v1alpha2("x", 2, "Whole")])
+    assert str(e.value) == (
+        "PodGroup default/x: spec.disruptionMode='Whole': expected Pod or PodGroup (1.36), "
+        "or {single: {}} or {all: {}} (1.37)"
+    )
+
+
 def test_kueue_workloads_and_volcano_podgroups_are_not_read_as_native() -> None:
     kueue = {
         "apiVersion": "kueue.x-k8s.io/v1beta1",

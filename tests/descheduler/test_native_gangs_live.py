@@ -182,3 +182,33 @@ async def test_each_release_s_native_gang_is_read(kube: str, moved: int) -> None
     (move,) = doc["moves"]
     assert move["unit"] == "default/elastic-gang" and len(move["pods"]) == moved
     assert move["partial"] is (moved == 2)
+
+
+@pytest.mark.parametrize(("mode", "moved"), [("PodGroup", 4), ("Pod", 2), (None, 2)])
+async def test_a_1_36_string_disruption_mode_is_read(
+    mode: str | None, moved: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """1.36 with WorkloadAwarePreemption: ``disruptionMode`` is a string (v0.36.0
+    v1alpha2 DisruptionMode), ``Pod`` by default. ``PodGroup`` moves the gang whole;
+    ``Pod`` (what the server defaults to) lets members above minCount move alone."""
+    versions = Versions.of("1.36", native_gangs=True, gates=["WorkloadAwarePreemption"])
+    items: list[dict[str, Any]] = [gpu_node("n0"), gpu_node("n1")]
+    for i in range(4):
+        p = pod(f"elastic-{i}", "n0", 1, owner="elastic")
+        items.append(refer(versions, p, "elastic", "gang"))
+    items += [pod("fixed", "n0", 2, owner_kind=""), pod("busy", "n1", 6, owner_kind="")]
+    items += [pod("job-0", "", 4, priority=1000, annotations={"corral.dev/gang": "job"})]
+    async with ApiServer(bookmark_interval=0.2, versions=versions) as api:
+        # created, not loaded: the server defaults the mode as a real one does
+        for api_version, plural, obj in gang_objects(versions, "elastic", [Group("gang", 2)]):
+            if plural == "podgroups" and mode is not None:
+                obj["spec"]["disruptionMode"] = mode
+            rt = api.store.types[("scheduling.k8s.io", api_version.rpartition("/")[2], plural)]
+            api.store.create(rt, "default", obj)
+        stored = api.store.items(api.store.types[("scheduling.k8s.io", "v1alpha2", "podgroups")])
+        assert [g["spec"]["disruptionMode"] for g in stored] == [mode or "Pod"]
+        doc = await run(api, items)
+    assert not [r for r in caplog.records if r.getMessage().startswith("object left out")]
+    (move,) = doc["moves"]
+    assert move["unit"] == "default/elastic-gang" and len(move["pods"]) == moved
+    assert move["partial"] is (moved == 2)

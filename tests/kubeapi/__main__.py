@@ -66,6 +66,12 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         "CompositePodGroup of scheduling.k8s.io and the pod's group reference)",
     )
     p.add_argument(
+        "--native-apis",
+        default="",
+        help="with --native-gangs on 1.37: the scheduling.k8s.io versions turned on, "
+        "v1alpha3, v1beta1 or both comma-separated (default: both)",
+    )
+    p.add_argument(
         "--kai",
         action="store_true",
         help="install KAI-Scheduler's CRDs (PodGroup scheduling.run.ai/v2alpha2, Queue v2)",
@@ -94,7 +100,13 @@ def versions_of(args: argparse.Namespace) -> Versions:
         raise UsageError(
             f"--native-gangs: Kubernetes {kube} has no native gang API; it starts with 1.35"
         )
-    return Versions(kube, volcano, None, args.native_gangs, args.kai)
+    apis = frozenset(v.strip() for v in args.native_apis.split(",") if v.strip()) or None
+    if apis is not None and not args.native_gangs:
+        raise UsageError(f"--native-apis {args.native_apis}: needs --native-gangs")
+    try:
+        return Versions(kube, volcano, None, args.native_gangs, args.kai, apis)
+    except ValueError as e:
+        raise UsageError(f"--native-apis {args.native_apis}: {e}") from None
 
 
 def write_kubeconfig(path: Path, url: str, token: str, ca: bytes) -> None:

@@ -30,14 +30,20 @@ GATES: Final[dict[str, tuple[tuple[Release, bool], ...]]] = {
     # GA 1.27: a suspended Job never started may change its template's scheduling fields
     "JobMutableNodeSchedulingDirectives": ((Release(1, 23), True),),
     # The native gang API (KEP-4671; pkg/features/kube_features.go at v1.35-v1.37): alpha
-    # 1.35 (off) serving scheduling.k8s.io/v1alpha1 Workload, v1alpha2 in 1.36, v1beta1
-    # (still off by default) in 1.37; GangScheduling is the scheduler plugin's gate.
-    "GenericWorkload": ((Release(1, 35), False),),
+    # 1.35 (off) serving scheduling.k8s.io/v1alpha1 Workload, v1alpha2 in 1.36, beta 1.37
+    # (still off) serving v1alpha3 and v1beta1; GangScheduling is the scheduler plugin's.
+    "GenericWorkload": ((Release(1, 35), False), (Release(1, 37), False)),
     "GangScheduling": ((Release(1, 35), False),),
     # alpha 1.36 (off): the Job controller writes Workload and PodGroup itself (KEP-5547)
     "WorkloadWithJob": ((Release(1, 36), False),),
     # alpha 1.37 (off): CompositePodGroup (scheduling.k8s.io/v1alpha3), KEP-6089
     "CompositePodGroup": ((Release(1, 37), False),),
+    # alpha 1.36 (off), KEP-5710: a v1alpha2 pod group's disruptionMode, priorityClassName
+    # and priority (v0.36.0 scheduling/v1alpha2/types.go, "+k8s:ifDisabled...forbidden");
+    # from 1.37 those fields carry no gate (v0.37.0-beta.0 v1alpha3/types.go).
+    "WorkloadAwarePreemption": ((Release(1, 36), False),),
+    # alpha 1.36 (off), still alpha in 1.37, KEP-5732: schedulingConstraints
+    "TopologyAwareWorkloadScheduling": ((Release(1, 36), False),),
 }
 
 

@@ -1,31 +1,44 @@
 """The native gang API (KEP-4671) as each release serves it: what a Workload, PodGroup
-and CompositePodGroup of ``scheduling.k8s.io`` must hold, what may not change, and the
-pod's reference to its group (``spec.workloadRef`` in 1.35, ``spec.schedulingGroup`` from
-1.36).
+and CompositePodGroup of ``scheduling.k8s.io`` must hold, what may not change, what the
+server drops or defaults, and the pod's reference to its group (``spec.workloadRef`` in
+1.35, ``spec.schedulingGroup`` from 1.36).
 
-Written from kubernetes ``staging/src/k8s.io/api/scheduling/`` and the declarative
-validation tags in them (``+k8s:required``, ``+k8s:maxItems``, ``+k8s:immutable``,
-``+k8s:update=NoAddItem``...), with ``pkg/apis/scheduling/validation/validation.go``:
+Written from kubernetes/api ``scheduling/<version>/types.go`` at the tag named and the
+declarative validation tags in them (``+k8s:required``, ``+k8s:maxItems``,
+``+k8s:immutable``, ``+k8s:update=NoAddItem``, ``+k8s:ifDisabled(...)``, ``+default``),
+kubernetes ``pkg/apis/scheduling/validation/validation.go`` (1.37: tree-wide checks) and
+``pkg/registry/scheduling/podgroup/strategy.go`` (1.36: ``dropDisabledPodGroupFields``),
+checked against the released OpenAPI schemas (kubernetes-validate
+``v1.3x.0-local-strict/workload-scheduling-*.json``, ``podgroup-scheduling-*.json``,
+``compositepodgroup-scheduling-v1alpha3.json``):
 
-- 1.35, ``v1alpha1`` (KEP-4671 "API", the docs page "workload-reference"): ``Workload``
-  ``spec.podGroups[{name, policy: {basic: {}} | {gang: {minCount}}}]`` (at most 8, names
-  unique DNS labels, immutable) and an optional immutable ``spec.controllerRef{apiGroup,
-  kind, name}``; pods name it by ``spec.workloadRef{name, podGroup, podGroupReplicaKey}``.
-- 1.36, ``v1alpha2`` (``v1alpha2/types.go``): ``Workload`` ``spec.podGroupTemplates[{name,
-  schedulingPolicy, schedulingConstraints}]`` (at most 8, the whole spec immutable) and a
-  runtime ``PodGroup`` ``spec{podGroupTemplateRef{workload{workloadName,
-  podGroupTemplateName}}, schedulingPolicy, schedulingConstraints{topologyConstraints[
-  {topologyKey}]}}``, immutable, status conditions ``PodGroupScheduled``; pods name it by
+- 1.35, ``v1alpha1`` (v0.35.0): ``Workload`` ``spec.podGroups[{name, policy: {basic: {}}
+  | {gang: {minCount}}}]`` (at most 8, names unique DNS labels, immutable) and an optional
+  immutable ``spec.controllerRef{apiGroup, kind, name}``; pods name it by
+  ``spec.workloadRef{name, podGroup, podGroupReplicaKey}``.
+- 1.36, ``v1alpha2`` (v0.36.0): ``Workload`` ``spec.podGroupTemplates[{name,
+  schedulingPolicy, schedulingConstraints, disruptionMode, priorityClassName,
+  priority}]`` (at most 8, immutable) and a runtime ``PodGroup``
+  ``spec{podGroupTemplateRef{workload{workloadName (a DNS subdomain),
+  podGroupTemplateName (a DNS label)}}, schedulingPolicy, schedulingConstraints{topology[
+  {key}]}, disruptionMode, priorityClassName, priority}``, every field immutable.
+  ``disruptionMode`` is a string, ``Pod`` or ``PodGroup`` (defaulted to ``Pod``);
+  it, ``priorityClassName`` and ``priority`` exist only with WorkloadAwarePreemption on,
+  ``schedulingConstraints`` only with TopologyAwareWorkloadScheduling: with the gate
+  off the server drops them (unless the stored object has them). Pods name a PodGroup by
   ``spec.schedulingGroup.podGroupName``.
-- 1.37, ``v1beta1`` (the shape of ``v1alpha3/types.go``): templates may not be added or
-  removed and ``gang.minCount`` may change (nothing else); exactly one of
-  ``podGroupTemplates`` and ``compositePodGroupTemplates`` (the latter forbidden unless
-  CompositePodGroup is on), each level at most 8 templates, a tree at most 4 deep;
-  ``PodGroup`` ``spec{parentCompositePodGroupName, workloadRef{workloadName,
-  templateName}, schedulingPolicy, schedulingConstraints{topology[{key}]}, disruptionMode
-  {single: {}} | {all: {}}, priorityClassName, priority}``; ``CompositePodGroup``
-  ``spec{parentCompositePodGroupName, workloadRef, schedulingPolicy{basic | gang
-  {minGroupCount}}, priorityClassName, priority}``.
+- 1.37, ``v1alpha3`` (v0.37.0-beta.0) and ``v1beta1`` (the released 1.37.0 schema; the
+  same types and tags): templates may not be added or removed and ``gang.minCount``
+  may change (nothing else); exactly one of ``podGroupTemplates`` and
+  ``compositePodGroupTemplates`` (the latter forbidden unless CompositePodGroup is on),
+  each level at most 8 templates, at most 4 levels, every template name unique in the
+  whole tree and one priority (class) for all of them; ``PodGroup``
+  ``spec{parentCompositePodGroupName, workloadRef{workloadName, templateName},
+  schedulingPolicy, schedulingConstraints{topology[{key}]}, disruptionMode {single: {}} |
+  {all: {}} (defaulted to single), priorityClassName, priority}``; ``CompositePodGroup``
+  (v1alpha3 only) ``spec{parentCompositePodGroupName, workloadRef, schedulingPolicy{basic
+  | gang{minGroupCount}}, schedulingConstraints, disruptionMode, priorityClassName,
+  priority}``, every field immutable.
 
 A pod's group reference is accepted only where the release serves it with the gate on:
 before its release the field is unknown (dropped with a warning, refused under Strict:
@@ -36,7 +49,8 @@ does (``pkg/api/pod/util.go``). Once set it may not change (``ValidatePodUpdate`
 Left out: the scheduler's own checks of a group (one schedulerName for all its pods is
 checked by the scheduler model, :mod:`tests.controllers.native_gang_scheduler`),
 resourceClaims and preemptionPolicy (gates DRAWorkloadResourceClaims,
-PodGroupPreemptionPolicy), and the Workload's unknown spec fields (not dropped here).
+PodGroupPreemptionPolicy), the priority admission plugin (``priority`` from
+``priorityClassName``), and the Workload's unknown spec fields (not dropped here).
 """
 
 from __future__ import annotations
@@ -45,7 +59,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from tests.kubeapi.gates import enabled
+from tests.kubeapi.gates import GATES, enabled
 from tests.kubeapi.resources import NATIVE_GROUP, ResourceType
 from tests.kubeapi.status import ApiStatusError
 from tests.kubeapi.versions import Release, Versions
@@ -55,8 +69,10 @@ Json = dict[str, Any]
 __all__ = [
     "MAX_DEPTH",
     "MAX_TEMPLATES",
+    "NATIVE_VERSIONS",
     "check_native",
     "check_pod_group_ref",
+    "composite_version",
     "gate_on",
     "native_version",
     "pod_group_field",
@@ -64,38 +80,40 @@ __all__ = [
 
 MAX_TEMPLATES = 8  # WorkloadMaxPodGroupTemplates
 MAX_DEPTH = 4  # WorkloadMaxTreeDepth (v1alpha3, 1.37)
+HIGHEST_USER_PRIORITY = 1_000_000_000  # HighestUserDefinablePriority
+# Workload and PodGroup versions, as clients prefer them (the beta, then the newest alpha).
+NATIVE_VERSIONS = ("v1beta1", "v1alpha3", "v1alpha2", "v1alpha1")
+COMPOSITE = "v1alpha3"  # the only version serving CompositePodGroup
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_QUALIFIED = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+# 1.36's DisruptionMode (v0.36.0 v1alpha2/types.go: DisruptionModePod, ...PodGroup).
+_STRING_MODES = ("Pod", "PodGroup")
+# The gates a cluster started with the native gang API switched on has on.
+_NATIVE_GATES = ("GenericWorkload", "GangScheduling", "CompositePodGroup", "WorkloadWithJob")
 
 
 def gate_on(gate: str, versions: Versions) -> bool:
-    """A gate as the cluster runs it: its release default, or on where the stack was
-    started with the native gang API switched on (``Versions.native_gangs``)."""
-    if versions.native_gangs and gate in (
-        "GenericWorkload",
-        "GangScheduling",
-        "CompositePodGroup",
-        "WorkloadWithJob",
-    ):
-        return enabled(gate, versions.kube) or _exists(gate, versions.kube)
+    """A gate as the cluster runs it: its release default, on where the stack was started
+    with the native gang API switched on (``Versions.native_gangs``) or names it in
+    ``Versions.gates``; never before the release that has it."""
+    exists = versions.kube >= GATES[gate][0][0]
+    if gate in versions.gates or (versions.native_gangs and gate in _NATIVE_GATES):
+        return exists
     return enabled(gate, versions.kube)
 
 
-def _exists(gate: str, kube: Release) -> bool:
-    first = {"CompositePodGroup": Release(1, 37), "WorkloadWithJob": Release(1, 36)}
-    return kube >= first.get(gate, Release(1, 35))
-
-
 def native_version(versions: Versions) -> str | None:
-    """The ``scheduling.k8s.io`` version of Workload and PodGroup this stack serves
-    (None: no native gang API)."""
+    """The ``scheduling.k8s.io`` version of Workload and PodGroup a client of this stack
+    uses: the preferred one served (None: no native gang API)."""
     if not gate_on("GenericWorkload", versions):
         return None
-    if versions.kube >= Release(1, 37):
-        return "v1beta1"
-    if versions.kube >= Release(1, 36):
-        return "v1alpha2"
-    return "v1alpha1"
+    return next((v for v in NATIVE_VERSIONS if versions.native_api_on(v)), None)
+
+
+def composite_version(versions: Versions) -> str | None:
+    """The version serving CompositePodGroup (None: not served)."""
+    return COMPOSITE if versions.native_api_on(COMPOSITE) else None
 
 
 def pod_group_field(kube: Release) -> str | None:
@@ -182,6 +200,37 @@ def _list(x: Any) -> list[Any]:
 # --- shared pieces ----------------------------------------------------------------------
 
 
+def _not_supported(errors: Errors, field: str, value: Any, allowed: tuple[str, ...]) -> None:
+    shown = ", ".join(f'"{v}"' for v in allowed)
+    errors.append(
+        (
+            field,
+            "FieldValueNotSupported",
+            f'Unsupported value: "{value}": supported values: {shown}',
+        )
+    )
+
+
+def _label_key(errors: Errors, field: str, value: Any) -> None:
+    """``k8s-label-key``: an optional DNS subdomain prefix and ``/``, then a name of at
+    most 63 characters."""
+    if not value:
+        _required(errors, field)
+        return
+    prefix, _, name = str(value).rpartition("/")
+    ok = isinstance(value, str) and 0 < len(name) <= 63 and bool(_QUALIFIED.match(name))
+    if prefix and (len(prefix) > 253 or not _SUBDOMAIN.match(prefix)):
+        ok = False
+    if not ok:
+        _invalid(
+            errors,
+            field,
+            value,
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
+            "start and end with an alphanumeric character",
+        )
+
+
 def _policy(errors: Errors, field: str, policy: Any, count_key: str = "minCount") -> None:
     """A union of ``basic`` and ``gang``: exactly one; gang's count at least 1."""
     if not isinstance(policy, dict) or not policy:
@@ -207,6 +256,8 @@ def _controller_ref(errors: Errors, ref: Any) -> None:
         _required(errors, "spec.controllerRef.kind")
     if not ref.get("name"):
         _required(errors, "spec.controllerRef.name")
+    if ref.get("apiGroup"):
+        _subdomain(errors, "spec.controllerRef.apiGroup", ref["apiGroup"])
 
 
 def _templates(
@@ -233,21 +284,36 @@ def _templates(
         check(errors, f"{field}[{i}]", t)
 
 
-def _topology(errors: Errors, field: str, constraints: Any, list_key: str, key: str) -> None:
+def _topology(errors: Errors, field: str, constraints: Any) -> None:
+    """``{topology: [{key}]}``, at most one (v0.36.0 and v0.37.0-beta.0
+    ``PodGroupSchedulingConstraints``)."""
     if constraints is None:
         return
-    items = _list(_dict(constraints).get(list_key))
+    items = _list(_dict(constraints).get("topology"))
     if len(items) > 1:
         errors.append(
             (
-                f"{field}.{list_key}",
+                f"{field}.topology",
                 "FieldValueTooMany",
                 f"Too many: {len(items)}: must have at most 1 items",
             )
         )
     for i, c in enumerate(items):
-        if not _dict(c).get(key):
-            _required(errors, f"{field}.{list_key}[{i}].{key}")
+        _label_key(errors, f"{field}.topology[{i}].key", _dict(c).get("key"))
+
+
+def _priority(errors: Errors, field: str, holder: Json) -> None:
+    """``priorityClassName`` a DNS subdomain, ``priority`` at most 1e9."""
+    if holder.get("priorityClassName"):
+        _subdomain(errors, f"{field}.priorityClassName", holder["priorityClassName"])
+    p = holder.get("priority")
+    if p is not None and (not isinstance(p, int) or p > HIGHEST_USER_PRIORITY):
+        _invalid(
+            errors,
+            f"{field}.priority",
+            p,
+            f"must be less than or equal to {HIGHEST_USER_PRIORITY}",
+        )
 
 
 def _names(templates: Any) -> list[str]:
@@ -257,6 +323,72 @@ def _names(templates: Any) -> list[str]:
 def _kind_of_policy(policy: Any) -> str | None:
     p = _dict(policy)
     return "gang" if p.get("gang") is not None else "basic" if p.get("basic") is not None else None
+
+
+def _unchanged(errors: Errors, field: str, new: Json, old: Json, keys: tuple[str, ...]) -> None:
+    for k in keys:
+        if new.get(k) != old.get(k):
+            _immutable(errors, f"{field}.{k}")
+
+
+# --- what the server drops and defaults ----------------------------------------------------
+
+# Fields of a 1.36 pod group (template) that exist only with a gate on (v0.36.0
+# v1alpha2/types.go "+k8s:ifDisabled"; podgroup/strategy.go dropDisabledPodGroupFields
+# drops them, unless the stored object already has them).
+_GATED_V1ALPHA2 = (
+    ("schedulingConstraints", "TopologyAwareWorkloadScheduling"),
+    ("disruptionMode", "WorkloadAwarePreemption"),
+    ("priorityClassName", "WorkloadAwarePreemption"),
+    ("priority", "WorkloadAwarePreemption"),
+)
+# 1.37 keeps one such gate on these fields (v0.37.0-beta.0 v1alpha3/types.go).
+_GATED_137 = (("schedulingConstraints", "TopologyAwareWorkloadScheduling"),)
+
+
+def _drop_disabled(holder: Json, old: Json | None, gated: Any, versions: Versions) -> None:
+    for key, gate in gated:
+        if key in holder and not gate_on(gate, versions) and _dict(old).get(key) is None:
+            del holder[key]
+
+
+def _templates_by_name(spec: Json) -> dict[str, Json]:
+    out: dict[str, Json] = {}
+    stack = [spec]
+    while stack:
+        node = stack.pop()
+        for key in ("podGroupTemplates", "compositePodGroupTemplates"):
+            for t in _list(node.get(key)):
+                if isinstance(t, dict):
+                    out[str(t.get("name"))] = t
+                    stack.append(t)
+    return out
+
+
+def _prepare(rt: ResourceType, obj: Json, old: Json | None, versions: Versions) -> None:
+    """Drop what a gate switched off forbids, then default (``+default``)."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    old_spec = _dict(_dict(old).get("spec")) if old is not None else None
+    gated = _GATED_V1ALPHA2 if rt.version == "v1alpha2" else _GATED_137
+    if rt.version == "v1alpha1":
+        return
+    if rt.plural == "workloads":
+        before = _templates_by_name(old_spec) if old_spec is not None else {}
+        for name, t in _templates_by_name(spec).items():
+            _drop_disabled(t, before.get(name), gated, versions)
+        return
+    _drop_disabled(spec, old_spec, gated, versions)
+    if rt.plural != "podgroups":
+        return
+    # PodGroupSpec.DisruptionMode: +default="Pod" (1.36, then dropped with the gate
+    # off), +default={"single": {}} (1.37).
+    if rt.version == "v1alpha2":
+        if "disruptionMode" not in spec and gate_on("WorkloadAwarePreemption", versions):
+            spec["disruptionMode"] = "Pod"
+    elif spec.get("disruptionMode") is None:
+        spec["disruptionMode"] = {"single": {}}
 
 
 # --- Workload -------------------------------------------------------------------------
@@ -274,22 +406,20 @@ def _workload_v1alpha1(errors: Errors, obj: Json, old: Json | None) -> None:
 
     _templates(errors, "spec.podGroups", groups, group)
     if old is not None:
-        old_spec = _dict(old.get("spec"))
-        if spec.get("podGroups") != old_spec.get("podGroups"):
-            _immutable(errors, "spec.podGroups")
-        if spec.get("controllerRef") != old_spec.get("controllerRef"):
-            _immutable(errors, "spec.controllerRef")
+        _unchanged(errors, "spec", spec, _dict(old.get("spec")), ("podGroups", "controllerRef"))
+
+
+def _disruption_string(errors: Errors, field: str, mode: Any) -> None:
+    """1.36: ``Pod`` or ``PodGroup`` (``+k8s:enum``)."""
+    if mode is not None and mode not in _STRING_MODES:
+        _not_supported(errors, field, mode, _STRING_MODES)
 
 
 def _pod_group_template_v1alpha2(errors: Errors, field: str, t: Json) -> None:
     _policy(errors, f"{field}.schedulingPolicy", t.get("schedulingPolicy"))
-    _topology(
-        errors,
-        f"{field}.schedulingConstraints",
-        t.get("schedulingConstraints"),
-        "topologyConstraints",
-        "topologyKey",
-    )
+    _topology(errors, f"{field}.schedulingConstraints", t.get("schedulingConstraints"))
+    _disruption_string(errors, f"{field}.disruptionMode", t.get("disruptionMode"))
+    _priority(errors, field, t)
 
 
 def _workload_v1alpha2(errors: Errors, obj: Json, old: Json | None) -> None:
@@ -304,37 +434,47 @@ def _workload_v1alpha2(errors: Errors, obj: Json, old: Json | None) -> None:
         _pod_group_template_v1alpha2,
     )
     if old is not None:
-        old_spec = _dict(old.get("spec"))
-        for k in ("podGroupTemplates", "controllerRef"):
-            if spec.get(k) != old_spec.get(k):
-                _immutable(errors, f"spec.{k}")
+        _unchanged(
+            errors, "spec", spec, _dict(old.get("spec")), ("podGroupTemplates", "controllerRef")
+        )
 
 
-def _disruption_mode(errors: Errors, field: str, mode: Any) -> None:
+def _disruption_union(errors: Errors, field: str, mode: Any) -> None:
+    """1.37: ``{single: {}}`` or ``{all: {}}``."""
     if mode is None:
+        return
+    if isinstance(mode, str):
+        _invalid(errors, field, mode, "must be an object with one of: `single`, `all`")
         return
     m = _dict(mode)
     if sum(1 for k in ("single", "all") if m.get(k) is not None) != 1:
         _invalid(errors, field, "{...}", "must specify exactly one of: `single`, `all`")
 
 
-def _pod_group_template_v1beta1(errors: Errors, field: str, t: Json) -> None:
+def _pod_group_template_137(errors: Errors, field: str, t: Json) -> None:
     _policy(errors, f"{field}.schedulingPolicy", t.get("schedulingPolicy"))
-    _topology(
-        errors, f"{field}.schedulingConstraints", t.get("schedulingConstraints"), "topology", "key"
-    )
-    _disruption_mode(errors, f"{field}.disruptionMode", t.get("disruptionMode"))
+    _topology(errors, f"{field}.schedulingConstraints", t.get("schedulingConstraints"))
+    _disruption_union(errors, f"{field}.disruptionMode", t.get("disruptionMode"))
+    _priority(errors, field, t)
 
 
 def _composite_template(errors: Errors, field: str, t: Json, depth: int) -> None:
     _policy(errors, f"{field}.schedulingPolicy", t.get("schedulingPolicy"), "minGroupCount")
+    _topology(errors, f"{field}.schedulingConstraints", t.get("schedulingConstraints"))
+    _disruption_union(errors, f"{field}.disruptionMode", t.get("disruptionMode"))
+    _priority(errors, field, t)
     if depth > MAX_DEPTH:
-        _invalid(errors, field, "{...}", f"must not be nested deeper than {MAX_DEPTH} levels")
+        _invalid(errors, field, "{...}", f"maximum template hierarchy depth is {MAX_DEPTH}")
         return
     pods, composites = t.get("podGroupTemplates"), t.get("compositePodGroupTemplates")
     if not _list(pods) and not _list(composites):
-        _required(errors, f"{field}.podGroupTemplates")
-    _templates(errors, f"{field}.podGroupTemplates", pods, _pod_group_template_v1beta1)
+        _invalid(
+            errors,
+            field,
+            t.get("name"),
+            "must have at least one child PodGroupTemplate or CompositePodGroupTemplate",
+        )
+    _templates(errors, f"{field}.podGroupTemplates", pods, _pod_group_template_137)
     _templates(
         errors,
         f"{field}.compositePodGroupTemplates",
@@ -343,13 +483,59 @@ def _composite_template(errors: Errors, field: str, t: Json, depth: int) -> None
     )
 
 
+def _tree_names(errors: Errors, spec: Json) -> None:
+    """Every template name unique in the whole tree (validation.go
+    ``validateWorkloadTemplateNamesUniqueness``; a duplicate within one list is the
+    list's own error)."""
+    seen: dict[str, str] = {}
+
+    def walk(node: Json, field: str) -> None:
+        for key in ("podGroupTemplates", "compositePodGroupTemplates"):
+            here = f"{field}.{key}"
+            for i, t in enumerate(_list(node.get(key))):
+                name = str(_dict(t).get("name"))
+                where = seen.setdefault(name, here)
+                if where != here:
+                    errors.append(
+                        (f"{here}[{i}].name", "FieldValueDuplicate", f'Duplicate value: "{name}"')
+                    )
+                if key == "compositePodGroupTemplates":
+                    walk(_dict(t), f"{here}[{i}]")
+
+    walk(spec, "spec")
+
+
+def _tree_priority(errors: Errors, spec: Json) -> None:
+    """One priority and priorityClassName for every template (validation.go
+    ``validateWorkloadPriority``)."""
+    seen = {
+        (str(t.get("priorityClassName") or ""), t.get("priority"))
+        for t in _templates_by_name(spec).values()
+    }
+    if len(seen) > 1:
+        _invalid(
+            errors,
+            "spec",
+            None,
+            "all priority and priorityClassName values must be identical, detected multiple values",
+        )
+
+
+_TEMPLATE_FIXED = (
+    "schedulingConstraints",
+    "disruptionMode",
+    "priorityClassName",
+    "priority",
+    "resourceClaims",
+)
+
+
 def _tree_update(errors: Errors, field: str, new: Json, old: Json) -> None:
-    """NoAddItem/NoRemoveItem on every template list; the policy's kind, constraints and
-    disruption mode fixed; only ``gang.minCount`` (``minGroupCount``) may change."""
+    """NoAddItem/NoRemoveItem on every template list; the policy's kind, constraints,
+    disruption mode and priority fixed; only ``gang.minCount`` may change (a composite
+    template's ``gang.minGroupCount`` too: ``+k8s:update=NoSet,NoUnset`` on the member)."""
     for key in ("podGroupTemplates", "compositePodGroupTemplates"):
-        if _names(new.get(key)) != _names(old.get(key)) and (
-            sorted(_names(new.get(key))) != sorted(_names(old.get(key)))
-        ):
+        if sorted(_names(new.get(key))) != sorted(_names(old.get(key))):
             _forbidden(errors, f"{field}.{key}", "items may not be added or removed")
             continue
         old_by = {str(_dict(t).get("name")): _dict(t) for t in _list(old.get(key))}
@@ -361,14 +547,12 @@ def _tree_update(errors: Errors, field: str, new: Json, old: Json) -> None:
                 before.get("schedulingPolicy")
             ):
                 _forbidden(errors, f"{here}.schedulingPolicy", "the policy may not be set or unset")
-            for k in ("schedulingConstraints", "disruptionMode", "priorityClassName", "priority"):
-                if t.get(k) != before.get(k):
-                    _immutable(errors, f"{here}.{k}")
+            _unchanged(errors, here, t, before, _TEMPLATE_FIXED)
             if key == "compositePodGroupTemplates":
                 _tree_update(errors, here, t, before)
 
 
-def _workload_v1beta1(errors: Errors, obj: Json, old: Json | None, composite: bool) -> None:
+def _workload_137(errors: Errors, obj: Json, old: Json | None, composite: bool) -> None:
     spec = _dict(obj.get("spec"))
     _controller_ref(errors, spec.get("controllerRef"))
     pods, composites = spec.get("podGroupTemplates"), spec.get("compositePodGroupTemplates")
@@ -384,17 +568,18 @@ def _workload_v1beta1(errors: Errors, obj: Json, old: Json | None, composite: bo
             "{...}",
             "must specify exactly one of: `podGroupTemplates`, `compositePodGroupTemplates`",
         )
-    _templates(errors, "spec.podGroupTemplates", pods, _pod_group_template_v1beta1)
+    _templates(errors, "spec.podGroupTemplates", pods, _pod_group_template_137)
     _templates(
         errors,
         "spec.compositePodGroupTemplates",
         composites,
         lambda e, f, c: _composite_template(e, f, c, 2),
     )
+    _tree_names(errors, spec)
+    _tree_priority(errors, spec)
     if old is not None:
         old_spec = _dict(old.get("spec"))
-        if spec.get("controllerRef") != old_spec.get("controllerRef"):
-            _immutable(errors, "spec.controllerRef")
+        _unchanged(errors, "spec", spec, old_spec, ("controllerRef",))
         _tree_update(errors, "spec", spec, old_spec)
 
 
@@ -414,7 +599,9 @@ def _pod_group_v1alpha2(errors: Errors, obj: Json, old: Json | None) -> None:
                 "must specify exactly one of: `workload`",
             )
         else:
-            _label(
+            # WorkloadPodGroupTemplateReference: workloadName k8s-long-name (a subdomain),
+            # podGroupTemplateName k8s-short-name (a label).
+            _subdomain(
                 errors,
                 "spec.podGroupTemplateRef.workload.workloadName",
                 workload.get("workloadName"),
@@ -425,18 +612,24 @@ def _pod_group_v1alpha2(errors: Errors, obj: Json, old: Json | None) -> None:
                 workload.get("podGroupTemplateName"),
             )
     _policy(errors, "spec.schedulingPolicy", spec.get("schedulingPolicy"))
-    _topology(
-        errors,
-        "spec.schedulingConstraints",
-        spec.get("schedulingConstraints"),
-        "topologyConstraints",
-        "topologyKey",
-    )
+    _topology(errors, "spec.schedulingConstraints", spec.get("schedulingConstraints"))
+    _disruption_string(errors, "spec.disruptionMode", spec.get("disruptionMode"))
+    _priority(errors, "spec", spec)
     if old is not None:
-        old_spec = _dict(old.get("spec"))
-        for k in ("podGroupTemplateRef", "schedulingPolicy", "schedulingConstraints"):
-            if spec.get(k) != old_spec.get(k):
-                _immutable(errors, f"spec.{k}")
+        _unchanged(
+            errors,
+            "spec",
+            spec,
+            _dict(old.get("spec")),
+            (
+                "podGroupTemplateRef",
+                "schedulingPolicy",
+                "schedulingConstraints",
+                "disruptionMode",
+                "priorityClassName",
+                "priority",
+            ),
+        )
 
 
 def _workload_ref(errors: Errors, spec: Json, required: bool) -> None:
@@ -464,27 +657,23 @@ def _parent(errors: Errors, spec: Json, composite: bool, needs_ref: bool) -> Non
         _required(errors, "spec.workloadRef")
 
 
-def _pod_group_v1beta1(errors: Errors, obj: Json, old: Json | None, composite: bool) -> None:
+def _pod_group_137(errors: Errors, obj: Json, old: Json | None, composite: bool) -> None:
     spec = _dict(obj.get("spec"))
     _parent(errors, spec, composite, needs_ref=True)
     _workload_ref(errors, spec, required=False)
     _policy(errors, "spec.schedulingPolicy", spec.get("schedulingPolicy"))
-    _topology(
-        errors, "spec.schedulingConstraints", spec.get("schedulingConstraints"), "topology", "key"
-    )
-    _disruption_mode(errors, "spec.disruptionMode", spec.get("disruptionMode"))
+    _topology(errors, "spec.schedulingConstraints", spec.get("schedulingConstraints"))
+    _disruption_union(errors, "spec.disruptionMode", spec.get("disruptionMode"))
+    _priority(errors, "spec", spec)
     if old is not None:
         old_spec = _dict(old.get("spec"))
-        for k in (
-            "parentCompositePodGroupName",
-            "workloadRef",
-            "schedulingConstraints",
-            "disruptionMode",
-            "priorityClassName",
-            "priority",
-        ):
-            if spec.get(k) != old_spec.get(k):
-                _immutable(errors, f"spec.{k}")
+        _unchanged(
+            errors,
+            "spec",
+            spec,
+            old_spec,
+            ("parentCompositePodGroupName", "workloadRef", *_TEMPLATE_FIXED),
+        )
         if _kind_of_policy(spec.get("schedulingPolicy")) != _kind_of_policy(
             old_spec.get("schedulingPolicy")
         ):
@@ -492,24 +681,29 @@ def _pod_group_v1beta1(errors: Errors, obj: Json, old: Json | None, composite: b
 
 
 def _composite_pod_group(errors: Errors, obj: Json, old: Json | None) -> None:
+    """v0.37.0-beta.0 ``CompositePodGroupSpec``: workloadRef and schedulingPolicy required,
+    every field ``+k8s:immutable`` (the policy too, unlike a PodGroup's minCount)."""
     spec = _dict(obj.get("spec"))
     _parent(errors, spec, True, needs_ref=False)
     _workload_ref(errors, spec, required=True)
     _policy(errors, "spec.schedulingPolicy", spec.get("schedulingPolicy"), "minGroupCount")
+    _topology(errors, "spec.schedulingConstraints", spec.get("schedulingConstraints"))
+    _disruption_union(errors, "spec.disruptionMode", spec.get("disruptionMode"))
+    _priority(errors, "spec", spec)
     if old is not None:
-        old_spec = _dict(old.get("spec"))
-        for k in ("parentCompositePodGroupName", "workloadRef", "priorityClassName", "priority"):
-            if spec.get(k) != old_spec.get(k):
-                _immutable(errors, f"spec.{k}")
-        if _kind_of_policy(spec.get("schedulingPolicy")) != _kind_of_policy(
-            old_spec.get("schedulingPolicy")
-        ):
-            _forbidden(errors, "spec.schedulingPolicy", "the policy may not be set or unset")
+        _unchanged(
+            errors,
+            "spec",
+            spec,
+            _dict(old.get("spec")),
+            ("parentCompositePodGroupName", "workloadRef", "schedulingPolicy", *_TEMPLATE_FIXED),
+        )
 
 
 def check_native(rt: ResourceType, obj: Json, old: Json | None, versions: Versions) -> None:
-    """422 Invalid, worded as the API server words it, for a native gang object the
-    release refuses (``old``: the stored object, on an update); other kinds pass."""
+    """Drop and default what the release drops and defaults in a native gang object,
+    then 422 Invalid, worded as the API server words it, for one the release refuses
+    (``old``: the stored object, on an update); other kinds pass."""
     if rt.group != NATIVE_GROUP or rt.plural not in (
         "workloads",
         "podgroups",
@@ -519,6 +713,7 @@ def check_native(rt: ResourceType, obj: Json, old: Json | None, versions: Versio
     errors: Errors = []
     if obj.get("spec") is None:
         _required(errors, "spec")
+    _prepare(rt, obj, old, versions)
     composite = gate_on("CompositePodGroup", versions)
     key = (rt.version, rt.plural)
     if key == ("v1alpha1", "workloads"):
@@ -527,11 +722,11 @@ def check_native(rt: ResourceType, obj: Json, old: Json | None, versions: Versio
         _workload_v1alpha2(errors, obj, old)
     elif key == ("v1alpha2", "podgroups"):
         _pod_group_v1alpha2(errors, obj, old)
-    elif key == ("v1beta1", "workloads"):
-        _workload_v1beta1(errors, obj, old, composite)
-    elif key == ("v1beta1", "podgroups"):
-        _pod_group_v1beta1(errors, obj, old, composite)
-    elif rt.plural == "compositepodgroups":
+    elif rt.plural == "workloads":  # v1alpha3, v1beta1
+        _workload_137(errors, obj, old, composite)
+    elif rt.plural == "podgroups":
+        _pod_group_137(errors, obj, old, composite)
+    else:
         _composite_pod_group(errors, obj, old)
     _raise(rt, str(obj["metadata"].get("name", "")), errors)
 

@@ -13,15 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tests.kubeapi.native_gangs import native_version
+from tests.kubeapi.native_gangs import composite_version, native_version
 from tests.kubeapi.resources import NATIVE_GROUP
 from tests.kubeapi.versions import Versions
 
 Json = dict[str, Any]
 
 __all__ = ["Group", "create_gang_objects", "gang_objects", "group_name", "refer"]
-
-COMPOSITE_VERSION = "v1alpha3"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +74,10 @@ def gang_objects(
 ) -> list[tuple[str, str, Json]]:
     """``(apiVersion, plural, object)`` to create, in order, for a workload ``name`` made
     of ``groups``, owned by ``owner`` (an object with apiVersion, kind, name and uid).
-    ``composite_min_groups``: on 1.37, put the groups under one CompositePodGroup that
-    needs that many of them (all or nothing across groups). Empty where the stack has no
-    native gang API."""
+    ``composite_min_groups``: on 1.37 with v1alpha3 served, put the groups under one
+    CompositePodGroup that needs that many of them (all or nothing across groups).
+    Workload and PodGroups are in the preferred version (v1beta1 where served), the
+    CompositePodGroup in v1alpha3. Empty where the stack has no native gang API."""
     version = native_version(versions)
     if version is None:
         return []
@@ -118,6 +117,9 @@ def gang_objects(
             )
         return out
     parent: str | None = None
+    composite = composite_version(versions)
+    if composite_min_groups is not None and composite is None:
+        raise ValueError(f"{versions} serves no CompositePodGroup (scheduling.k8s.io/v1alpha3)")
     if composite_min_groups is not None:
         parent = f"{name}-all"
         spec_w: Json = {
@@ -136,7 +138,7 @@ def gang_objects(
     if parent is not None:
         out.append(
             (
-                f"{NATIVE_GROUP}/{COMPOSITE_VERSION}",
+                f"{NATIVE_GROUP}/{composite}",
                 "compositepodgroups",
                 {
                     "metadata": _meta(parent, owner),

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from tests.kubeapi.versions import Release, Versions
+from tests.kubeapi.versions import NATIVE_API_WINDOWS, Release, Versions
 
 __all__ = [
     "BUILTIN_TYPES",
@@ -161,20 +161,25 @@ CUSTOM_TYPES: tuple[ResourceType, ...] = (
 )
 
 # The native gang API (KEP-4671), built in but served only by the releases that have it
-# and only when the cluster switched it on (``Versions.native_gangs``): the group
-# versions of kubernetes ``staging/src/k8s.io/api/scheduling/`` at v1.35 (v1alpha1:
-# Workload), v1.36 (v1alpha2: Workload, PodGroup) and v1.37 (v1beta1: Workload,
-# PodGroup; CompositePodGroup alpha in v1alpha3). Each release serves only its own
-# version here (a real 1.37 also serves v1alpha3 Workload and PodGroup when asked to;
-# not modelled). Shapes and rules: :mod:`.native_gangs`.
+# and only when the cluster switched it on (``Versions.native_gangs``, and on 1.37 the
+# versions ``Versions.native_apis`` names): kubernetes/api ``scheduling/`` at v0.35.0
+# (v1alpha1: Workload), v0.36.0 (v1alpha2: Workload, PodGroup), v0.37.0-beta.0 (v1alpha3:
+# Workload, PodGroup, CompositePodGroup) and the released 1.37.0 OpenAPI (v1beta1:
+# Workload, PodGroup; no CompositePodGroup). Release windows:
+# ``versions.NATIVE_API_WINDOWS``. On 1.37 v1alpha3 and v1beta1 are two views of one
+# stored object in the real server; here each version keeps its own objects (corral and
+# the controller models all use the version preferred, v1beta1 where served). Shapes and
+# rules: :mod:`.native_gangs`.
 NATIVE_GROUP = "scheduling.k8s.io"
 NATIVE_TYPES: tuple[ResourceType, ...] = (
     ResourceType(NATIVE_GROUP, "v1alpha1", "workloads", "Workload", True, False),
     ResourceType(NATIVE_GROUP, "v1alpha2", "workloads", "Workload", True, False),
     ResourceType(NATIVE_GROUP, "v1alpha2", "podgroups", "PodGroup", True, True),
+    ResourceType(NATIVE_GROUP, "v1alpha3", "workloads", "Workload", True, False),
+    ResourceType(NATIVE_GROUP, "v1alpha3", "podgroups", "PodGroup", True, True),
+    ResourceType(NATIVE_GROUP, "v1alpha3", "compositepodgroups", "CompositePodGroup", True, True),
     ResourceType(NATIVE_GROUP, "v1beta1", "workloads", "Workload", True, False),
     ResourceType(NATIVE_GROUP, "v1beta1", "podgroups", "PodGroup", True, True),
-    ResourceType(NATIVE_GROUP, "v1alpha3", "compositepodgroups", "CompositePodGroup", True, True),
 )
 
 # Built-in resources not served by every Kubernetes release of the support matrix
@@ -184,12 +189,7 @@ NATIVE_TYPES: tuple[ResourceType, ...] = (
 VOLCANO_GROUP = "scheduling.volcano.sh"
 KAI_GROUP = "scheduling.run.ai"
 SERVED_FROM: dict[tuple[str, str, str], tuple[Release, Release | None]] = {
-    (NATIVE_GROUP, "v1alpha1", "workloads"): (Release(1, 35), Release(1, 35)),
-    (NATIVE_GROUP, "v1alpha2", "workloads"): (Release(1, 36), Release(1, 36)),
-    (NATIVE_GROUP, "v1alpha2", "podgroups"): (Release(1, 36), Release(1, 36)),
-    (NATIVE_GROUP, "v1beta1", "workloads"): (Release(1, 37), None),
-    (NATIVE_GROUP, "v1beta1", "podgroups"): (Release(1, 37), None),
-    (NATIVE_GROUP, "v1alpha3", "compositepodgroups"): (Release(1, 37), None),
+    rt.gvr: NATIVE_API_WINDOWS[rt.version] for rt in NATIVE_TYPES
 }
 _NATIVE_GVRS = frozenset(rt.gvr for rt in NATIVE_TYPES)
 
@@ -202,8 +202,8 @@ def served(rt: ResourceType, versions: Versions) -> bool:
         return versions.volcano is not None
     if rt.group == KAI_GROUP:
         return versions.kai
-    if rt.gvr in _NATIVE_GVRS and not versions.native_gangs:
-        return False
+    if rt.gvr in _NATIVE_GVRS:
+        return versions.native_api_on(rt.version)
     span = SERVED_FROM.get(rt.gvr) if rt.builtin else None
     if span is None:
         return True

@@ -42,6 +42,15 @@ ROOT = Path(__file__).resolve().parents[2]
             ["--kube-version", "1.34", "--native-gangs"],
             "--native-gangs: Kubernetes 1.34 has no native gang API; it starts with 1.35",
         ),
+        (
+            ["--kube-version", "1.37", "--native-gangs", "--native-apis", "v1alpha2"],
+            "--native-apis v1alpha2: native_apis ['v1alpha2']: Kubernetes 1.37 has the native "
+            "gang API at v1alpha3, v1beta1",
+        ),
+        (
+            ["--kube-version", "1.37", "--native-apis", "v1beta1"],
+            "--native-apis v1beta1: needs --native-gangs",
+        ),
     ],
 )
 def test_bad_options_are_one_line(

@@ -28,13 +28,18 @@ SERVED = {
     "1.37": {
         ("v1beta1", "workloads"),
         ("v1beta1", "podgroups"),
+        ("v1alpha3", "workloads"),
+        ("v1alpha3", "podgroups"),
         ("v1alpha3", "compositepodgroups"),
     },
 }
 
 
-def store_at(kube: str, native: bool = True) -> ApiStore:
-    store = ApiStore(versions=Versions.of(kube=kube, native_gangs=native))
+def store_at(
+    kube: str, native: bool = True, apis: set[str] | None = None, gates: tuple[str, ...] = ()
+) -> ApiStore:
+    versions = Versions.of(kube=kube, native_gangs=native, native_apis=apis, gates=gates)
+    store = ApiStore(versions=versions)
     store.load([o.namespace(NS)])
     return store
 
@@ -141,7 +146,7 @@ def test_composite_trees_are_at_most_4_deep() -> None:
     create(store, "scheduling.k8s.io/v1beta1", "workloads", ok)
     deep = {"metadata": {"name": "deep"}, "spec": {"compositePodGroupTemplates": [tree(4)]}}
     message = refused(store, "scheduling.k8s.io/v1beta1", "workloads", deep)
-    assert "must not be nested deeper than 4 levels" in message, message
+    assert "maximum template hierarchy depth is 4" in message, message
 
 
 def test_exactly_one_policy_and_a_positive_min_count() -> None:
@@ -267,7 +272,7 @@ def test_a_workload_has_either_pod_groups_or_composites() -> None:
     composite = {
         "name": "c",
         "schedulingPolicy": {"gang": {"minGroupCount": 1}},
-        "podGroupTemplates": templates(1),
+        "podGroupTemplates": [{"name": "h0", "schedulingPolicy": {"basic": {}}}],
     }
     w = {
         "metadata": {"name": "w"},
@@ -277,3 +282,191 @@ def test_a_workload_has_either_pod_groups_or_composites() -> None:
         'Workload.scheduling.k8s.io "w" is invalid: spec: Invalid value: "{...}": must specify '
         "exactly one of: `podGroupTemplates`, `compositePodGroupTemplates`"
     )
+
+
+# --- each release's own shapes (kubernetes/api at v0.35.0, v0.36.0, v0.37.0-beta.0) ------
+
+V1ALPHA2 = "scheduling.k8s.io/v1alpha2"
+V1ALPHA3 = "scheduling.k8s.io/v1alpha3"
+V1BETA1 = "scheduling.k8s.io/v1beta1"
+
+
+@pytest.mark.parametrize(
+    ("apis", "served"),
+    [
+        ({"v1alpha3"}, {"v1alpha3"}),
+        ({"v1beta1"}, {"v1beta1"}),
+        ({"v1alpha3", "v1beta1"}, {"v1alpha3", "v1beta1"}),
+    ],
+    ids=["v1alpha3", "v1beta1", "both"],
+)
+async def test_1_37_serves_the_versions_the_cluster_turned_on(
+    apis: set[str], served: set[str]
+) -> None:
+    """Each 1.37 version is off by default: a cluster turns on v1alpha3 (Workload,
+    PodGroup, CompositePodGroup), v1beta1 (Workload, PodGroup) or both."""
+    versions = Versions.of(kube="1.37", native_gangs=True, native_apis=apis)
+    async with ApiServer(versions=versions) as api, aiohttp.ClientSession() as http:
+        async with http.get(f"{api.url}/apis/scheduling.k8s.io") as r:
+            listed = {v["version"] for v in (await r.json())["versions"]}
+        assert listed == {"v1", *served}
+        for version, plurals in (
+            ("v1alpha3", {"workloads", "podgroups", "compositepodgroups"}),
+            ("v1beta1", {"workloads", "podgroups"}),
+        ):
+            async with http.get(f"{api.url}/apis/scheduling.k8s.io/{version}") as r:
+                names = (
+                    {x["name"] for x in (await r.json())["resources"] if "/" not in x["name"]}
+                    if r.status == 200
+                    else set()
+                )
+            assert names == (plurals if version in served else set()), version
+
+
+def test_a_release_is_asked_only_for_versions_it_has() -> None:
+    with pytest.raises(ValueError, match=r"Kubernetes 1.36 has the native gang API at v1alpha2"):
+        Versions.of(kube="1.36", native_gangs=True, native_apis={"v1beta1"})
+
+
+def test_1_36_pod_group_names_a_workload_by_a_subdomain() -> None:
+    """``workloadName`` is a k8s-long-name (v0.36.0 WorkloadPodGroupTemplateReference):
+    a dotted name is valid; the template name stays a DNS label."""
+    store = store_at("1.36")
+    ref = {"workload": {"workloadName": "train.v2", "podGroupTemplateName": "gang"}}
+    pg = {
+        "metadata": {"name": "train.v2"},
+        "spec": {"podGroupTemplateRef": ref, "schedulingPolicy": {"gang": {"minCount": 2}}},
+    }
+    assert create(store, V1ALPHA2, "podgroups", pg)["spec"]["podGroupTemplateRef"] == ref
+    bad = copy.deepcopy(pg)
+    bad["metadata"]["name"] = "other"
+    bad["spec"]["podGroupTemplateRef"]["workload"]["podGroupTemplateName"] = "g.1"
+    assert "spec.podGroupTemplateRef.workload.podGroupTemplateName: Invalid value" in refused(
+        store, V1ALPHA2, "podgroups", bad
+    )
+
+
+def _constrained(topology: list[Json], name: str = "bad") -> Json:
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "schedulingPolicy": {"gang": {"minCount": 2}},
+            "schedulingConstraints": {"topology": topology},
+        },
+    }
+
+
+@pytest.mark.parametrize(("kube", "api"), [("1.36", V1ALPHA2), ("1.37", V1BETA1)])
+def test_topology_constraints_are_a_list_of_keys(kube: str, api: str) -> None:
+    """``schedulingConstraints.topology[{key}]``, at most one, a label key; only with
+    TopologyAwareWorkloadScheduling on (else dropped, as dropDisabledPodGroupFields)."""
+    store = store_at(kube, gates=("TopologyAwareWorkloadScheduling",))
+    rack = [{"key": "topology.kubernetes.io/rack"}]
+    stored = create(store, api, "podgroups", _constrained(rack, "pg"))
+    assert stored["spec"]["schedulingConstraints"] == {"topology": rack}
+    two = _constrained([{"key": "a"}, {"key": "b"}])
+    assert "spec.schedulingConstraints.topology: Too many: 2: must have at most 1 items" in (
+        refused(store, api, "podgroups", two)
+    )
+    assert "spec.schedulingConstraints.topology[0].key: Required value" in refused(
+        store, api, "podgroups", _constrained([{}])
+    )
+    assert "spec.schedulingConstraints.topology[0].key: Invalid value" in refused(
+        store, api, "podgroups", _constrained([{"key": "-rack-"}])
+    )
+    off = store_at(kube)
+    assert "schedulingConstraints" not in create(off, api, "podgroups", _constrained(rack))["spec"]
+
+
+def _pg_1_36(name: str, mode: Any = None) -> Json:
+    spec: Json = {"schedulingPolicy": {"gang": {"minCount": 2}}}
+    if mode is not None:
+        spec["disruptionMode"] = mode
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+def test_1_36_disruption_mode_is_pod_or_pod_group() -> None:
+    """v0.36.0 ``DisruptionMode``: a string enum, ``Pod`` by default, with
+    WorkloadAwarePreemption on; with it off the field is dropped."""
+    store = store_at("1.36", gates=("WorkloadAwarePreemption",))
+    assert create(store, V1ALPHA2, "podgroups", _pg_1_36("a", "PodGroup"))["spec"][
+        "disruptionMode"
+    ] == ("PodGroup")
+    assert create(store, V1ALPHA2, "podgroups", _pg_1_36("b"))["spec"]["disruptionMode"] == "Pod"
+    assert refused(store, V1ALPHA2, "podgroups", _pg_1_36("c", "Whole")) == (
+        'PodGroup.scheduling.k8s.io "c" is invalid: spec.disruptionMode: Unsupported value: '
+        '"Whole": supported values: "Pod", "PodGroup"'
+    )
+    assert "spec.disruptionMode: Unsupported value" in refused(
+        store, V1ALPHA2, "podgroups", _pg_1_36("d", {"all": {}})
+    )
+    rt = store.types[("scheduling.k8s.io", "v1alpha2", "podgroups")]
+    changed = copy.deepcopy(store.get(rt, NS, "a"))
+    changed["spec"]["disruptionMode"] = "Pod"
+    with pytest.raises(ApiStatusError) as e:
+        store.replace(rt, NS, "a", changed)
+    assert "spec.disruptionMode: Invalid value: field is immutable" in e.value.message
+    off = store_at("1.36")
+    stored = create(off, V1ALPHA2, "podgroups", _pg_1_36("a", "PodGroup"))
+    assert "disruptionMode" not in stored["spec"]
+
+
+@pytest.mark.parametrize("api", [V1ALPHA3, V1BETA1])
+def test_1_37_disruption_mode_is_single_or_all(api: str) -> None:
+    """v0.37.0-beta.0 ``DisruptionMode``: a union, ``{single: {}}`` by default."""
+    store = store_at("1.37")
+    pg = {"metadata": {"name": "a"}, "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}
+    assert create(store, api, "podgroups", pg)["spec"]["disruptionMode"] == {"single": {}}
+    pg["metadata"]["name"] = "b"
+    pg["spec"]["disruptionMode"] = "PodGroup"
+    assert "spec.disruptionMode: Invalid value" in refused(store, api, "podgroups", pg)
+
+
+def test_a_composite_pod_group_s_policy_never_changes() -> None:
+    """Every field of a CompositePodGroupSpec is immutable, its minGroupCount too
+    (unlike a PodGroup's minCount)."""
+    store = store_at("1.37")
+    cpg = {
+        "metadata": {"name": "c"},
+        "spec": {
+            "workloadRef": {"workloadName": "train.v2", "templateName": "all"},
+            "schedulingPolicy": {"gang": {"minGroupCount": 2}},
+        },
+    }
+    create(store, V1ALPHA3, "compositepodgroups", cpg)
+    rt = store.types[("scheduling.k8s.io", "v1alpha3", "compositepodgroups")]
+    changed = copy.deepcopy(store.get(rt, NS, "c"))
+    changed["spec"]["schedulingPolicy"]["gang"]["minGroupCount"] = 1
+    with pytest.raises(ApiStatusError) as e:
+        store.replace(rt, NS, "c", changed)
+    assert e.value.message == (
+        'CompositePodGroup.scheduling.k8s.io "c" is invalid: spec.schedulingPolicy: '
+        "Invalid value: field is immutable"
+    )
+
+
+def test_template_names_are_unique_in_the_whole_tree_with_one_priority() -> None:
+    """validation.go (1.37): a name used twice anywhere in the tree, or templates with
+    different priority classes, are refused."""
+    store = store_at("1.37")
+    tree = {
+        "name": "all",
+        "schedulingPolicy": {"gang": {"minGroupCount": 1}},
+        "podGroupTemplates": [{"name": "all", "schedulingPolicy": {"basic": {}}}],
+    }
+    w = {"metadata": {"name": "w"}, "spec": {"compositePodGroupTemplates": [tree]}}
+    assert refused(store, V1BETA1, "workloads", w) == (
+        'Workload.scheduling.k8s.io "w" is invalid: spec.compositePodGroupTemplates[0]'
+        '.podGroupTemplates[0].name: Duplicate value: "all"'
+    )
+    two = templates(2)
+    two[0]["priorityClassName"] = "high"
+    assert "all priority and priorityClassName values must be identical" in refused(
+        store, V1BETA1, "workloads", {"metadata": {"name": "p"}, "spec": {"podGroupTemplates": two}}
+    )
+
+
+def test_without_v1alpha3_there_is_no_composite_to_build() -> None:
+    versions = Versions.of(kube="1.37", native_gangs=True, native_apis={"v1beta1"})
+    with pytest.raises(ValueError, match="serves no CompositePodGroup"):
+        gang_objects(versions, "w", [Group("a", 1), Group("b", 1)], composite_min_groups=2)

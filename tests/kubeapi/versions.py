@@ -10,10 +10,12 @@ its admission webhook.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 __all__ = [
     "KUBE_VERSIONS",
+    "NATIVE_API_WINDOWS",
     "VOLCANO_VERSIONS",
     "Release",
     "Versions",
@@ -48,6 +50,23 @@ class Release:
 KUBE_VERSIONS: tuple[Release, ...] = tuple(Release(1, m) for m in range(28, 38))
 VOLCANO_VERSIONS: tuple[Release, ...] = tuple(Release(1, m) for m in range(7, 16))
 
+# The group versions of the native gang API (``scheduling.k8s.io``) and the releases that
+# have them (first, last or None): kubernetes/api ``scheduling/`` at v0.35.0 (v1alpha1),
+# v0.36.0 (v1alpha2) and v0.37.0-beta.0 (v1alpha3), and the released 1.37.0 OpenAPI
+# (kubernetes-validate 1.37.0: v1beta1 Workload and PodGroup). Each is off unless the
+# cluster's ``--runtime-config`` turns it on.
+NATIVE_API_WINDOWS: dict[str, tuple[Release, Release | None]] = {
+    "v1alpha1": (Release(1, 35), Release(1, 35)),
+    "v1alpha2": (Release(1, 36), Release(1, 36)),
+    "v1alpha3": (Release(1, 37), None),
+    "v1beta1": (Release(1, 37), None),
+}
+
+
+def _has(version: str, kube: Release) -> bool:
+    first, last = NATIVE_API_WINDOWS[version]
+    return kube >= first and (last is None or kube <= last)
+
 
 @dataclass(frozen=True, slots=True)
 class Versions:
@@ -59,7 +78,11 @@ class Versions:
     alpha gates GenericWorkload, GangScheduling and, from 1.37, CompositePodGroup, and
     ``--runtime-config`` for the version's ``scheduling.k8s.io`` group version); a
     release before 1.35 has no such API, so the flag changes nothing there
-    (:mod:`.native_gangs`). ``kai``: KAI-Scheduler's CRDs are installed (PodGroup
+    (:mod:`.native_gangs`). ``native_apis``: the ``scheduling.k8s.io`` versions of the
+    gang API ``--runtime-config`` turned on, where the release has several (1.37:
+    ``v1alpha3``, ``v1beta1`` or both); None: every version the release has.
+    ``gates``: alpha feature gates switched on beyond the release's defaults (such as
+    1.36's WorkloadAwarePreemption). ``kai``: KAI-Scheduler's CRDs are installed (PodGroup
     ``scheduling.run.ai/v2alpha2``, Queue ``v2``)."""
 
     kube: Release = Release(1, 28)
@@ -67,6 +90,19 @@ class Versions:
     volcano_pod_validation: bool | None = False
     native_gangs: bool = False
     kai: bool = False
+    native_apis: frozenset[str] | None = None
+    gates: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if self.native_apis is None:
+            return
+        has = [v for v in NATIVE_API_WINDOWS if _has(v, self.kube)]
+        wrong = sorted(set(self.native_apis) - set(has))
+        if wrong or not self.native_apis:
+            raise ValueError(
+                f"native_apis {sorted(self.native_apis)}: Kubernetes {self.kube} has the "
+                f"native gang API at {', '.join(has) or 'no version'}"
+            )
 
     @classmethod
     def of(
@@ -77,6 +113,8 @@ class Versions:
         *,
         native_gangs: bool = False,
         kai: bool = False,
+        native_apis: Iterable[str] | None = None,
+        gates: Iterable[str] = (),
     ) -> Versions:
         """From text; ``volcano_pod_validation`` None follows the chart's default."""
         return cls(
@@ -85,6 +123,18 @@ class Versions:
             volcano_pod_validation,
             native_gangs,
             kai,
+            frozenset(native_apis) if native_apis is not None else None,
+            frozenset(gates),
+        )
+
+    def native_api_on(self, version: str) -> bool:
+        """Whether the cluster serves the gang API's ``version`` (the release has it,
+        the API is switched on, and ``--runtime-config`` names it)."""
+        return (
+            self.native_gangs
+            and version in NATIVE_API_WINDOWS
+            and _has(version, self.kube)
+            and (self.native_apis is None or version in self.native_apis)
         )
 
     @property
@@ -100,7 +150,11 @@ class Versions:
         volcano = "no Volcano" if self.volcano is None else f"Volcano {self.volcano}"
         if self.validates_volcano_pods:
             volcano += " with /pods/validate"
-        extra = "".join(
-            (", native gangs" if self.native_gangs else "", ", KAI" if self.kai else "")
-        )
+        native = ""
+        if self.native_gangs:
+            native = ", native gangs"
+            if self.native_apis is not None:
+                native += f" ({', '.join(sorted(self.native_apis))})"
+        gates = f", gates {','.join(sorted(self.gates))}" if self.gates else ""
+        extra = "".join((native, gates, ", KAI" if self.kai else ""))
         return f"Kubernetes {self.kube}, {volcano}{extra}"

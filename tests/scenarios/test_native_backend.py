@@ -1,9 +1,12 @@
 """A PyTorchJob and a LeaderWorkerSet admitted by corral's ``kubernetes`` backend on a
-cluster that gangs natively (1.35, 1.36, 1.37), and scheduled all or nothing by
+cluster that gangs natively (1.35, 1.36, and 1.37 with v1alpha3, v1beta1 or both turned
+on), and scheduled all or nothing by
 kube-scheduler's native gang rule with corral's objects and nothing else: the webhook
 finds the served version at start, patches the workloads' templates, makes each gang's
-Workload (PodGroups, and on 1.37 the PyTorchJob's CompositePodGroup) off the request
-path, and names the group on each pod at its CREATE.
+Workload (PodGroups, and where 1.37 serves v1alpha3 the PyTorchJob's CompositePodGroup)
+off the request path, and names the group on each pod at its CREATE. The descheduler's
+informers and ``kubectl corral gangs`` then read the gang back, in the version the
+cluster serves.
 
 Three nodes of 8 GPUs. The PyTorchJob (a 4-GPU master and two 8-GPU workers) waits while
 only part of it exists, then binds whole; the LWS (two groups of a leader and a worker,
@@ -14,14 +17,21 @@ nothing; once the PyTorchJob's pods are gone both of its groups bind, each whole
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from descheduler.config import DeschedulerConfig
+from descheduler.running.cluster_view import ClusterView
 from tests.controllers import ControllerSet, NativeGangScheduler, Rest
 from tests.kubeapi import ApiServer, ResourceType, Versions
 from tests.kubeapi import objects as o
+from tests.plugin.test_kubectl_corral import corral
 from tests.scenarios.corral_webhook import CorralWebhook
 from webhook.config import parse_config
 
@@ -99,12 +109,27 @@ class Story:
 
     def names(self, plural: str) -> list[str]:
         """The native gang objects of a kind, at whichever version they were made."""
+        return sorted(name for name, _ in self.made(plural))
+
+    def made(self, plural: str) -> list[tuple[str, str]]:
+        """(name, version) of the native gang objects of a kind."""
         return sorted(
-            x["metadata"]["name"]
-            for (g, _v, p), rt in self.api.store.types.items()
+            (x["metadata"]["name"], v)
+            for (g, v, p), rt in self.api.store.types.items()
             if (g, p) == ("scheduling.k8s.io", plural)
             for x in self.api.store.items(rt, NS)
         )
+
+    @property
+    def composite(self) -> bool:
+        """Whether the cluster serves CompositePodGroup (1.37 with v1alpha3 on)."""
+        return self.api.store.versions.native_api_on("v1alpha3")
+
+    @property
+    def preferred(self) -> str:
+        """The version of Workload and PodGroup corral writes and reads."""
+        on = self.api.store.versions.native_api_on
+        return next(v for v in ("v1beta1", "v1alpha3", "v1alpha2", "v1alpha1") if on(v))
 
     def bound(self, prefix: str) -> list[str]:
         pods = self.api.store.items(self.api.store.resource("pods"), NS)
@@ -115,9 +140,25 @@ class Story:
         )
 
 
-@pytest.fixture(params=["1.35", "1.36", "1.37"])
+# (release, the scheduling.k8s.io versions turned on: None for all the release has,
+# alpha gates turned on besides the gang API's)
+CLUSTERS: list[tuple[str, set[str] | None, tuple[str, ...]]] = [
+    ("1.35", None, ()),
+    ("1.36", None, ()),
+    ("1.36", None, ("WorkloadAwarePreemption",)),
+    ("1.37", {"v1alpha3"}, ()),
+    ("1.37", {"v1beta1"}, ()),
+    ("1.37", None, ()),
+]
+IDS = ["1.35", "1.36", "1.36-preemption", "1.37-v1alpha3", "1.37-v1beta1", "1.37-both"]
+
+
+@pytest.fixture(params=CLUSTERS, ids=IDS)
 async def story(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Story, CorralWebhook]]:
-    versions = Versions.of(kube=request.param, volcano=None, native_gangs=True)
+    kube, apis, gates = request.param
+    versions = Versions.of(
+        kube=kube, volcano=None, native_gangs=True, native_apis=apis, gates=gates
+    )
     async with ApiServer(versions=versions) as api:
         api.store.register(PYTORCH)
         api.store.register(LWS)
@@ -166,9 +207,13 @@ async def test_admitted_by_corral_and_scheduled_all_or_nothing(
         assert s.names("podgroups") == []  # v1alpha1: pods name the Workload
     elif release == "1.36":
         assert s.names("podgroups") == ["pytorchjob-bert"]
-    else:  # a PodGroup per role under one CompositePodGroup
+    elif s.composite:  # a PodGroup per role under one CompositePodGroup (v1alpha3)
         assert s.names("podgroups") == ["pytorchjob-bert-master", "pytorchjob-bert-worker"]
-        assert s.names("compositepodgroups") == ["pytorchjob-bert"]
+        assert s.made("compositepodgroups") == [("pytorchjob-bert", "v1alpha3")]
+    else:  # v1beta1 only: no CompositePodGroup, the roles are one PodGroup
+        assert s.names("podgroups") == ["pytorchjob-bert"]
+        assert s.made("compositepodgroups") == []
+    assert {v for _, v in s.made("workloads") + s.made("podgroups")} == {s.preferred}
 
     m0 = await s.pod(job, master, "bert-master-0", _pt("master", 0))
     assert m0["spec"].get("workloadRef") or m0["spec"].get("schedulingGroup")
@@ -196,3 +241,77 @@ async def test_admitted_by_corral_and_scheduled_all_or_nothing(
         s.api.store.delete(s.api.store.resource("pods"), NS, name, grace_period_seconds=0)
     await s.models.settle()
     assert s.bound("vllm") == ["vllm-0", "vllm-0-1", "vllm-1", "vllm-1-1"]
+
+
+def _kubeconfig(api: ApiServer, path: Path) -> Path:
+    api.accept("t0ken")
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "t", "cluster": {"server": api.url}}],
+        "users": [{"name": "admin", "user": {"token": "t0ken"}}],
+        "contexts": [{"name": "ml", "context": {"cluster": "t", "user": "admin", "namespace": NS}}],
+        "current-context": "ml",
+    }
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+async def test_the_descheduler_and_kubectl_corral_read_the_gang_back(
+    story: tuple[Story, CorralWebhook], tmp_path: Path
+) -> None:
+    """What corral wrote, read in the version the cluster serves: the descheduler's
+    informers find the gang's groups (none left out as unreadable) and ``kubectl corral
+    gangs`` shows the gang running with its minimum."""
+    s, hook = story
+    release = str(s.api.store.versions.kube)
+    job = await s.workload(PYTORCH, PYTORCHJOB)
+    specs = job["spec"]["pytorchReplicaSpecs"]
+    await hook.drain()
+    await s.pod(job, specs["Master"]["template"], "bert-master-0", _pt("master", 0))
+    for i in (0, 1):
+        await s.pod(job, specs["Worker"]["template"], f"bert-worker-{i}", _pt("worker", i))
+    await s.models.settle()
+    assert len(s.bound("bert")) == 3
+
+    view = ClusterView(s.api.client("descheduler"), DeschedulerConfig(), ledger_namespace=NS)
+    await view.start()
+    try:
+        await view.wait_synced(5.0)
+        state = await view.state(datetime.now(UTC))
+    finally:
+        await view.stop()
+    assert view.invalid() == {}
+    groups = {
+        k: (g.min_count, g.whole, g.parent)
+        for k, g in state.native_groups.items()
+        if g.workload == "pytorchjob-bert"
+    }
+    if release == "1.35":  # the Workload holds the group
+        assert groups == {"ml/pytorchjob-bert-gang": (3, False, "")}
+    elif release == "1.36":
+        # corral asks for PodGroup; kept only with WorkloadAwarePreemption (else dropped,
+        # and Pod, the default, holds)
+        whole = "WorkloadAwarePreemption" in s.api.store.versions.gates
+        assert groups == {"ml/pytorchjob-bert": (3, whole, "")}
+    elif s.composite:
+        assert groups == {
+            "ml/pytorchjob-bert-master": (1, True, "pytorchjob-bert"),
+            "ml/pytorchjob-bert-worker": (2, True, "pytorchjob-bert"),
+        }
+    else:
+        assert groups == {"ml/pytorchjob-bert": (3, True, "")}
+    listed = {r.path for r in s.api.log if r.method == "GET" and not r.watch}
+    plural = "workloads" if release == "1.35" else "podgroups"
+    assert f"/apis/scheduling.k8s.io/{s.preferred}/{plural}" in listed
+
+    code, out, err = await corral(_kubeconfig(s.api, tmp_path / "kc"), "gangs", "-o", "json")
+    assert code == 0, err
+    gangs = {g["name"]: g for g in json.loads(out)["gangs"]}
+    gang = gangs["pytorchjob-bert-gang" if release == "1.35" else "pytorchjob-bert"]
+    assert (gang["keys"], gang["placed"], gang["min_available"], gang["status"]) == (
+        "kubernetes",
+        3,
+        3,
+        "running",
+    )

@@ -14,7 +14,7 @@ from gangplace.kube import KubeClient
 from gangplace.kube.resources import WORKLOADS
 
 from tests.builders.reviews import annotations, bare_pod, labels, pod_template, review, with_object
-from tests.kubeapi import ApiServer, ResourceType, Versions
+from tests.kubeapi import ApiServer, ApiStore, ResourceType, Versions
 from tests.kubeapi import objects as o
 from webhook.admission.entry import admit
 from webhook.admission.native_gangs import Served
@@ -27,7 +27,8 @@ GPU = {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}
 
 V1ALPHA1 = Served(frozenset({"v1alpha1"}))
 V1ALPHA2 = Served(frozenset({"v1alpha2"}), frozenset({"v1alpha2"}))
-V1BETA1 = Served(frozenset({"v1alpha2", "v1beta1"}), frozenset({"v1alpha2", "v1beta1"}))
+# 1.37 with only v1beta1 on: no CompositePodGroup (that is v1alpha3 only).
+V1BETA1 = Served(frozenset({"v1beta1"}), frozenset({"v1beta1"}))
 NATIVE = parse_config({"backend": "kubernetes"})
 KAI = parse_config({"backend": "kai"})
 
@@ -155,15 +156,22 @@ def test_v1alpha1_workload_and_workload_ref() -> None:
     assert [(h.plural, h.name) for h in res.hints] == [("workloads", "pytorchjob-bert")]
 
 
-@pytest.mark.parametrize(("served", "version"), [(V1ALPHA2, "v1alpha2"), (V1BETA1, "v1beta1")])
+@pytest.mark.parametrize(
+    ("served", "version"),
+    [(V1ALPHA2, "v1alpha2"), (V1BETA1, "v1beta1"), (None, "v1alpha3"), (None, "v1beta1")],
+)
 def test_runtime_podgroup_and_scheduling_group(served: Served, version: str) -> None:
+    if served is None:  # 1.37 with one version on and CompositePodGroup off
+        served = Served(frozenset({version}), frozenset({version}))
     res, patched = checked(pt_review(pytorchjob()), NATIVE, served)
     workload, podgroup = res.intents
     api = f"scheduling.k8s.io/{version}"
     assert (workload.api_version, workload.plural) == (api, "workloads")
-    assert workload.body["spec"]["podGroupTemplates"] == [
-        {"name": "gang", "schedulingPolicy": {"gang": {"minCount": 4}}}
-    ]
+    # the template holds the mode its PodGroups copy: whole (1.36's string, 1.37's union)
+    whole: Any = "PodGroup" if version == "v1alpha2" else {"all": {}}
+    template = {"name": "gang", "schedulingPolicy": {"gang": {"minCount": 4}}}
+    template["disruptionMode"] = whole
+    assert workload.body["spec"]["podGroupTemplates"] == [template]
     assert (podgroup.api_version, podgroup.plural, podgroup.name) == (
         api,
         "podgroups",
@@ -176,6 +184,7 @@ def test_runtime_podgroup_and_scheduling_group(served: Served, version: str) -> 
                 "workload": {"workloadName": "pytorchjob-bert", "podGroupTemplateName": "gang"}
             },
             "schedulingPolicy": policy,
+            "disruptionMode": "PodGroup",
         }
     else:
         assert podgroup.body["spec"] == {
@@ -204,25 +213,43 @@ def test_priority_class_goes_to_the_podgroup() -> None:
     assert "priorityClassName" not in res.intents[1].body["spec"]
 
 
+# 1.37 with v1alpha3 and v1beta1 on, and CompositePodGroup (v1alpha3 only).
 V137 = Served(
-    frozenset({"v1alpha2", "v1beta1"}),
-    frozenset({"v1alpha2", "v1beta1"}),
+    frozenset({"v1alpha3", "v1beta1"}),
+    frozenset({"v1alpha3", "v1beta1"}),
     composite_versions=frozenset({"v1alpha3"}),
+)
+# 1.37 with only v1alpha3 on.
+V1ALPHA3 = Served(
+    frozenset({"v1alpha3"}), frozenset({"v1alpha3"}), composite_versions=frozenset({"v1alpha3"})
 )
 
 
-def test_137_roles_under_one_composite_podgroup() -> None:
+@pytest.mark.parametrize(("served", "version"), [(V137, "v1beta1"), (V1ALPHA3, "v1alpha3")])
+def test_137_roles_under_one_composite_podgroup(served: Served, version: str) -> None:
+    """Workload and PodGroups in the preferred version, the CompositePodGroup in v1alpha3
+    (the only one serving it): one stored object per kind, so the names line up."""
     obj = pytorchjob(annotations={"corral.dev/min-available": "3"})
-    res, patched = checked(pt_review(obj), NATIVE, V137)
+    res, patched = checked(pt_review(obj), NATIVE, served)
     workload, composite, master, worker = res.intents
+    api = f"scheduling.k8s.io/{version}"
+    assert [i.api_version for i in (workload, master, worker)] == [api] * 3
     assert workload.body["spec"]["compositePodGroupTemplates"] == [
         {
             "name": "all",
             "schedulingPolicy": {"gang": {"minGroupCount": 2}},
             "podGroupTemplates": [
-                {"name": "master", "schedulingPolicy": {"gang": {"minCount": 1}}},
+                {
+                    "name": "master",
+                    "schedulingPolicy": {"gang": {"minCount": 1}},
+                    "disruptionMode": {"all": {}},
+                },
                 # the engine fills the minimum launcher-first: the master and 2 workers
-                {"name": "worker", "schedulingPolicy": {"gang": {"minCount": 2}}},
+                {
+                    "name": "worker",
+                    "schedulingPolicy": {"gang": {"minCount": 2}},
+                    "disruptionMode": {"all": {}},
+                },
             ],
         }
     ]
@@ -251,7 +278,7 @@ def test_137_roles_under_one_composite_podgroup() -> None:
         t = patched["spec"]["pytorchReplicaSpecs"][role]["template"]
         assert annotations(t)["corral.dev/native-group"] == group
         _, p = checked(
-            review(pod_of(t, f"bert-{group}-0", "PyTorchJob", "kubeflow.org/v1")), NATIVE, V137
+            review(pod_of(t, f"bert-{group}-0", "PyTorchJob", "kubeflow.org/v1")), NATIVE, served
         )
         assert p["spec"]["schedulingGroup"] == {"podGroupName": f"pytorchjob-bert-{group}"}
 
@@ -642,3 +669,30 @@ async def test_a_pod_whose_gang_objects_are_missing_brings_them() -> None:
             (made,) = list(api.store.items(rt, "ml"))
             assert made["metadata"]["name"] == "pytorchjob-bert"
             assert made["metadata"]["ownerReferences"][0]["uid"] == "uid-bert"
+
+
+def test_a_role_named_like_the_composite_template_gets_another_name() -> None:
+    """Template names are unique in a Workload's whole tree (1.37): a role called
+    ``all`` leaves the composite template ``all-1``, and the server takes the Workload."""
+    spec = {
+        "headGroupSpec": {"rayStartParams": {}, "template": pod_template({"cpu": "1"})},
+        "workerGroupSpecs": [{"groupName": "all", "replicas": 2, "template": pod_template(GPU)}],
+    }
+    obj = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "rc", "namespace": "ml"},
+        "spec": spec,
+    }
+    res = admit(review(obj, group="ray.io", version="v1"), None, NATIVE, V137)
+    workload, composite, *groups = res.intents
+    (top,) = workload.body["spec"]["compositePodGroupTemplates"]
+    assert top["name"] == "all-1"
+    assert [t["name"] for t in top["podGroupTemplates"]] == ["head", "all"]
+    assert composite.body["spec"]["workloadRef"]["templateName"] == "all-1"
+    store = ApiStore(versions=Versions.of(kube="1.37", native_gangs=True))
+    store.load([o.namespace("ml")])
+    for i in res.intents:
+        version = i.api_version.rpartition("/")[2]
+        store.create(store.types[("scheduling.k8s.io", version, i.plural)], "ml", i.body)
+    assert len(groups) == 2

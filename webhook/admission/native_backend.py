@@ -24,6 +24,7 @@ from webhook.admission.native_gangs import (
     NativeApi,
     Served,
     composite_object,
+    composite_template_name,
     pod_reference,
     podgroup_object,
     scheduler_names,
@@ -194,7 +195,15 @@ class Kubernetes(Dialect):
         templates = [(derived_name(r), max(n, 1)) for r, n in roles]
         body = workload_object(api, name, namespace, templates, ctrl, composite=len(templates))
         out = [PodGroupIntent(api.api_version, "workloads", namespace, name, body, owner)]
-        top = composite_object(api, name, name, namespace, len(templates), priority_class)
+        top = composite_object(
+            api,
+            name,
+            name,
+            namespace,
+            len(templates),
+            priority_class,
+            composite_template_name([t for t, _ in templates]),
+        )
         out.append(
             PodGroupIntent(
                 api.composite_api_version, "compositepodgroups", namespace, name, top, owner

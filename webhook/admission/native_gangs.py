@@ -1,29 +1,34 @@
 """The native gang API's objects (KEP-4671), per served version: pure data in, data out.
 
 Kubernetes schedules gangs itself from 1.35. What a pod names and which objects hold the
-gang's policy differ by version (docs/backends.md, "kubernetes"):
+gang's policy differ by version (docs/backends.md, "kubernetes"; which version is used:
+:mod:`gangplace.engine.native_versions`). Each shape follows kubernetes/api
+``scheduling/<version>/types.go`` at the tag named and the released schema
+(kubernetes-validate ``v1.3x.0-local-strict/workload-scheduling-<version>.json``,
+``podgroup-...``, ``compositepodgroup-...``):
 
-- ``scheduling.k8s.io/v1alpha1`` (1.35): a ``Workload`` with ``spec.podGroups[{name,
-  policy: {gang: {minCount}}}]`` and ``controllerRef``; a pod points at it by
-  ``spec.workloadRef{name, podGroup, podGroupReplicaKey}``, the replica key splitting
-  one group into independent gangs.
-- ``v1alpha2`` (1.36): the ``Workload`` is an immutable template
+- ``scheduling.k8s.io/v1alpha1`` (1.35, v0.35.0): a ``Workload`` with
+  ``spec.podGroups[{name, policy: {gang: {minCount}}}]`` and ``controllerRef``; a pod
+  points at it by ``spec.workloadRef{name, podGroup, podGroupReplicaKey}``, the replica
+  key splitting one group into independent gangs.
+- ``v1alpha2`` (1.36, v0.36.0): the ``Workload`` is an immutable template
   (``spec.podGroupTemplates[{name, schedulingPolicy}]``, at most 8); each gang is a
   runtime ``PodGroup`` (``spec.podGroupTemplateRef.workload{workloadName,
   podGroupTemplateName}``, ``spec.schedulingPolicy``) that pods name in
-  ``spec.schedulingGroup.podGroupName``, set at CREATE and immutable.
-- ``v1beta1`` (1.37, the shape of ``v1alpha3``): the ``PodGroup`` names its template by
-  ``spec.workloadRef{workloadName, templateName}`` and has ``disruptionMode`` and
-  ``priorityClassName``; with ``CompositePodGroup`` served (``v1alpha3``) the Workload
-  may hold ``compositePodGroupTemplates[{name, schedulingPolicy: {gang:
-  {minGroupCount}}, podGroupTemplates}]`` and a ``CompositePodGroup`` ties PodGroups
+  ``spec.schedulingGroup.podGroupName``, set at CREATE and immutable. Its
+  ``disruptionMode`` is a string (``Pod`` | ``PodGroup``), kept only with the alpha gate
+  WorkloadAwarePreemption on (dropped otherwise); corral writes ``PodGroup``.
+- ``v1alpha3`` and ``v1beta1`` (1.37, v0.37.0-beta.0 and the released 1.37.0 schema;
+  one shape): the ``PodGroup`` names its template by ``spec.workloadRef{workloadName,
+  templateName}`` and has ``disruptionMode`` (``{single: {}}`` | ``{all: {}}``) and
+  ``priorityClassName``; with ``CompositePodGroup`` served (``v1alpha3`` only) the Workload
+  holds ``compositePodGroupTemplates[{name, schedulingPolicy: {gang: {minGroupCount}},
+  podGroupTemplates}]`` and a ``CompositePodGroup`` ties PodGroups
   (``parentCompositePodGroupName``) into one all-or-nothing gang (at most 8 templates a
   level, 4 levels).
 
-Read from kubernetes ``staging/src/k8s.io/api/scheduling/v1alpha1``, ``v1alpha2`` and
-``v1alpha3/types.go`` (release-1.35 to 1.37) as the handout's VERSIONS.md and KEP-4671,
-KEP-5832 and KEP-6089 describe them. What the API server serves is found once by
-:mod:`webhook.served` and handed to admission as :class:`Served`.
+What the API server serves is found once by :mod:`webhook.served` and handed to
+admission as :class:`Served`.
 """
 
 from __future__ import annotations
@@ -32,34 +37,33 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from gangplace.engine.native_versions import NATIVE_API_GROUP, NativeApi, native_api
+
 from webhook.admission.keys import MANAGED_BY
 
 __all__ = [
-    "COMPOSITE_VERSION",
     "GROUP",
     "MAX_TEMPLATES",
     "TEMPLATE",
     "NativeApi",
     "Served",
     "composite_object",
+    "composite_template_name",
     "pod_reference",
     "podgroup_object",
     "scheduler_names",
     "workload_object",
 ]
 
-GROUP: Final = "scheduling.k8s.io"
+GROUP: Final = NATIVE_API_GROUP
 # The name of the pod group (template) of a gang whose roles are one group: every role
 # in it, so the gang starts all or nothing as corral's other backends start it.
 TEMPLATE: Final = "gang"
-# The template of a CompositePodGroup over a gang's roles.
+# The template of a CompositePodGroup over a gang's roles (another name where a role
+# has this one: names are unique in a Workload's whole tree, 1.37 validation.go).
 COMPOSITE_TEMPLATE: Final = "all"
-COMPOSITE_VERSION: Final = "v1alpha3"
 # The API's limit on pod group templates (of a Workload, or of one composite level).
 MAX_TEMPLATES: Final = 8
-
-# The versions of the gang API, newest first: the newest the server serves is written.
-_VERSIONS: Final = ("v1beta1", "v1alpha2", "v1alpha1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,34 +80,8 @@ class Served:
 
     @property
     def native(self) -> NativeApi | None:
-        """The gang API version to write (None: the server serves none)."""
-        for v in _VERSIONS:
-            if v in self.workload_versions:
-                runtime = v in self.podgroup_versions and v != "v1alpha1"
-                composite = (
-                    v == "v1beta1" and runtime and COMPOSITE_VERSION in self.composite_versions
-                )
-                return NativeApi(v, runtime, composite)
-        return None
-
-
-@dataclass(frozen=True, slots=True)
-class NativeApi:
-    """One served version of the gang API: ``runtime_groups`` when it has the runtime
-    PodGroup object (v1alpha2+), which pods name (else they name the Workload);
-    ``composite`` when CompositePodGroup is served beside it (1.37)."""
-
-    version: str
-    runtime_groups: bool
-    composite: bool = False
-
-    @property
-    def api_version(self) -> str:
-        return f"{GROUP}/{self.version}"
-
-    @property
-    def composite_api_version(self) -> str:
-        return f"{GROUP}/{COMPOSITE_VERSION}"
+        """The gang API to write (None: the server serves none)."""
+        return native_api(self.workload_versions, self.podgroup_versions, self.composite_versions)
 
 
 def _meta(name: str, namespace: str) -> dict[str, Any]:
@@ -112,6 +90,24 @@ def _meta(name: str, namespace: str) -> dict[str, Any]:
 
 def _gang_policy(min_count: int) -> dict[str, Any]:
     return {"gang": {"minCount": min_count}}
+
+
+def _whole(api: NativeApi) -> Any:
+    """A gang is disrupted whole or not at all (the descheduler reads it back): 1.36's
+    string ``PodGroup`` (v0.36.0 v1alpha2 ``DisruptionModePodGroup``), 1.37's union
+    ``{all: {}}``. On 1.36 the field needs the alpha gate WorkloadAwarePreemption; with it
+    off the API server drops it without a word (``dropDisabledPodGroupFields``, 1.36
+    ``pkg/registry/scheduling/podgroup/strategy.go``), so writing it is safe."""
+    return "PodGroup" if api.version == "v1alpha2" else {"all": {}}
+
+
+def _template(api: NativeApi, name: str, min_count: int) -> dict[str, Any]:
+    """One pod group template, with the disruption mode its PodGroups copy."""
+    return {
+        "name": name,
+        "schedulingPolicy": _gang_policy(min_count),
+        "disruptionMode": _whole(api),
+    }
 
 
 def workload_object(
@@ -132,13 +128,14 @@ def workload_object(
     if not api.runtime_groups:
         spec["podGroups"] = [{"name": n, "policy": _gang_policy(c)} for n, c in templates]
     else:
-        tmpls = [{"name": n, "schedulingPolicy": _gang_policy(c)} for n, c in templates]
+        tmpls = [_template(api, n, c) for n, c in templates]
+        top = composite_template_name([n for n, _ in templates])
         if composite is None:
             spec["podGroupTemplates"] = tmpls
         else:
             spec["compositePodGroupTemplates"] = [
                 {
-                    "name": COMPOSITE_TEMPLATE,
+                    "name": top,
                     "schedulingPolicy": {"gang": {"minGroupCount": composite}},
                     "podGroupTemplates": tmpls,
                 }
@@ -163,7 +160,9 @@ def podgroup_object(
     parent: str | None = None,
 ) -> dict[str, Any]:
     """One runtime ``PodGroup`` (v1alpha2+): one gang (or one role of a composite one),
-    made from the Workload's ``template``."""
+    made from the Workload's ``template``, disrupted whole. On 1.36 (v1alpha2) it
+    carries no priority class: the field needs WorkloadAwarePreemption there, and the
+    priority admission plugin then resolves it (v0.36.0 ``scheduling/v1alpha2/types.go``)."""
     assert api.runtime_groups
     spec: dict[str, Any] = {}
     if api.version == "v1alpha2":
@@ -171,13 +170,13 @@ def podgroup_object(
             "workload": {"workloadName": workload, "podGroupTemplateName": template}
         }
         spec["schedulingPolicy"] = _gang_policy(min_count)
+        spec["disruptionMode"] = _whole(api)
     else:
         if parent is not None:
             spec["parentCompositePodGroupName"] = parent
         spec["workloadRef"] = {"workloadName": workload, "templateName": template}
         spec["schedulingPolicy"] = _gang_policy(min_count)
-        # A gang moves whole or not at all (the descheduler reads this back).
-        spec["disruptionMode"] = {"all": {}}
+        spec["disruptionMode"] = _whole(api)
         if priority_class:
             spec["priorityClassName"] = priority_class
     return {
@@ -188,6 +187,15 @@ def podgroup_object(
     }
 
 
+def composite_template_name(roles: Sequence[str]) -> str:
+    """The composite template's name: :data:`COMPOSITE_TEMPLATE`, or with a number added
+    where a role already has it."""
+    name, i = COMPOSITE_TEMPLATE, 1
+    while name in roles:
+        name, i = f"{COMPOSITE_TEMPLATE}-{i}", i + 1
+    return name
+
+
 def composite_object(
     api: NativeApi,
     name: str,
@@ -195,10 +203,13 @@ def composite_object(
     namespace: str,
     min_groups: int,
     priority_class: str | None,
+    template: str = COMPOSITE_TEMPLATE,
 ) -> dict[str, Any]:
-    """The ``CompositePodGroup`` (1.37, v1alpha3) tying a gang's role PodGroups together."""
+    """The ``CompositePodGroup`` (1.37, v1alpha3) tying a gang's role PodGroups together
+    (v0.37.0-beta.0 ``scheduling/v1alpha3/types.go`` ``CompositePodGroupSpec``: workloadRef
+    and schedulingPolicy required, every field immutable)."""
     spec: dict[str, Any] = {
-        "workloadRef": {"workloadName": workload, "templateName": COMPOSITE_TEMPLATE},
+        "workloadRef": {"workloadName": workload, "templateName": template},
         "schedulingPolicy": {"gang": {"minGroupCount": min_groups}},
     }
     if priority_class:

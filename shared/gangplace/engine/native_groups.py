@@ -8,13 +8,15 @@ Read from kubernetes ``staging/src/k8s.io/api``:
   ``spec.podGroups[{name, policy: {basic: {}} | {gang: {minCount}}}]``; a pod names its
   group by ``spec.workloadRef{name, podGroup, podGroupReplicaKey}``, each replica key an
   independent gang of that group's policy.
-- 1.36, ``scheduling/v1alpha2/types.go``: the ``Workload`` is a template; each gang is a
-  runtime ``PodGroup`` (``spec.schedulingPolicy`` copied from its template, no
-  disruption mode) that pods name in ``spec.schedulingGroup.podGroupName``.
-- 1.37, ``scheduling/v1beta1/types.go``: the same ``PodGroup`` with
-  ``spec.disruptionMode`` ``{single: {}}`` (members may be disrupted one by one, the
-  default when unset) or ``{all: {}}`` (only all together), ``priorityClassName`` and
-  ``priority``.
+- 1.36, ``scheduling/v1alpha2/types.go`` (v0.36.0): the ``Workload`` is a template; each
+  gang is a runtime ``PodGroup`` (``spec.schedulingPolicy`` copied from its template)
+  that pods name in ``spec.schedulingGroup.podGroupName``. With the alpha gate
+  WorkloadAwarePreemption its ``spec.disruptionMode`` is a string: ``Pod`` (members may
+  be disrupted one by one, the default) or ``PodGroup`` (only all together).
+- 1.37, ``scheduling/v1alpha3/types.go`` (v0.37.0-beta.0) and ``v1beta1`` (the released
+  1.37.0 schema, the same shape): the ``PodGroup`` names its Workload by
+  ``spec.workloadRef`` and has ``spec.disruptionMode`` ``{single: {}}`` (the default) or
+  ``{all: {}}``, ``priorityClassName`` and ``priority``.
 
 Which group a pod names is read with the pod
 (:func:`~gangplace.engine.node_pod_records.native_reference`). A group with the
@@ -103,16 +105,24 @@ def _policy(what: str, field_name: str, policy: Any) -> int | None:
     return count
 
 
+# 1.36's string modes (v1alpha2 ``DisruptionMode``: ``DisruptionModePod``,
+# ``DisruptionModePodGroup``) as 1.37's union members.
+_STRING_MODES: Final = {"Pod": DISRUPTION_SINGLE, "PodGroup": DISRUPTION_ALL}
+
+
 def _disruption(what: str, mode: Any) -> str:
     if mode is None:
-        return DISRUPTION_SINGLE  # the API's default (v1beta1 PodGroupSpec)
+        return DISRUPTION_SINGLE  # the API's default (Pod in 1.36, single in 1.37)
+    if isinstance(mode, str) and mode in _STRING_MODES:
+        return _STRING_MODES[mode]
     if isinstance(mode, Mapping):
         if mode.get(DISRUPTION_ALL) is not None:
             return DISRUPTION_ALL
         if mode.get(DISRUPTION_SINGLE) is not None:
             return DISRUPTION_SINGLE
     raise RecordError(
-        f"{what}: spec.disruptionMode={mode!r}: expected {{single: {{}}}} or {{all: {{}}}}"
+        f"{what}: spec.disruptionMode={mode!r}: expected Pod or PodGroup (1.36), "
+        "or {single: {}} or {all: {}} (1.37)"
     )
 
 

@@ -12,10 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from gangplace.engine import native_versions
 from gangplace.engine.kinds import KINDS, KindRecord, Kinds, read_kinds, suspendable_kinds
 
 __all__ = [
     "API_CALLS",
+    "COMPOSITE_VERSIONS",
     "CONFIGMAPS",
     "COSCHED_PODGROUPS",
     "CRDS",
@@ -111,8 +113,10 @@ VOLCANO_PODGROUPS = Resource(
     "scheduling.volcano.sh", "v1beta1", "podgroups", "PodGroup", namespaced=True
 )
 VOLCANO_QUEUES = Resource("scheduling.volcano.sh", "v1beta1", "queues", "Queue", namespaced=False)
-# The native gang API (KEP-4671): v1alpha1 in 1.35, v1alpha2 in 1.36, v1beta1 in 1.37; the
-# webhook writes the version the API server serves (the version here is the newest).
+# The native gang API (KEP-4671): v1alpha1 in 1.35, v1alpha2 in 1.36, v1alpha3 and v1beta1
+# in 1.37 (CompositePodGroup at v1alpha3 only). The version here is only a default: every
+# reader and writer takes the one gangplace.engine.native_versions prefers among those
+# served.
 NATIVE_WORKLOADS = Resource(
     "scheduling.k8s.io", "v1beta1", "workloads", "Workload", namespaced=True
 )
@@ -122,8 +126,9 @@ NATIVE_PODGROUPS = Resource(
 NATIVE_COMPOSITES = Resource(
     "scheduling.k8s.io", "v1alpha3", "compositepodgroups", "CompositePodGroup", namespaced=True
 )
-# The versions of the native gang API, newest first: a reader takes the newest served.
-NATIVE_VERSIONS = ("v1beta1", "v1alpha2", "v1alpha1")
+# The versions of the native gang API, preferred first: a reader takes the first served.
+NATIVE_VERSIONS = native_versions.NATIVE_VERSIONS
+COMPOSITE_VERSIONS = native_versions.COMPOSITE_VERSIONS
 COSCHED_PODGROUPS = Resource(
     "scheduling.x-k8s.io", "v1alpha1", "podgroups", "PodGroup", namespaced=True
 )
