@@ -3,7 +3,15 @@ with its cost, and what changes."""
 
 from __future__ import annotations
 
-from gangplace.engine.report import render_comparison, render_report
+import textwrap
+
+from gangplace.engine.report import (
+    WIDTH,
+    fit_label,
+    model_width,
+    render_comparison,
+    render_report,
+)
 from gangplace.engine.timeparse import format_time
 
 from descheduler.planning.plan_model import Move, Plan
@@ -102,15 +110,39 @@ def render_plan(plan: Plan, source: str = "") -> str:
     if plan.largest:
         lines.append("")
         lines.append("Largest pod that fits on one node (whole GPUs), per GPU model:")
-        lines.extend(f"  {x.model:<20} now {x.now:>3}   after {x.after:>3}" for x in plan.largest)
+        mw = model_width([x.model for x in plan.largest], 22, least=20)
+        lines.extend(
+            f"  {fit_label(x.model, mw):<{mw}} now {x.now:>3}   after {x.after:>3}"
+            for x in plan.largest
+        )
     lines.append("")
-
-    def names(xs: list[str]) -> str:
-        return ", ".join(xs) if xs else "none"
-
-    lines.append(f"Waiting gangs that cannot start now:   {names(plan.waiting_before)}")
-    lines.append(f"Waiting gangs that cannot start after: {names(plan.waiting_after)}")
+    lines += _gang_list("Waiting gangs that cannot start now:  ", plan.waiting_before)
+    lines += _gang_list("Waiting gangs that cannot start after:", plan.waiting_after)
     return "\n".join(lines)
+
+
+# Waiting gangs named one by one up to this many in a list (JSON has all).
+GANGS_SHOWN = 20
+
+
+def _gang_list(label: str, gangs: list[str]) -> list[str]:
+    """``label`` and the gangs, wrapped at ``WIDTH`` columns; a long list is cut with
+    how many are left and how many in all."""
+    if not gangs:
+        return [f"{label} none"]
+    text = ", ".join(gangs[:GANGS_SHOWN])
+    if len(gangs) > GANGS_SHOWN:
+        text += (
+            f" and {len(gangs) - GANGS_SHOWN} more ({len(gangs)} in all; --output json lists all)"
+        )
+    return textwrap.wrap(
+        text,
+        WIDTH,
+        initial_indent=f"{label} ",
+        subsequent_indent=" " * (len(label) + 1),
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 def render_run(result: RunResult, source: str = "") -> str:

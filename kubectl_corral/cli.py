@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from gangplace.cli_exit import UsageError, one_line, run_command
+from gangplace.cli_exit import UsageError, one_line, run_command, warn
 from gangplace.engine.membership import membership
 from gangplace.engine.node_pod_records import SnapshotError, pod_from_json
 from gangplace.engine.report import render_report
@@ -44,6 +44,8 @@ from descheduler.api import (
     ConfigError,
     DeschedulerConfig,
     DumpState,
+    build_views,
+    demand_of,
     dump_objects,
     fragmentation_now,
     load_config,
@@ -51,11 +53,13 @@ from descheduler.api import (
     plan,
     read_dump,
     render_plan,
+    waiting_order,
 )
 from kubectl_corral.explain import explain_pod, render_explanation
-from kubectl_corral.gang_table import gang_rows, render_gangs
+from kubectl_corral.gang_table import BLOCKED, gang_rows, render_gangs
 from kubectl_corral.namespace import context_namespace
 from kubectl_corral.reader import PluginError, Reader, state_of
+from kubectl_corral.room import room_for, scattered_gpus
 
 __all__ = ["build_parser", "main", "run"]
 
@@ -223,15 +227,19 @@ def _json(out: TextIO, doc: Any) -> None:
 
 
 def _notes(err: TextIO, notes: Sequence[str]) -> None:
-    for n in notes:
-        err.write(f"note: {n}\n")
+    """What was read but left out, as every corral command says it (docs/cli.md)."""
+    warn("kubectl corral", list(notes), err)
 
 
 async def cmd_gangs(s: Session, out: TextIO, err: TextIO) -> int:
     ns = None if s.args.all_namespaces else s.namespace
     state, notes = await s.state(ns, planner=False)
     rows = gang_rows(
-        state, namespace=ns, scheduling=s.config.scheduling, default_queue=s.config.queue_default
+        state,
+        namespace=ns,
+        scheduling=s.config.scheduling,
+        default_queue=s.config.queue_default,
+        order=waiting_order(state, s.config),
     )
     if s.args.output == "json":
         _json(out, {"namespace": ns, "gangs": [r.to_dict() for r in rows], "notes": notes})
@@ -278,9 +286,18 @@ async def cmd_explain(s: Session, out: TextIO, err: TextIO) -> int:
         namespace=s.namespace,
         scheduling=s.config.scheduling,
         default_queue=s.config.queue_default,
+        order=waiting_order(state, s.config),
+        ask=(record.namespace, record.name),
     )
     labels, why = await s.namespace_labels(s.namespace)
     ex = explain_pod(pod, record, labels, why, rows)
+    if ex.gang_state is not None and ex.gang_state.status == BLOCKED:
+        key = f"{ex.gang_state.namespace}/{ex.gang_state.name}"
+        view = build_views(state, s.config.queue_default).get(key)
+        demand = demand_of(view) if view is not None else None
+        if demand is not None:
+            ex.scattered = scattered_gpus(state.snapshot, demand.gang)
+        ex.room = room_for(plan(state, s.config), key)
     if record.node_name:
         m = membership(record)
         unit = f"{record.namespace}/{m.gang}" if m else f"{record.namespace}/pod:{record.name}"
