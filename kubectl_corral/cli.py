@@ -1,7 +1,7 @@
 """``kubectl corral``: gangs, fragmentation and one pod explained, read-only.
 
     kubectl corral gangs [-n NS | -A] [-o json] [--snapshot FILE]
-    kubectl corral frag [--plan] [-o json] [--snapshot FILE]
+    kubectl corral frag [--plan] [--png FILE] [-o json] [--snapshot FILE]
     kubectl corral explain POD [-n NS] [-o json] [--snapshot FILE]
     kubectl corral demo [--local | --add-gpus] [--timeout SECONDS]
 
@@ -37,6 +37,7 @@ from gangplace.kube import (
     load_configuration,
 )
 from gangplace.kube.resources import PODS
+from gangplace.plotting import pyplot
 
 from descheduler.api import (
     DUMP_ERRORS,
@@ -56,6 +57,7 @@ from descheduler.api import (
     waiting_order,
 )
 from kubectl_corral.explain import explain_pod, render_explanation
+from kubectl_corral.frag_picture import draw_frag
 from kubectl_corral.gang_table import BLOCKED, gang_rows, render_gangs
 from kubectl_corral.namespace import context_namespace
 from kubectl_corral.reader import PluginError, Reader, state_of
@@ -108,6 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     f.add_argument(
         "--plan", action="store_true", help="also show what the descheduler would move now"
+    )
+    f.add_argument(
+        "--png",
+        metavar="FILE",
+        help="also draw every GPU node's GPUs (used, idle, fragmented, by GPU model) to a PNG "
+        "file; with --plan, before and after the plan (needs the plot extra: "
+        "pip install 'corral[plot]')",
     )
     f.set_defaults(func=cmd_frag)
 
@@ -254,9 +263,14 @@ async def cmd_gangs(s: Session, out: TextIO, err: TextIO) -> int:
 
 
 async def cmd_frag(s: Session, out: TextIO, err: TextIO) -> int:
+    if s.args.png:
+        pyplot()  # before any work: without matplotlib, say so at once
     state, notes = await s.state(None, planner=True)
     report = fragmentation_now(state, s.config)
     result = plan(state, s.config) if s.args.plan else None
+    if s.args.png:
+        after = result.report_after if result is not None else None
+        draw_frag(s.args.png, f"GPUs of {s.server}", report, after)
     if s.args.output == "json":
         doc: dict[str, Any] = {"fragmentation": report.to_dict(), "notes": notes}
         if result is not None:
@@ -268,6 +282,8 @@ async def cmd_frag(s: Session, out: TextIO, err: TextIO) -> int:
         out.write(render_report(report, f"GPU fragmentation of {s.server}") + "\n")
     else:
         out.write(render_plan(result, s.server) + "\n")
+    if s.args.png:
+        out.write(f"\nPicture: {s.args.png}\n")
     return EXIT_OK
 
 

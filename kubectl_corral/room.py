@@ -122,7 +122,10 @@ class Room:
         """A sentence, then one line per move."""
         if not self.moves:
             if self.starts_after:
-                return "kubectl corral frag --plan moves nothing for it, yet it starts after the plan's moves", []
+                return (
+                    "kubectl corral frag --plan moves nothing for it, yet it starts after "
+                    "the plan's moves"
+                ), []
             return f"kubectl corral frag --plan would move nothing for it: {self.reason}", []
         gpus = sum(m.gpus for m in self.moves)
         then = "then it starts" if self.starts_after else "and it would still not start"

@@ -1,0 +1,132 @@
+"""kubectl corral for an admin's second day: explain on a gang blocked by scattered idle
+GPUs (how many, where, what ``frag --plan`` would move for it, about the pod asked),
+``gangs`` telling gangs that compete for the same room from those that can all start,
+warnings as ``warning:`` lines, and tables that fit 100 columns on real GPU labels and
+big dumps."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from pathlib import Path
+
+from kubectl_corral.cli import run
+from tests.plugin.scattered_cluster import scattered, waiting_gang, write_dump
+
+
+def corral(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = asyncio.run(run(list(argv), out, err, {"KUBECONFIG": "/nonexistent/kubeconfig"}))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_explain_says_idle_gpus_are_scattered_and_what_the_plan_would_move(
+    tmp_path: Path,
+) -> None:
+    dump = write_dump(tmp_path / "dump.json", scattered())
+    code, out, err = corral("explain", "bert-ft-1", "-n", "ml", "--snapshot", str(dump))
+    assert (code, err) == (0, ""), err
+    # the pod asked about, not its first sibling
+    assert "0/7 nodes can host pod bert-ft-1: 7 insufficient nvidia.com/gpu" in out
+    assert "bert-ft-0" not in out
+    text = " ".join(out.split())  # the new fields are wrapped at 100 columns
+    assert (
+        "Idle GPUs: 12 GPUs idle on 4 nodes its members may use, enough for the 8 GPUs it "
+        "needs, but scattered: at most 3 on one node, where a member needs 4 GPUs "
+        "gpu-0 3, gpu-1 3, gpu-2 3, gpu-3 3"
+    ) in text
+    # the plan frag --plan makes, for this gang: two 1-GPU Jobs suspended, then it starts
+    _, plan_out, _ = corral("frag", "--plan", "--snapshot", str(dump), "-o", "json")
+    moves = [m for m in json.loads(plan_out)["plan"]["moves"] if m["for_gang"] == "ml/bert-ft"]
+    assert len(moves) == 2
+    assert "Making room: kubectl corral frag --plan would move 2 unit(s) for it, 2 GPUs " in text
+    assert "disrupted; then it starts:" in text
+    for m in moves:
+        pod = m["pods"][0]
+        line = f"suspend {m['workloads'][0]}: {pod['name']} {pod['node']} -> {pod['target']}"
+        assert line in out
+    assert max(len(x) for x in out.splitlines() if not x.startswith("  Verdict:")) <= 100
+    code, out, _ = corral("explain", "bert-ft-1", "-n", "ml", "--snapshot", str(dump), "-o", "json")
+    doc = json.loads(out)
+    assert doc["scattered"]["idle"] == 12 and doc["scattered"]["largest_piece"] == 3
+    assert doc["room"]["starts_after"] is True and len(doc["room"]["moves"]) == 2
+
+
+def test_explain_when_the_plan_cannot_help(tmp_path: Path) -> None:
+    """Every running pod full-node: nothing is idle, nothing scattered, and the plan's
+    own reason why it moves nothing for the gang."""
+    dump = write_dump(tmp_path / "dump.json", scattered(partly_idle=0))
+    code, out, _ = corral("explain", "bert-ft-0", "-n", "ml", "--snapshot", str(dump))
+    assert code == 0
+    assert "Idle GPUs:" not in out
+    line = next(x for x in out.splitlines() if x.startswith("  Making room:"))
+    assert line.startswith("  Making room:  kubectl corral frag --plan would move nothing for it: ")
+
+
+def test_gangs_that_fit_alone_but_compete_for_the_same_room(tmp_path: Path) -> None:
+    """Four nodes with 3 GPUs idle each and six 1-pod gangs of 3 GPUs: each fits alone,
+    four can start together, the last two compete with them."""
+    gangs = [x for i in range(6) for x in waiting_gang(f"g{i}", 1, 3)]
+    dump = write_dump(tmp_path / "dump.json", scattered(gangs=gangs))
+    code, out, _ = corral("gangs", "-n", "ml", "--snapshot", str(dump), "-o", "json")
+    assert code == 0
+    rows = {g["name"]: g for g in json.loads(out)["gangs"]}
+    assert [rows[f"g{i}"]["status"] for i in range(6)] == ["can-start"] * 4 + ["competing"] * 2
+    first = [f"ml/g{i}" for i in range(4)]
+    assert rows["g4"]["competes_with"] == first
+    assert rows["g0"]["competes_with"] == ["ml/g4", "ml/g5"]
+    _, out, _ = corral("gangs", "-n", "ml", "--snapshot", str(dump))
+    assert (
+        "ml/g5: its 1 member(s) fit now alone, but not once ml/g0, ml/g1, ml/g2, ml/g3, served "
+        "before it, start: they compete for gpu-0, gpu-1, gpu-2, gpu-3"
+    ) in out
+    assert "ml/g4, ml/g5, served after it, compete with it for the same room" in out
+    # gangs that fit together are all can-start, with nobody to compete with
+    dump = write_dump(tmp_path / "dump2.json", scattered(gangs=gangs[:4]))
+    _, out, _ = corral("gangs", "-n", "ml", "--snapshot", str(dump), "-o", "json")
+    rows = {g["name"]: g for g in json.loads(out)["gangs"]}
+    assert {(rows[f"g{i}"]["status"], len(rows[f"g{i}"]["competes_with"])) for i in range(2)} == {
+        ("can-start", 0)
+    }
+
+
+def test_what_was_left_out_is_a_warning_line(tmp_path: Path) -> None:
+    items = scattered()
+    items.append(o_pod_on_missing_node())
+    dump = write_dump(tmp_path / "dump.json", items)
+    for command in ("gangs", "frag"):
+        code, _, err = corral(command, "--snapshot", str(dump))
+        assert code == 0
+        assert err, "the dump's pod on a missing node is left out, and said so"
+        assert all(line.startswith("kubectl corral: warning: ") for line in err.splitlines())
+
+
+def o_pod_on_missing_node() -> dict[str, object]:
+    from tests.kubeapi import objects as o
+
+    return o.pod("stray", "ml", node="gone-node", gpus=1)
+
+
+def test_tables_fit_100_columns_on_real_labels_and_big_dumps(tmp_path: Path) -> None:
+    """Long GPU labels keep their column; 230 waiting gangs are a list cut with a count."""
+    model = "NVIDIA-A100-SXM4-80GB"
+    gangs = [x for i in range(230) for x in waiting_gang(f"huge-{i:03d}", 1, 16)]
+    dump = write_dump(tmp_path / "dump.json", scattered(model=model, gangs=gangs))
+    code, out, _ = corral("frag", "--plan", "--snapshot", str(dump))
+    assert code == 0
+    lines = out.splitlines()
+    head = next(x for x in lines if x.startswith("GPU model "))
+    row = next(x for x in lines if x.startswith(model))
+    # the figures sit under their headings: the label did not push them right
+    assert len(row) == len(head) <= 100 and row.index(" 7 ") < head.index("GPUs")
+    assert lines[lines.index(head) + 1] == "-" * len(head)
+    waiting = [i for i, x in enumerate(lines) if x.startswith("Waiting gangs that cannot start")]
+    block = lines[waiting[0] : waiting[1]]
+    assert len(block) <= 6 and all(len(x) <= 100 for x in block)
+    assert "and 211 more (231 in all; --output json lists all)" in " ".join(" ".join(block).split())
+    compare = next(x for x in lines if x.startswith("GPU model") and "fragmented before" in x)
+    after = lines[lines.index(compare) + 1]
+    assert after.startswith(model + " ") and len(after) <= 100
+    code, out, _ = corral("frag", "--plan", "--snapshot", str(dump), "-o", "json")
+    assert len(json.loads(out)["plan"]["waiting_gangs_before"]) == 231
