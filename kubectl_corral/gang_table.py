@@ -16,7 +16,14 @@ from gangplace.engine import GangOptions, place_gang
 from gangplace.engine.feasibility import fits
 from gangplace.engine.membership import membership
 
-from descheduler.api import ClusterState, GangView, SchedulingConfig, build_views, demand_of
+from descheduler.api import (
+    ClusterState,
+    Demand,
+    GangView,
+    SchedulingConfig,
+    build_views,
+    demand_of,
+)
 
 __all__ = ["GangRow", "gang_rows", "render_gangs"]
 
@@ -85,14 +92,16 @@ def evaluate(
     res = place_gang(state.snapshot, demand.gang, options=_options(scheduling, dry_run=True))
     if res.ok:
         nodes = res.nodes()
-        est = " (sizes estimated from its PodGroup's minResources)" if demand.estimated else ""
-        return (
-            CAN_START,
-            f"the {demand.gang.required} member(s) it needs fit now{est}, on "
-            f"{names(nodes)}: it waits for the scheduler (or for its queue's quota)",
-            nodes,
-        )
+        return CAN_START, _fits_now(demand, nodes), nodes
     return BLOCKED, _name_members(res.why, view, ask), []
+
+
+def _fits_now(demand: Demand, nodes: Sequence[str], after: str = "") -> str:
+    est = " (sizes estimated from its PodGroup's minResources)" if demand.estimated else ""
+    return (
+        f"the {demand.gang.required} member(s) it needs fit now{est}, on {names(nodes)}"
+        f"{after}: it waits for the scheduler (or for its queue's quota)"
+    )
 
 
 def names(items: Sequence[str], shown: int = 4) -> str:
@@ -204,6 +213,9 @@ def _compete(
             row = rows[k]
             if res.ok:
                 took[k] = set(res.nodes())
+                if took[k] != set(row.nodes) and len(took) > 1:
+                    row.nodes = res.nodes()
+                    row.reason = _fits_now(demand, row.nodes, " once those served before it start")
                 continue
             before = [g for g, nodes in took.items() if nodes & room[k]] or list(took)
             shared = sorted(set().union(*(room[k] & took[g] for g in before)))
