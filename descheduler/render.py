@@ -69,6 +69,22 @@ def _not_moved_lines(plan: Plan) -> list[str]:
     return lines
 
 
+def _unserved_lines(plan: Plan) -> list[str]:
+    """One line per reason, naming the gangs it holds for (a long list cut with how many
+    are left), up to :data:`NOT_MOVED_SHOWN` reasons; JSON has every gang."""
+    by_reason: dict[str, list[str]] = {}
+    for u in plan.unserved:
+        by_reason.setdefault(u.reason, []).append(u.gang)
+    lines = []
+    for reason, gangs in list(by_reason.items())[:NOT_MOVED_SHOWN]:
+        who = ", ".join(gangs[:3]) + (f" and {len(gangs) - 3} more" if len(gangs) > 3 else "")
+        lines.append(f"  {who}: {reason}")
+    rest = sum(len(g) for g in list(by_reason.values())[NOT_MOVED_SHOWN:])
+    if rest:
+        lines.append(f"  ... and {rest} more gang(s) (--output json lists all)")
+    return lines
+
+
 def render_plan(plan: Plan, source: str = "") -> str:
     title = f"corral descheduler plan {plan.plan_id} at {format_time(plan.now)}"
     lines = [title + (f" for {source}" if source else ""), ""]
@@ -89,8 +105,8 @@ def render_plan(plan: Plan, source: str = "") -> str:
         lines.append("Plan: nothing to move.")
     if plan.unserved:
         lines.append("")
-        lines.append("Waiting gangs the plan cannot help:")
-        lines.extend(f"  {u.gang}: {u.reason}" for u in plan.unserved)
+        lines.append(f"Waiting gangs the plan cannot help ({len(plan.unserved)}):")
+        lines.extend(_unserved_lines(plan))
     if plan.suspended:
         lines.append("")
         lines.append("Suspended gangs (neither waiting nor moved):")

@@ -14,7 +14,7 @@ from gangplace.engine import PodRecord
 from gangplace.engine import membership as g
 
 from kubectl_corral.gang_table import GangRow
-from kubectl_corral.room import Room, Scattered
+from kubectl_corral.room import PlanForGang, Scattered
 
 __all__ = ["DIALECT_KEYS", "Explanation", "explain_pod", "render_explanation"]
 
@@ -74,7 +74,7 @@ class Explanation:
     # A gang that cannot start: idle GPUs scattered where its members cannot use them,
     # and what the descheduler's plan would move for it.
     scattered: Scattered | None = None
-    room: Room | None = None
+    room: PlanForGang | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

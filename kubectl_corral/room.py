@@ -15,7 +15,7 @@ from gangplace.engine.fragmentation import TargetWorkload, TaskShape, node_fragm
 
 from descheduler.api import Move, Plan
 
-__all__ = ["Room", "Scattered", "room_for", "scattered_gpus"]
+__all__ = ["PlanForGang", "Scattered", "room_for", "scattered_gpus"]
 
 
 def _gpus(x: float) -> str:
@@ -102,7 +102,7 @@ def scattered_gpus(snap: Snapshot, gang: Gang) -> Scattered | None:
 
 
 @dataclass(slots=True)
-class Room:
+class PlanForGang:
     """What the descheduler's plan does for one waiting gang."""
 
     gang: str
@@ -144,11 +144,11 @@ def _move_line(m: Move) -> str:
     return f"{m.method} {what}: {pods}"
 
 
-def room_for(result: Plan, key: str) -> Room:
+def room_for(result: Plan, key: str) -> PlanForGang:
     """The moves of ``result`` (the plan ``frag --plan`` makes) that make room for the
     waiting gang ``key``, whether it starts after the plan, or why the plan does
     nothing for it (its own words: the unserved reason, a note that names it)."""
-    room = Room(key)
+    room = PlanForGang(key)
     room.moves = [m for m in result.moves if m.for_gang == key]
     room.starts_after = key not in result.waiting_after
     if room.moves or room.starts_after:

@@ -108,11 +108,9 @@ def o_pod_on_missing_node() -> dict[str, object]:
     return o.pod("stray", "ml", node="gone-node", gpus=1)
 
 
-def test_tables_fit_100_columns_on_real_labels_and_big_dumps(tmp_path: Path) -> None:
-    """Long GPU labels keep their column; 230 waiting gangs are a list cut with a count."""
+def test_the_gpu_model_column_fits_real_labels(tmp_path: Path) -> None:
     model = "NVIDIA-A100-SXM4-80GB"
-    gangs = [x for i in range(230) for x in waiting_gang(f"huge-{i:03d}", 1, 16)]
-    dump = write_dump(tmp_path / "dump.json", scattered(model=model, gangs=gangs))
+    dump = write_dump(tmp_path / "dump.json", scattered(model=model))
     code, out, _ = corral("frag", "--plan", "--snapshot", str(dump))
     assert code == 0
     lines = out.splitlines()
@@ -121,12 +119,56 @@ def test_tables_fit_100_columns_on_real_labels_and_big_dumps(tmp_path: Path) -> 
     # the figures sit under their headings: the label did not push them right
     assert len(row) == len(head) <= 100 and row.index(" 7 ") < head.index("GPUs")
     assert lines[lines.index(head) + 1] == "-" * len(head)
+    compare = next(x for x in lines if x.startswith("GPU model") and "fragmented before" in x)
+    after = lines[lines.index(compare) + 1]
+    assert after.startswith(model + " ") and len(after) == len(compare) <= 100
+    worst = next(x for x in lines if x.startswith("  gpu-0 "))
+    assert worst.startswith(f"  gpu-0{' ' * 20}{model} 8 GPUs, idle 3") and len(worst) <= 100
+    # a label longer than any table can hold keeps its start and end
+    long = "NVIDIA-GeForce-RTX-4090-Laptop-GPU-with-a-very-long-product-label"
+    dump = write_dump(tmp_path / "dump2.json", scattered(model=long))
+    _, out, _ = corral("frag", "--snapshot", str(dump))
+    row = next(x for x in out.splitlines() if x.startswith("NVIDIA-GeForce"))
+    assert len(row) <= 100 and "~" in row and "-label " in row
+
+
+def test_long_lists_of_waiting_gangs_are_cut_with_a_count(tmp_path: Path) -> None:
+    gangs = [x for i in range(230) for x in waiting_gang(f"huge-{i:03d}", 1, 16)]
+    dump = write_dump(tmp_path / "dump.json", scattered(gangs=gangs))
+    code, out, _ = corral("frag", "--plan", "--snapshot", str(dump))
+    assert code == 0
+    lines = out.splitlines()
     waiting = [i for i, x in enumerate(lines) if x.startswith("Waiting gangs that cannot start")]
     block = lines[waiting[0] : waiting[1]]
     assert len(block) <= 6 and all(len(x) <= 100 for x in block)
-    assert "and 211 more (231 in all; --output json lists all)" in " ".join(" ".join(block).split())
-    compare = next(x for x in lines if x.startswith("GPU model") and "fragmented before" in x)
-    after = lines[lines.index(compare) + 1]
-    assert after.startswith(model + " ") and len(after) <= 100
+    text = " ".join(" ".join(block).split())
+    assert text.startswith("Waiting gangs that cannot start now: ml/bert-ft, ml/huge-000, ")
+    assert text.endswith("ml/huge-018 and 211 more (231 in all; --output json lists all)")
+    # the gangs the plan cannot help: one line per reason, the gangs cut with a count
+    start = lines.index("Waiting gangs the plan cannot help (230):")
+    end = lines.index("", start)
+    assert end - start <= 13
+    assert lines[start + 1].startswith("  ml/huge-000, ml/huge-001, ml/huge-002 and ")
+    counted = [int(x.split(" and ")[1].split()[0]) + 3 for x in lines[start + 1 : end]]
+    assert sum(counted) == 230
     code, out, _ = corral("frag", "--plan", "--snapshot", str(dump), "-o", "json")
     assert len(json.loads(out)["plan"]["waiting_gangs_before"]) == 231
+    assert len(json.loads(out)["plan"]["unserved"]) == 230
+
+
+def test_the_docs_samples_on_these_dumps_are_what_it_prints(tmp_path: Path) -> None:
+    """docs/kubectl-corral.md's ``console`` samples run on the dumps built here."""
+    import re
+    import shlex
+
+    gangs = [x for i in range(1, 6) for x in waiting_gang(f"g{i}", 1, 3)]
+    dumps = {"scattered.json": scattered(), "competing.json": scattered(gangs=gangs)}
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "kubectl-corral.md").read_text()
+    samples = re.findall(r"```console\n\$ (kubectl corral .*?)\n(.*?)```", doc, re.S)
+    assert {shlex.split(cmd)[-1] for cmd, _ in samples} == set(dumps)
+    for cmd, want in samples:
+        argv = shlex.split(cmd)[2:]
+        argv[-1] = str(write_dump(tmp_path / argv[-1], dumps[argv[-1]]))
+        code, out, err = corral(*argv)
+        assert (code, err) == (0, "")
+        assert out == want, cmd

@@ -270,8 +270,8 @@ def render_report(rep: FragmentationReport, title: str = "GPU fragmentation") ->
     if rep.worst_nodes:
         lines.append("")
         lines.append("Most fragmented nodes:")
-        nw = max(len(n.node) for n in rep.worst_nodes) + 1
-        mw = model_width([n.model for n in rep.worst_nodes], nw + 58, least=8)
+        nw = max(25, *(len(n.node) + 1 for n in rep.worst_nodes))
+        mw = max(11, min(max(len(n.model) for n in rep.worst_nodes) + 1, WIDTH - nw - 47))
         lines.extend(
             f"  {n.node:<{nw}}{fit_label(n.model, mw):<{mw}}{n.gpus} GPUs, idle "
             f"{_fmt(n.idle)}, fragmented {_fmt(n.fragmented)}, free cpu {n.free_cpu / 1000:g}"
