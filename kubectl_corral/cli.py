@@ -296,7 +296,9 @@ async def cmd_explain(s: Session, out: TextIO, err: TextIO) -> int:
         record = pod_from_json(pod, s.config.engine)
     except SnapshotError as e:
         raise PluginError(str(e)) from None
-    state, notes = await s.state(s.namespace, planner=True)
+    # The whole cluster, as frag --plan reads it: the planner asked what it would move
+    # for this gang sees every waiting gang, and so makes the same plan.
+    state, notes = await s.state(None, planner=True)
     rows = gang_rows(
         state,
         namespace=s.namespace,

@@ -11,7 +11,11 @@ import io
 import json
 from pathlib import Path
 
+import yaml
+
 from kubectl_corral.cli import run
+from tests.kubeapi import ApiServer
+from tests.kubeapi import objects as o
 from tests.plugin.scattered_cluster import scattered, waiting_gang, write_dump
 
 
@@ -92,20 +96,13 @@ def test_gangs_that_fit_alone_but_compete_for_the_same_room(tmp_path: Path) -> N
 
 
 def test_what_was_left_out_is_a_warning_line(tmp_path: Path) -> None:
-    items = scattered()
-    items.append(o_pod_on_missing_node())
+    items = [*scattered(), o.pod("stray", "ml", node="gone-node", gpus=1)]
     dump = write_dump(tmp_path / "dump.json", items)
     for command in ("gangs", "frag"):
         code, _, err = corral(command, "--snapshot", str(dump))
         assert code == 0
         assert err, "the dump's pod on a missing node is left out, and said so"
         assert all(line.startswith("kubectl corral: warning: ") for line in err.splitlines())
-
-
-def o_pod_on_missing_node() -> dict[str, object]:
-    from tests.kubeapi import objects as o
-
-    return o.pod("stray", "ml", node="gone-node", gpus=1)
 
 
 def test_the_gpu_model_column_fits_real_labels(tmp_path: Path) -> None:
@@ -172,3 +169,34 @@ def test_the_docs_samples_on_these_dumps_are_what_it_prints(tmp_path: Path) -> N
         code, out, err = corral(*argv)
         assert (code, err) == (0, "")
         assert out == want, cmd
+
+
+async def test_explain_on_a_live_cluster_says_what_it_says_on_its_dump(
+    api: ApiServer, tmp_path: Path
+) -> None:
+    """The same objects served by the API server: explain reads the whole cluster, as
+    frag --plan does, and answers as it does on the dump."""
+    items = scattered()
+    api.store.load(items)
+    api.accept("t0ken")
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(
+        yaml.safe_dump(
+            {
+                "clusters": [{"name": "c", "cluster": {"server": api.url}}],
+                "users": [{"name": "u", "user": {"token": "t0ken"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["explain", "bert-ft-1", "-n", "ml", "--kubeconfig", str(kc)]
+    assert await run(argv, out, err, environ={}) == 0, err.getvalue()
+    dump = write_dump(tmp_path / "dump.json", items)
+    loop = asyncio.get_running_loop()
+    _, want, _ = await loop.run_in_executor(
+        None, lambda: corral("explain", "bert-ft-1", "-n", "ml", "--snapshot", str(dump))
+    )
+    assert "Making room:  kubectl corral frag --plan would move 2 unit(s)" in out.getvalue()
+    assert out.getvalue() == want
