@@ -377,11 +377,11 @@ def add_replay_arguments(p: argparse.ArgumentParser, several: bool = False) -> N
     p.add_argument(
         "--snapshot", help="a kubectl List JSON to use as the cluster instead of --nodes"
     )
+    many = "; or several, comma-separated, replayed in turn on the same arrivals"
     p.add_argument(
         "--policy",
         default="corral",
-        help=f"one of {', '.join(POLICIES)} (default: corral)"
-        + ("; or several, comma-separated, replayed in turn on the same arrivals" * several),
+        help=f"one of {', '.join(POLICIES)} (default: corral){many if several else ''}",
     )
     p.add_argument(
         "--inflate", type=float, default=1.3, help="replay until GPU demand is this x capacity"
