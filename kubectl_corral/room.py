@@ -137,7 +137,10 @@ class PlanForGang:
 
 
 def _move_line(m: Move) -> str:
-    what = ", ".join(m.workload_names()) if m.method == "suspend" else m.unit
+    if m.gang is None and m.method == "evict":  # one pod: where it goes is all to say
+        p = m.pods[0]
+        return f"{m.method} pod {m.namespace}/{p.name}: {p.node} -> {p.target or '(waits)'}"
+    what = ", ".join(m.workload_names()) if m.method == "suspend" else f"gang {m.unit}"
     pods = ", ".join(f"{p.name} {p.node} -> {p.target or '(waits)'}" for p in m.pods[:4])
     if len(m.pods) > 4:
         pods += f" and {len(m.pods) - 4} more pod(s)"

@@ -200,3 +200,22 @@ async def test_explain_on_a_live_cluster_says_what_it_says_on_its_dump(
     )
     assert "Making room:  kubectl corral frag --plan would move 2 unit(s)" in out.getvalue()
     assert out.getvalue() == want
+
+
+def test_explain_names_the_pods_the_plan_evicts_for_the_gang() -> None:
+    """On the bundled sample, room for research/llm-finetune is made by evicting pods of
+    no gang: each is named with where it goes, as in the plan."""
+    args = ("--snapshot", "sample:small")
+    _, plan_out, _ = corral("frag", "--plan", *args, "-o", "json")
+    moves = [
+        m
+        for m in json.loads(plan_out)["plan"]["moves"]
+        if m["for_gang"] == "research/llm-finetune"
+    ]
+    assert moves and all(m["gang"] is None and m["method"] == "evict" for m in moves)
+    code, out, _ = corral("explain", "llm-finetune-0", "-n", "research", *args)
+    assert code == 0
+    assert "scattered: at most 2 on one node, where a member needs 4 GPUs" in out
+    for m in moves:
+        p = m["pods"][0]
+        assert f"evict pod research/{p['name']}: {p['node']} -> {p['target']}\n" in out
