@@ -24,6 +24,7 @@ from descheduler.api import (
     build_views,
     demand_of,
 )
+from kubectl_corral.room import scattered_gpus
 
 __all__ = ["GangRow", "gang_rows", "render_gangs"]
 
@@ -93,7 +94,16 @@ def evaluate(
     if res.ok:
         nodes = res.nodes()
         return CAN_START, _fits_now(demand, nodes), nodes
-    return BLOCKED, _name_members(res.why, view, ask), []
+    why = _name_members(res.why, view, ask)
+    # explain (``ask``) says it in full; the table points there
+    spread = scattered_gpus(state.snapshot, demand.gang) if ask is None else None
+    if spread is not None:
+        why += (
+            f"; {spread.idle:g} GPUs idle where its members may go, but scattered (at most "
+            f"{spread.largest_piece:g} on one node): explain one of its pods for where, and "
+            "what frag --plan would move"
+        )
+    return BLOCKED, why, []
 
 
 def _fits_now(demand: Demand, nodes: Sequence[str], after: str = "") -> str:

@@ -86,6 +86,12 @@ def test_gangs_that_fit_alone_but_compete_for_the_same_room(tmp_path: Path) -> N
         "before it, start: they compete for gpu-0, gpu-1, gpu-2, gpu-3"
     ) in out
     assert "ml/g4, ml/g5, served after it, compete with it for the same room" in out
+    # the blocked gang points at explain for its scattered GPUs
+    assert (
+        "bert-ft: 0/2 required members fit; 0/7 nodes can host pod bert-ft-0: 7 insufficient "
+        "nvidia.com/gpu; 12 GPUs idle where its members may go, but scattered (at most 3 on one "
+        "node): explain one of its pods for where, and what frag --plan would move\n"
+    ) in out
     # gangs that fit together are all can-start, with nobody to compete with
     dump = write_dump(tmp_path / "dump2.json", scattered(gangs=gangs[:4]))
     _, out, _ = corral("gangs", "-n", "ml", "--snapshot", str(dump), "-o", "json")
