@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 from gangplace.engine import Gang, PodShape, Snapshot
-from gangplace.engine.feasibility import fits, static_mask
+from gangplace.engine.feasibility import fits, gpu_capacity, static_mask
 from gangplace.engine.fragmentation import TargetWorkload, TaskShape, node_fragmentation
 
 from descheduler.api import Move, Plan
@@ -37,6 +37,8 @@ class Scattered:
     needed: float  # GPUs the members the gang still needs ask for
     member: str  # what one member asks for ("4 GPUs")
     largest_piece: float  # the most idle GPUs on one of those nodes
+    room: int  # members of that size the GPUs of those nodes could take now
+    required: int  # members the gang needs
     unusable: float  # of ``idle``, what a member cannot use where it lies (FGD, its shape)
     nodes: list[tuple[str, float]]  # (node, idle GPUs), most idle first
 
@@ -53,8 +55,8 @@ class Scattered:
             f"{_gpus(self.needed)} it needs, but scattered: at most {self.largest_piece:g} on "
             f"one node, where a member needs {self.member}"
         )
-        if self.unusable < self.idle:
-            head += f"; {self.unusable:g} of them lie where a member cannot use them"
+        if self.room:
+            head += f": room for {self.room} of the {self.required} members it needs"
         where = ", ".join(f"{n} {g:g}" for n, g in self.nodes[:shown])
         if len(self.nodes) > shown:
             where += f" and {len(self.nodes) - shown} more node(s)"
@@ -63,9 +65,10 @@ class Scattered:
 
 def scattered_gpus(snap: Snapshot, gang: Gang) -> Scattered | None:
     """The idle GPUs ``gang``'s largest GPU member may use, when there are enough of
-    them in all for the members the gang needs yet some lie where a member cannot use
-    them; None otherwise (too few idle GPUs, or none the members may use). Call it for
-    a gang that does not fit."""
+    them in all for the members the gang needs yet they lie in pieces too small for
+    enough members; None otherwise (too few idle GPUs, none the members may use, or
+    room enough by GPUs: then something else keeps the gang out). Call it for a gang
+    that does not fit."""
     gpu_roles = [r for r in gang.roles if r.shape.is_gpu and r.count > 0]
     if not gpu_roles:
         return None
@@ -83,10 +86,13 @@ def scattered_gpus(snap: Snapshot, gang: Gang) -> Scattered | None:
     idle = free.sum(axis=1) / 1000.0
     if float(idle.sum()) < needed:
         return None
+    # Members of the largest shape the GPUs of those nodes could take: fewer than the
+    # gang needs, though the GPUs would be enough in all, is what scattered means.
+    room = int(gpu_capacity(snap, shape, where).sum())
+    if room >= gang.required:
+        return None
     member = TargetWorkload.of([(TaskShape.of(shape), 1.0)])
     unusable = node_fragmentation(snap, member, where) / 1000.0
-    if float(unusable.sum()) <= 0:
-        return None
     order = sorted(
         (i for i in range(where.size) if idle[i] > 0),
         key=lambda i: (-idle[i], snap.node_names[int(where[i])]),
@@ -95,6 +101,8 @@ def scattered_gpus(snap: Snapshot, gang: Gang) -> Scattered | None:
         idle=round(float(idle.sum()), 3),
         needed=needed,
         member=_member_need(shape),
+        room=room,
+        required=gang.required,
         largest_piece=round(float(idle.max()), 3),
         unusable=round(float(unusable.sum()), 3),
         nodes=[(snap.node_names[int(where[i])], round(float(idle[i]), 3)) for i in order],

@@ -225,3 +225,18 @@ def test_explain_names_the_pods_the_plan_evicts_for_the_gang() -> None:
     for m in moves:
         p = m["pods"][0]
         assert f"evict pod research/{p['name']}: {p['node']} -> {p['target']}\n" in out
+
+
+def test_scattered_gpus_with_room_for_some_members(tmp_path: Path) -> None:
+    """One node with 4 GPUs idle, three with 3: 13 idle, room for one 4-GPU member of
+    the two it needs."""
+    items = [x for x in scattered() if "s-0" not in x["metadata"]["name"]]
+    dump = write_dump(tmp_path / "dump.json", items)
+    code, out, _ = corral("explain", "bert-ft-0", "-n", "ml", "--snapshot", str(dump))
+    assert code == 0
+    text = " ".join(out.split())
+    assert (
+        "Idle GPUs: 13 GPUs idle on 4 nodes its members may use, enough for the 8 GPUs it "
+        "needs, but scattered: at most 4 on one node, where a member needs 4 GPUs: room for 1 "
+        "of the 2 members it needs gpu-0 4, gpu-1 3, gpu-2 3, gpu-3 3"
+    ) in text
