@@ -16,7 +16,9 @@ from descheduler.config import (
 from descheduler.dump_state import DUMP_ERRORS, DumpState, dump_objects, read_dump
 from descheduler.planning.gang_demand import Demand, demand_of
 from descheduler.planning.gang_views import GangView, build_views
+from descheduler.planning.plan_model import Move, Plan
 from descheduler.planning.planner import fragmentation_now, move_verdict, plan
+from descheduler.planning.queue_order import waiting_order
 from descheduler.planning.state import ClusterState, StateError, state_from_objects
 from descheduler.render import render_plan
 from descheduler.running.process import RunOptions, run_descheduler
@@ -30,6 +32,8 @@ __all__ = [
     "DumpState",
     "EvictionRules",
     "GangView",
+    "Move",
+    "Plan",
     "RunOptions",
     "SchedulingConfig",
     "StateError",
@@ -44,4 +48,5 @@ __all__ = [
     "render_plan",
     "run_descheduler",
     "state_from_objects",
+    "waiting_order",
 ]

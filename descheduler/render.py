@@ -3,7 +3,15 @@ with its cost, and what changes."""
 
 from __future__ import annotations
 
-from gangplace.engine.report import render_comparison, render_report
+import textwrap
+
+from gangplace.engine.report import (
+    WIDTH,
+    fit_label,
+    model_width,
+    render_comparison,
+    render_report,
+)
 from gangplace.engine.timeparse import format_time
 
 from descheduler.planning.plan_model import Move, Plan
@@ -61,6 +69,22 @@ def _not_moved_lines(plan: Plan) -> list[str]:
     return lines
 
 
+def _unserved_lines(plan: Plan) -> list[str]:
+    """One line per reason, naming the gangs it holds for (a long list cut with how many
+    are left), up to :data:`NOT_MOVED_SHOWN` reasons; JSON has every gang."""
+    by_reason: dict[str, list[str]] = {}
+    for u in plan.unserved:
+        by_reason.setdefault(u.reason, []).append(u.gang)
+    lines = []
+    for reason, gangs in list(by_reason.items())[:NOT_MOVED_SHOWN]:
+        who = ", ".join(gangs[:3]) + (f" and {len(gangs) - 3} more" if len(gangs) > 3 else "")
+        lines.append(f"  {who}: {reason}")
+    rest = sum(len(g) for g in list(by_reason.values())[NOT_MOVED_SHOWN:])
+    if rest:
+        lines.append(f"  ... and {rest} more gang(s) (--output json lists all)")
+    return lines
+
+
 def render_plan(plan: Plan, source: str = "") -> str:
     title = f"corral descheduler plan {plan.plan_id} at {format_time(plan.now)}"
     lines = [title + (f" for {source}" if source else ""), ""]
@@ -81,8 +105,8 @@ def render_plan(plan: Plan, source: str = "") -> str:
         lines.append("Plan: nothing to move.")
     if plan.unserved:
         lines.append("")
-        lines.append("Waiting gangs the plan cannot help:")
-        lines.extend(f"  {u.gang}: {u.reason}" for u in plan.unserved)
+        lines.append(f"Waiting gangs the plan cannot help ({len(plan.unserved)}):")
+        lines.extend(_unserved_lines(plan))
     if plan.suspended:
         lines.append("")
         lines.append("Suspended gangs (neither waiting nor moved):")
@@ -102,15 +126,39 @@ def render_plan(plan: Plan, source: str = "") -> str:
     if plan.largest:
         lines.append("")
         lines.append("Largest pod that fits on one node (whole GPUs), per GPU model:")
-        lines.extend(f"  {x.model:<20} now {x.now:>3}   after {x.after:>3}" for x in plan.largest)
+        mw = model_width([x.model for x in plan.largest], 22, least=20)
+        lines.extend(
+            f"  {fit_label(x.model, mw):<{mw}} now {x.now:>3}   after {x.after:>3}"
+            for x in plan.largest
+        )
     lines.append("")
-
-    def names(xs: list[str]) -> str:
-        return ", ".join(xs) if xs else "none"
-
-    lines.append(f"Waiting gangs that cannot start now:   {names(plan.waiting_before)}")
-    lines.append(f"Waiting gangs that cannot start after: {names(plan.waiting_after)}")
+    lines += _gang_list("Waiting gangs that cannot start now:  ", plan.waiting_before)
+    lines += _gang_list("Waiting gangs that cannot start after:", plan.waiting_after)
     return "\n".join(lines)
+
+
+# Waiting gangs named one by one up to this many in a list (JSON has all).
+GANGS_SHOWN = 20
+
+
+def _gang_list(label: str, gangs: list[str]) -> list[str]:
+    """``label`` and the gangs, wrapped at ``WIDTH`` columns; a long list is cut with
+    how many are left and how many in all."""
+    if not gangs:
+        return [f"{label} none"]
+    text = ", ".join(gangs[:GANGS_SHOWN])
+    if len(gangs) > GANGS_SHOWN:
+        text += (
+            f" and {len(gangs) - GANGS_SHOWN} more ({len(gangs)} in all; --output json lists all)"
+        )
+    return textwrap.wrap(
+        text,
+        WIDTH,
+        initial_indent=f"{label} ",
+        subsequent_indent=" " * (len(label) + 1),
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 def render_run(result: RunResult, source: str = "") -> str:

@@ -1,7 +1,7 @@
 """``kubectl corral``: gangs, fragmentation and one pod explained, read-only.
 
     kubectl corral gangs [-n NS | -A] [-o json] [--snapshot FILE]
-    kubectl corral frag [--plan] [-o json] [--snapshot FILE]
+    kubectl corral frag [--plan] [--png FILE] [-o json] [--snapshot FILE]
     kubectl corral explain POD [-n NS] [-o json] [--snapshot FILE]
     kubectl corral demo [--local | --add-gpus] [--timeout SECONDS]
 
@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from gangplace.cli_exit import UsageError, one_line, run_command
+from gangplace.cli_exit import UsageError, one_line, run_command, warn
 from gangplace.engine.membership import membership
 from gangplace.engine.node_pod_records import SnapshotError, pod_from_json
 from gangplace.engine.report import render_report
@@ -37,6 +37,7 @@ from gangplace.kube import (
     load_configuration,
 )
 from gangplace.kube.resources import PODS
+from gangplace.plotting import pyplot
 
 from descheduler.api import (
     DUMP_ERRORS,
@@ -44,6 +45,8 @@ from descheduler.api import (
     ConfigError,
     DeschedulerConfig,
     DumpState,
+    build_views,
+    demand_of,
     dump_objects,
     fragmentation_now,
     load_config,
@@ -51,11 +54,14 @@ from descheduler.api import (
     plan,
     read_dump,
     render_plan,
+    waiting_order,
 )
 from kubectl_corral.explain import explain_pod, render_explanation
-from kubectl_corral.gang_table import gang_rows, render_gangs
+from kubectl_corral.frag_picture import draw_frag
+from kubectl_corral.gang_table import BLOCKED, gang_rows, render_gangs
 from kubectl_corral.namespace import context_namespace
 from kubectl_corral.reader import PluginError, Reader, state_of
+from kubectl_corral.room import room_for, scattered_gpus
 
 __all__ = ["build_parser", "main", "run"]
 
@@ -104,6 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     f.add_argument(
         "--plan", action="store_true", help="also show what the descheduler would move now"
+    )
+    f.add_argument(
+        "--png",
+        metavar="FILE",
+        help="also draw every GPU node's GPUs (used, idle, fragmented, by GPU model) to a PNG "
+        "file; with --plan, before and after the plan (needs the plot extra: "
+        "pip install 'corral[plot]')",
     )
     f.set_defaults(func=cmd_frag)
 
@@ -223,15 +236,19 @@ def _json(out: TextIO, doc: Any) -> None:
 
 
 def _notes(err: TextIO, notes: Sequence[str]) -> None:
-    for n in notes:
-        err.write(f"note: {n}\n")
+    """What was read but left out, as every corral command says it (docs/cli.md)."""
+    warn("kubectl corral", list(notes), err)
 
 
 async def cmd_gangs(s: Session, out: TextIO, err: TextIO) -> int:
     ns = None if s.args.all_namespaces else s.namespace
     state, notes = await s.state(ns, planner=False)
     rows = gang_rows(
-        state, namespace=ns, scheduling=s.config.scheduling, default_queue=s.config.queue_default
+        state,
+        namespace=ns,
+        scheduling=s.config.scheduling,
+        default_queue=s.config.queue_default,
+        order=waiting_order(state, s.config),
     )
     if s.args.output == "json":
         _json(out, {"namespace": ns, "gangs": [r.to_dict() for r in rows], "notes": notes})
@@ -246,9 +263,14 @@ async def cmd_gangs(s: Session, out: TextIO, err: TextIO) -> int:
 
 
 async def cmd_frag(s: Session, out: TextIO, err: TextIO) -> int:
+    if s.args.png:
+        pyplot()  # before any work: without matplotlib, say so at once
     state, notes = await s.state(None, planner=True)
     report = fragmentation_now(state, s.config)
     result = plan(state, s.config) if s.args.plan else None
+    if s.args.png:
+        after = result.report_after if result is not None else None
+        draw_frag(s.args.png, f"GPUs of {s.server}", report, after)
     if s.args.output == "json":
         doc: dict[str, Any] = {"fragmentation": report.to_dict(), "notes": notes}
         if result is not None:
@@ -260,6 +282,8 @@ async def cmd_frag(s: Session, out: TextIO, err: TextIO) -> int:
         out.write(render_report(report, f"GPU fragmentation of {s.server}") + "\n")
     else:
         out.write(render_plan(result, s.server) + "\n")
+    if s.args.png:
+        out.write(f"\nPicture: {s.args.png}\n")
     return EXIT_OK
 
 
@@ -272,15 +296,26 @@ async def cmd_explain(s: Session, out: TextIO, err: TextIO) -> int:
         record = pod_from_json(pod, s.config.engine)
     except SnapshotError as e:
         raise PluginError(str(e)) from None
-    state, notes = await s.state(s.namespace, planner=True)
+    # The whole cluster, as frag --plan reads it: the planner asked what it would move
+    # for this gang sees every waiting gang, and so makes the same plan.
+    state, notes = await s.state(None, planner=True)
     rows = gang_rows(
         state,
         namespace=s.namespace,
         scheduling=s.config.scheduling,
         default_queue=s.config.queue_default,
+        order=waiting_order(state, s.config),
+        ask=(record.namespace, record.name),
     )
     labels, why = await s.namespace_labels(s.namespace)
     ex = explain_pod(pod, record, labels, why, rows)
+    if ex.gang_state is not None and ex.gang_state.status == BLOCKED:
+        key = f"{ex.gang_state.namespace}/{ex.gang_state.name}"
+        view = build_views(state, s.config.queue_default).get(key)
+        demand = demand_of(view) if view is not None else None
+        if demand is not None:
+            ex.scattered = scattered_gpus(state.snapshot, demand.gang)
+        ex.room = room_for(plan(state, s.config), key)
     if record.node_name:
         m = membership(record)
         unit = f"{record.namespace}/{m.gang}" if m else f"{record.namespace}/pod:{record.name}"

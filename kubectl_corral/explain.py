@@ -5,6 +5,7 @@ alone."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -13,6 +14,7 @@ from gangplace.engine import PodRecord
 from gangplace.engine import membership as g
 
 from kubectl_corral.gang_table import GangRow
+from kubectl_corral.room import PlanForGang, Scattered
 
 __all__ = ["DIALECT_KEYS", "Explanation", "explain_pod", "render_explanation"]
 
@@ -69,10 +71,16 @@ class Explanation:
     gang_state: GangRow | None = None
     verdict: str = ""
     moves: str = ""  # how the descheduler would move its gang, or why not
+    # A gang that cannot start: idle GPUs scattered where its members cannot use them,
+    # and what the descheduler's plan would move for it.
+    scattered: Scattered | None = None
+    room: PlanForGang | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["gang_state"] = self.gang_state.to_dict() if self.gang_state else None
+        out["scattered"] = self.scattered.to_dict() if self.scattered else None
+        out["room"] = self.room.to_dict() if self.room else None
         return out
 
 
@@ -207,6 +215,33 @@ def render_explanation(ex: Explanation) -> str:
     if ex.user_keys:
         lines.append("  corral keys:  " + ", ".join(f"{k.key}={k.value}" for k in ex.user_keys))
     lines.append(f"  Verdict:      {ex.verdict}")
+    if ex.scattered is not None:
+        head, where = ex.scattered.describe()
+        lines += _field("Idle GPUs:", head)
+        lines += _field("", where)
+    if ex.room is not None:
+        head, moves = ex.room.describe()
+        lines += _field("Making room:", head)
+        for m in moves:
+            lines += _field("", m)
     if ex.moves:
         lines.append(f"  Descheduler:  {ex.moves}")
     return "\n".join(lines)
+
+
+WIDTH = 100
+_LABEL = 16  # "  Making room:  "
+
+
+def _field(label: str, text: str) -> list[str]:
+    """``  Label:       text``, the text wrapped at :data:`WIDTH` columns under itself
+    (a word longer than a line, a node or gang name, is never broken)."""
+    lines = textwrap.wrap(
+        text,
+        WIDTH,
+        initial_indent=f"  {label}".ljust(_LABEL),
+        subsequent_indent=" " * _LABEL,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return lines or [f"  {label}"]

@@ -342,7 +342,10 @@ async def test_missing_crds_are_a_note_not_an_error(cluster: tuple[ApiServer, Pa
     del api.store.types[("scheduling.x-k8s.io", "v1alpha1", "podgroups")]
     code, out, err = await corral(kc, "gangs")
     assert code == 0
-    assert err == "note: scheduling.x-k8s.io/v1alpha1 PodGroups: not served by this cluster\n"
+    assert err == (
+        "kubectl corral: warning: scheduling.x-k8s.io/v1alpha1 PodGroups: not served by this "
+        "cluster\n"
+    )
     assert "cos" in out  # its pods still carry the keys
 
 

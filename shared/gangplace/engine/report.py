@@ -22,13 +22,16 @@ from gangplace.engine.model import PodShape
 from gangplace.engine.snapshot import Snapshot
 
 __all__ = [
+    "WIDTH",
     "FragmentationReport",
     "ModelRow",
     "NodeRow",
     "ReportDelta",
     "compare_reports",
+    "fit_label",
     "fragmentation_report",
     "largest_gang",
+    "model_width",
     "probe_label",
     "render_comparison",
     "render_nodes",
@@ -218,16 +221,39 @@ def _fmt(x: float) -> str:
     return f"{x:.0f}" if abs(x - round(x)) < 0.005 else f"{x:.2f}"
 
 
+# Tables fit this many columns: a GPU model label wider than its column is cut in the
+# middle (``NVIDIA-A100-SXM4-80GB`` fits; the JSON output has every label whole).
+WIDTH = 100
+
+
+def model_width(models: Sequence[str], rest: int, least: int = 14) -> int:
+    """The width of a GPU-model column: the longest label and a space, at least
+    ``least``, at most what ``WIDTH`` leaves beside ``rest`` columns of figures."""
+    return max(least, min(max((len(m) for m in models), default=0) + 2, WIDTH - rest))
+
+
+def fit_label(text: str, width: int) -> str:
+    """``text`` in ``width - 1`` characters (a space is left before the next column):
+    a longer one keeps its start and its end, which tell GPU models apart."""
+    room = width - 1
+    if len(text) <= room:
+        return text
+    head = (room - 1) // 2
+    return f"{text[:head]}~{text[len(text) - (room - 1 - head):]}"
+
+
 def render_report(rep: FragmentationReport, title: str = "GPU fragmentation") -> str:
-    head = f"{'GPU model':<14}{'nodes':>7}{'GPUs':>7}{'used':>9}{'idle':>9}{'fragmented':>12}"
+    w = model_width([m.model for m in rep.models], 65)
+    head = f"{'GPU model':<{w}}{'nodes':>7}{'GPUs':>7}{'used':>9}{'idle':>9}{'fragmented':>12}"
     head += f"{'stranded':>10}{'frag rate':>11}"
     lines = [title, head, "-" * len(head)]
     for m in [*rep.models, rep.total]:
         if m is rep.total:
             lines.append("-" * len(head))
         lines.append(
-            f"{m.model:<14}{m.nodes:>7}{m.gpus:>7}{_fmt(m.allocated):>9}{_fmt(m.idle):>9}"
-            f"{_fmt(m.fragmented):>12}{_fmt(m.stranded):>10}{m.frag_rate:>10.1f}%"
+            f"{fit_label(m.model, w):<{w}}{m.nodes:>7}{m.gpus:>7}{_fmt(m.allocated):>9}"
+            f"{_fmt(m.idle):>9}{_fmt(m.fragmented):>12}{_fmt(m.stranded):>10}"
+            f"{m.frag_rate:>10.1f}%"
         )
     if any(abs(m.allocated - round(m.allocated)) > 0.0005 for m in rep.models):
         lines.append(
@@ -244,9 +270,11 @@ def render_report(rep: FragmentationReport, title: str = "GPU fragmentation") ->
     if rep.worst_nodes:
         lines.append("")
         lines.append("Most fragmented nodes:")
+        nw = max(25, *(len(n.node) + 1 for n in rep.worst_nodes))
+        mw = max(11, min(max(len(n.model) for n in rep.worst_nodes) + 1, WIDTH - nw - 47))
         lines.extend(
-            f"  {n.node:<24} {n.model:<10} {n.gpus} GPUs, idle {_fmt(n.idle)}, "
-            f"fragmented {_fmt(n.fragmented)}, free cpu {n.free_cpu / 1000:g}"
+            f"  {n.node:<{nw}}{fit_label(n.model, mw):<{mw}}{n.gpus} GPUs, idle "
+            f"{_fmt(n.idle)}, fragmented {_fmt(n.fragmented)}, free cpu {n.free_cpu / 1000:g}"
             for n in rep.worst_nodes
         )
     return "\n".join(lines)
@@ -325,13 +353,14 @@ def render_comparison(before: FragmentationReport, after: FragmentationReport) -
     deltas = [d for d in compare_reports(before, after) if d.model != "all"]
     if deltas:
         lines.append("")
+        mw = model_width([d.model for d in deltas], 52)
         lines.append(
-            f"{'GPU model':<14}{'fragmented before':>19}{'after':>8}"
+            f"{'GPU model':<{mw}}{'fragmented before':>19}{'after':>8}"
             f"{'stranded before':>17}{'after':>8}"
         )
         lines.extend(
-            f"{d.model:<14}{_fmt(d.before.fragmented):>19}{_fmt(d.after.fragmented):>8}"
-            f"{_fmt(d.before.stranded):>17}{_fmt(d.after.stranded):>8}"
+            f"{fit_label(d.model, mw):<{mw}}{_fmt(d.before.fragmented):>19}"
+            f"{_fmt(d.after.fragmented):>8}{_fmt(d.before.stranded):>17}{_fmt(d.after.stranded):>8}"
             for d in deltas
         )
     return "\n".join(lines)

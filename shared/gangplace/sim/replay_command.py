@@ -12,10 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
+from gangplace.cli_exit import UsageError
 from gangplace.engine import Snapshot
 from gangplace.engine.fragmentation import TargetWorkload
 from gangplace.engine.model import PodShape
 from gangplace.engine.policies import POLICIES, PolicyContext, make_policy
+from gangplace.plotting import pyplot
 from gangplace.sim.arrivals import TracePod
 from gangplace.sim.gang_study import MODES, JobTemplate, LoadResult, jobs_from_pods, run_study
 from gangplace.sim.replay import ReplayResult
@@ -168,11 +170,48 @@ def print_replay(
         print(line)
 
 
+def _policies(text: str) -> list[str]:
+    """``--policy``: one policy, or several separated by commas (each replayed in turn)."""
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [x for x in names if x not in POLICIES]
+    if not names or bad:
+        raise CliError(
+            f"--policy {text}: unknown{' ' + ', '.join(bad) if bad else ''}; choose from "
+            f"{', '.join(POLICIES)} (several: comma-separated)"
+        )
+    return list(dict.fromkeys(names))
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
-    data = load_trace_input(args)
-    bar = None if args.json else progress_bar(f"{args.policy} seed {args.seed}")
-    res = run_trace(data.cluster, data.pods, args.policy, args.seed, args.inflate, bar)
-    print_replay(res, args, data.pods_path)
+    """Replay the trace with each policy named, on the same arrivals; with ``--png``
+    draw the paper's figure of them all."""
+    policies = _policies(args.policy)
+    if args.png:
+        from gangplace.sim.replay_figure import draw_replays
+
+        try:
+            pyplot()  # before the replays: without matplotlib, say so at once
+        except UsageError as e:
+            raise CliError(str(e)) from None
+    results = []
+    for policy in policies:
+        # Each replay starts from the cluster as the flags name it.
+        data = load_trace_input(argparse.Namespace(**{**vars(args), "policy": policy}))
+        bar = None if args.json else progress_bar(f"{policy} seed {args.seed}")
+        res = run_trace(data.cluster, data.pods, policy, args.seed, args.inflate, bar)
+        print_replay(res, args, data.pods_path)
+        results.append(res)
+    if args.png:
+        title = (
+            f"{data.pods_path.name}, seed {args.seed}: unallocated GPU as the workload "
+            "arrives (FGD paper method)"
+        )
+        try:
+            draw_replays(args.png, results, title)
+        except UsageError as e:
+            raise CliError(str(e)) from None
+        if not args.json:
+            print(f"picture: {args.png}")
     return EXIT_OK
 
 
@@ -329,17 +368,20 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object instead of text")
 
 
-def add_replay_arguments(p: argparse.ArgumentParser) -> None:
+def add_replay_arguments(p: argparse.ArgumentParser, several: bool = False) -> None:
     """``simulate``'s own flags (beside :func:`add_common_arguments`), the same in
-    ``corral-descheduler simulate``."""
+    ``corral-descheduler simulate``; ``several``: ``--policy`` may name several."""
     p.add_argument(
         "--pods", default="default", help="pod list CSV, or a name in the trace folder (default)"
     )
     p.add_argument(
         "--snapshot", help="a kubectl List JSON to use as the cluster instead of --nodes"
     )
+    many = "; or several, comma-separated, replayed in turn on the same arrivals"
     p.add_argument(
-        "--policy", default="corral", help=f"one of {', '.join(POLICIES)} (default: corral)"
+        "--policy",
+        default="corral",
+        help=f"one of {', '.join(POLICIES)} (default: corral){many if several else ''}",
     )
     p.add_argument(
         "--inflate", type=float, default=1.3, help="replay until GPU demand is this x capacity"
@@ -362,7 +404,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     s = sub.add_parser(
         "simulate", parents=[common], help="replay a pod trace with a policy (FGD paper method)"
     )
-    add_replay_arguments(s)
+    add_replay_arguments(s, several=True)
+    s.add_argument(
+        "--png",
+        metavar="FILE",
+        help="also draw unallocated GPU against arrived workload, one curve per policy (the "
+        "FGD paper's figure), to a PNG file; name several policies with --policy a,b,c "
+        "(needs the plot extra: pip install 'corral[plot]')",
+    )
     s.set_defaults(func=guarded(cmd_simulate))
 
     g = sub.add_parser(
