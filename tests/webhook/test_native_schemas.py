@@ -15,7 +15,7 @@ import pytest
 
 from tests.builders.reviews import bare_pod, review
 from tests.webhook.test_native_backends import NATIVE, lws, lws_review, pod_of, pytorchjob
-from webhook.admission import admit
+from webhook.admission.entry import admit
 from webhook.admission.native_gangs import Served
 
 Json = dict[str, Any]
