@@ -73,7 +73,8 @@ def neighbourhood(snap: Snapshot, shape: PodShape, k: int) -> list[int]:
     """``k`` nodes: half the nodes ``shape`` may use that are nearest to fitting it (where
     the fewest evictions make room), then the nodes with the most room for what those
     hold (the most of their pods' shapes fit there now, then the most idle GPU, then
-    CPU), so that a pod moved off the first has somewhere to go."""
+    CPU), so that a pod moved off the first has somewhere to go. Never a node left out
+    of moves (:mod:`gangplace.engine.node_checks`): nothing moves off it or onto it."""
     near = shortlist(snap, shape, k)
     out: dict[int, None] = dict.fromkeys(near[: max(1, (k + 1) // 2)])
     if len(out) >= k:
@@ -90,7 +91,8 @@ def neighbourhood(snap: Snapshot, shape: PodShape, k: int) -> list[int]:
     for n in order:
         if len(out) >= k:
             break
-        out.setdefault(int(n), None)
+        if not snap.fenced[n]:  # its pods hold more than it has: no move is provable there
+            out.setdefault(int(n), None)
     return list(out)
 
 
