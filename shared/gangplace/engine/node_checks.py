@@ -61,8 +61,8 @@ def node_problems(snap: Snapshot) -> dict[int, str]:
         demand[p.node] += p.shape.gpu_demand_milli
         if len(p.gpus) < p.shape.gpu_count and p.node not in short:
             short[p.node] = (
-                f"pod {p.key} asks for {p.shape.gpu_count} GPU devices, the node has "
-                f"{int(snap.gpu_total[p.node])}"
+                f"pod {p.key} holds {len(p.gpus)} of the {p.shape.gpu_count} GPU devices it "
+                "asks for"
             )
     total = snap.gpu_total * 1000
     for i in np.flatnonzero(demand > total).tolist():
@@ -70,7 +70,8 @@ def node_problems(snap: Snapshot) -> dict[int, str]:
             f"pods hold {_gpus(int(demand[i]))} of {int(snap.gpu_total[i])} allocatable"
         )
     for i, why in short.items():
-        out.setdefault(i, []).append(why)
+        if demand[i] <= total[i]:  # else said above
+            out.setdefault(i, []).append(why)
     width = snap.gpu_free.shape[1]
     devices = np.arange(width)[None, :] < snap.gpu_total[:, None]
     held = (snap.gpu_free < 0) & devices
