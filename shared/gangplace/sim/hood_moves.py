@@ -385,7 +385,11 @@ def _carry_out(
         snap.place(s, n, gpus, pod=q)
     if any(pool.values()):
         raise RuntimeError("a move plan left pods without a node")
-    verify_nodes(snap, plan.nodes, "a move plan")
+
+    def placed(q: PodRecord) -> bool:  # the new pod, and those the plan moved
+        return q is pod or (id(q) in before and before[id(q)] != (q.node, q.gpus))
+
+    verify_nodes(snap, plan.nodes, "a move plan", placed)
     return [p for p in going if (p.node, p.gpus) != before[id(p)]]
 
 
