@@ -48,11 +48,12 @@ def node_problems(snap: Snapshot) -> dict[int, str]:
         used, alloc = int(snap.used[i, j]), int(snap.alloc[i, j])
         after = " (after overcommit)" if snap.config.overcommit.get(r, 1) != 1 else ""
         what = (
-            f"{used} pods of {alloc} allowed"
+            f"{used} {'pod' if used == 1 else 'pods'} of {alloc} allowed"
             if r == "pods"
-            else f"{format_quantity(r, used)} {r} of {format_quantity(r, alloc)} allocatable"
+            else f"pods request {format_quantity(r, used)} {r} of "
+            f"{format_quantity(r, alloc)} allocatable"
         )
-        out.setdefault(i, []).append(f"pods request {what}{after}")
+        out.setdefault(i, []).append(f"{what}{after}")
     demand = np.zeros(snap.n_nodes, dtype=np.int64)
     short: dict[int, str] = {}
     for p in snap.pods:
