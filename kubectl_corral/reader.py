@@ -186,7 +186,7 @@ def state_of(reading: Reading, config: EngineConfig, now: datetime) -> ClusterSt
         except SnapshotError as e:
             reading.notes.append(f"skipped: {e}")
     snap = Snapshot(nodes, pods, config)
-    reading.notes.extend(dump_warnings(snap))
+    reading.notes.extend(dump_warnings(snap, live=True))
     good: list[Mapping[str, Any]] = []
     empty = Snapshot([], [], config)
     for obj in reading.others:

@@ -151,7 +151,7 @@ class KubeIO:
         self._pods = {p.key: p for p in state.snapshot.pods}
         for what, why in self.view.invalid().items():
             log.warning("object left out: %s", why, extra={"fields": {"object": what}})
-        for note in dump_warnings(state.snapshot):
+        for note in dump_warnings(state.snapshot, live=True):
             log.warning("%s", note)
         return state
 

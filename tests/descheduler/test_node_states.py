@@ -24,8 +24,10 @@ from descheduler import DeschedulerConfig, plan, state_from_list
 from descheduler.cli import main as descheduler_main
 from descheduler.running.process import RunOptions, run_descheduler
 from kubectl_corral.cli import main as plugin_main
+from kubectl_corral.cli import run as plugin_run
 from tests.builders import objects as b
 from tests.builders.descheduler_cluster import NOW, as_list, gang, gpu_node, pod, podgroup
+from tests.builders.kubeconfig import kubeconfig
 from tests.kubeapi import ApiServer
 
 STAMP = "2026-12-02T12:00:00Z"  # NOW
@@ -163,6 +165,19 @@ async def test_run_once_says_which_pod_it_left_out(
         'gpu"]: "0.5" is not a whole number of GPUs; allowed: a whole number, such as "1" (a '
         "share of a GPU is asked for with the alibabacloud.com/gpu-milli annotation)"
     ]
+
+
+@pytest.mark.scenario
+async def test_kubectl_corral_on_a_live_cluster_notes_the_overfilled_node(
+    api: ApiServer, tmp_path: Path
+) -> None:
+    api.store.load(copy.deepcopy(overfilled()))
+    config = kubeconfig(tmp_path / "kubeconfig", api.accept("me").url, "me")
+    out, err = io.StringIO(), io.StringIO()
+    code = await plugin_run(["frag", "--plan", "--kubeconfig", config], out, err, environ={})
+    assert code == 0, err.getvalue()
+    assert f"note: {OVER}\n" in err.getvalue()
+    assert "runs on node n1, left out of moves" in out.getvalue()
 
 
 # --- any state a cluster can show -------------------------------------------------------

@@ -79,8 +79,7 @@ def test_a_gpu_pod_on_a_node_without_gpus() -> None:
 def test_a_device_shared_beyond_one_gpu() -> None:
     # two shares pinned to GPU 0 by their index annotation: 1.4 GPUs on one device
     pods = [
-        pod_json(f"s{i}", "n", "1", "1Gi", annotations={SHARE: "700", INDEX: "0"})
-        for i in range(2)
+        pod_json(f"s{i}", "n", "1", "1Gi", annotations={SHARE: "700", INDEX: "0"}) for i in range(2)
     ]
     s = snap([node_json("n", gpus=2)], pods)
     assert s.problems == {0: "GPU 0 is held by pods asking for 1.4 GPUs"}
@@ -110,4 +109,16 @@ def test_pods_in_odd_phases_are_counted_as_the_scheduler_counts_them() -> None:
         "scheduled, as the scheduler does: default/adrift",
         "1 pod(s) in a phase Kubernetes does not have (allowed: Pending, Running, Succeeded, "
         "Failed, Unknown), counted as live where they are bound: default/weird ('Evicted')",
+    ]
+
+
+def test_a_pod_on_a_missing_node_is_said_for_a_dump_and_for_a_cluster() -> None:
+    s = snap([node_json("n")], [pod_json("orphan", "gone")])
+    assert dump_warnings(s) == [
+        "1 pod(s) bound to a node that is not in the dump, left out of the figures: "
+        "default/orphan on gone (dump nodes and pods together: kubectl get nodes,pods -A -o json)"
+    ]
+    assert dump_warnings(s, live=True) == [
+        "1 pod(s) bound to a node that is not in the cluster, left out of the figures: "
+        "default/orphan on gone (a node deleted before its pods)"
     ]

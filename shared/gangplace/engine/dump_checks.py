@@ -22,12 +22,13 @@ def _some(names: list[str]) -> str:
     return ", ".join(names[:_NAMED]) + more
 
 
-def dump_warnings(snap: Snapshot) -> list[str]:
-    """One line per problem, and what corral does about it:
+def dump_warnings(snap: Snapshot, *, live: bool = False) -> list[str]:
+    """One line per problem, and what corral does about it (``live``: the snapshot was
+    read from a cluster, not a dump):
 
     - a pod bound to a node the dump does not hold (a node deleted while the dump was
-      taken, or nodes and pods dumped apart) uses capacity corral cannot see: it is left
-      out of every figure;
+      taken, or nodes and pods dumped apart; on a cluster, a node deleted before its
+      pods) uses capacity corral cannot see: it is left out of every figure;
     - a node whose pods hold more than it has (:mod:`gangplace.engine.node_checks`) is
       measured but left out of moves, one line per node;
     - a pod in phase Running with no node is waiting to be scheduled, as the
@@ -38,10 +39,16 @@ def dump_warnings(snap: Snapshot) -> list[str]:
     out: list[str] = []
     lost = [p for p in snap.pods if p.node_name and p.node < 0]
     if lost:
+        where = "the cluster" if live else "the dump"
+        hint = (
+            "(a node deleted before its pods)"
+            if live
+            else "(dump nodes and pods together: kubectl get nodes,pods -A -o json)"
+        )
         out.append(
-            f"{len(lost)} pod(s) bound to a node that is not in the dump, left out of the "
+            f"{len(lost)} pod(s) bound to a node that is not in {where}, left out of the "
             f"figures: {_some([f'{p.namespace}/{p.name} on {p.node_name}' for p in lost])} "
-            "(dump nodes and pods together: kubectl get nodes,pods -A -o json)"
+            f"{hint}"
         )
     for i, why in snap.problems.items():
         out.append(f"node {snap.node_names[i]}: {why}; {LEFT_OUT}")
