@@ -130,7 +130,7 @@ def test_bad_objects_name_themselves() -> None:
         Snapshot.from_objects([node_json("n")], [pod_json("p", "n", cpu="x")])
     with pytest.raises(SnapshotError, match="items"):
         Snapshot.from_list({"kind": "List"})
-    with pytest.raises(SnapshotError, match="same name"):
+    with pytest.raises(SnapshotError, match=r"same name 'n'; allowed: each node once"):
         Snapshot.from_objects([node_json("n"), node_json("n")])
 
 

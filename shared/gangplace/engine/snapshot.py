@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -60,7 +61,11 @@ class Snapshot:
         self.node_names: list[str] = [n.name for n in node_list]
         self.node_index: dict[str, int] = {n: i for i, n in enumerate(self.node_names)}
         if len(self.node_index) != len(node_list):
-            raise SnapshotError("two nodes with the same name")
+            twice = next(a.name for a, b in pairwise(node_list) if a.name == b.name)
+            raise SnapshotError(
+                f"two nodes with the same name {twice!r}; allowed: each node once (a dump "
+                "of one cluster, not several joined)"
+            )
         pod_list = list(pods)
 
         names: dict[str, None] = dict.fromkeys(("cpu", "memory", "pods"))
