@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from gangplace.engine import EngineConfig, NodeRecord, PodRecord, PodShape, Snapshot
+from gangplace.engine.dump_checks import dump_warnings
 from gangplace.engine.node_pod_records import SnapshotError, node_from_json, pod_from_json
 from gangplace.kube import REQUEST_ERRORS, ApiError, KubeClient, rbac
 from gangplace.kube.resources import (
@@ -186,6 +187,7 @@ def state_of(reading: Reading, config: EngineConfig, now: datetime) -> ClusterSt
         except SnapshotError as e:
             reading.notes.append(f"skipped: {e}")
     snap = Snapshot(nodes, pods, config)
+    reading.notes.extend(dump_warnings(snap, live=True))
     good: list[Mapping[str, Any]] = []
     empty = Snapshot([], [], config)
     for obj in reading.others:

@@ -38,7 +38,7 @@ from descheduler.planning.gang_demand import Demand, demand_of, request_of
 from descheduler.planning.gang_views import GangView, build_views
 from descheduler.planning.move_method import Owners, Way
 from descheduler.planning.plan_model import Move, MoveKind, PodMove, Unserved
-from descheduler.planning.protect import gang_protection, workload_protection
+from descheduler.planning.protect import gang_protection, node_protection, workload_protection
 from descheduler.planning.state import GPU, ClusterState, EvictedPod
 
 __all__ = ["PlanContext", "Victim", "cluster_total", "move_way", "victim_move"]
@@ -182,6 +182,8 @@ class PlanContext:
                 why = workload_protection(v, state.workloads)
             if why is None and len(v.placed) != len(v.running):
                 why = f"{v.describe()} runs partly on nodes missing from the snapshot"
+            if why is None:
+                why = node_protection(v, snap)
             if why is None and held is not None:
                 why = f"{held.describe()} is suspended"
             if why is None and v.placed:

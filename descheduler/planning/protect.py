@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from gangplace.engine import PodRecord, Queue
+from gangplace.engine import PodRecord, Queue, Snapshot
 from gangplace.engine.membership import ANNOTATION_EVICTABLE
 from gangplace.engine.owners import WorkloadRecord, workload_key
 from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_time
@@ -33,6 +33,7 @@ __all__ = [
     "ANNOTATION_SAFE_TO_EVICT",
     "KAI_SAFE_TO_CONSOLIDATE",
     "gang_protection",
+    "node_protection",
     "pod_protection",
     "workload_protection",
 ]
@@ -137,4 +138,18 @@ def workload_protection(view: GangView, workloads: Mapping[str, WorkloadRecord])
             if _opted_out(w.annotations, KAI_SAFE_TO_CONSOLIDATE):
                 return f'{w.describe()} is annotated {KAI_SAFE_TO_CONSOLIDATE}: "false"'
             group, kind, name = w.owner_group, w.owner_kind, w.owner_name
+    return None
+
+
+def node_protection(view: GangView, snap: Snapshot) -> str | None:
+    """Why ``view`` stays because of where it runs: a member on a node whose pods hold
+    more than it has (:mod:`gangplace.engine.node_checks`), which is left out of moves;
+    a gang moves whole, so the whole gang stays."""
+    for p in view.placed:
+        why = snap.problems.get(p.node)
+        if why is not None:
+            return (
+                f"{view.describe()} runs on node {snap.node_names[p.node]}, left out of "
+                f"moves: {why}"
+            )
     return None

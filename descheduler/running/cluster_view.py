@@ -34,8 +34,10 @@ from gangplace.kube.resources import (
     NATIVE_PODGROUPS,
     NATIVE_VERSIONS,
     NATIVE_WORKLOADS,
+    NODES,
     PDBS,
     PODGROUP_APIS,
+    PODS,
     PRIORITY_CLASSES,
     VOLCANO_PODGROUPS,
     VOLCANO_QUEUES,
@@ -259,10 +261,14 @@ class ClusterView:
         return None
 
     def invalid(self) -> dict[str, str]:
-        """Objects left out because they cannot be read, by ``resource key``."""
-        return {
-            f"{r} {k}": why for r, inf in self.objects.items() for k, why in inf.invalid.items()
-        }
+        """Objects left out because they cannot be read (nodes and pods among them), by
+        ``resource key``."""
+        found: list[tuple[Resource, dict[str, str]]] = [
+            (NODES, self.cache.nodes.invalid),
+            (PODS, self.cache.pods.invalid),
+        ]
+        found += [(r, inf.invalid) for r, inf in self.objects.items()]
+        return {f"{r} {k}": why for r, invalid in found for k, why in invalid.items()}
 
     async def switch_crds(self) -> list[Json]:
         """The CRDs of the installed workload kinds with a suspend switch, each trimmed

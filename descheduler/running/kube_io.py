@@ -34,6 +34,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
+from gangplace.engine.dump_checks import dump_warnings
 from gangplace.engine.membership import membership
 from gangplace.engine.node_pod_records import PodRecord
 from gangplace.engine.objects import podgroup_from_json
@@ -150,6 +151,8 @@ class KubeIO:
         self._pods = {p.key: p for p in state.snapshot.pods}
         for what, why in self.view.invalid().items():
             log.warning("object left out: %s", why, extra={"fields": {"object": what}})
+        for note in dump_warnings(state.snapshot, live=True):
+            log.warning("%s", note)
         return state
 
     async def begin(self, plan: Plan) -> None:

@@ -134,6 +134,25 @@ def test_bad_objects_name_themselves() -> None:
         Snapshot.from_objects([node_json("n"), node_json("m"), node_json("n")])
 
 
+def test_a_fraction_of_a_gpu_or_a_priority_that_is_no_number_is_one_line() -> None:
+    half = pod_json("half", "n", gpus=1)
+    half["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "0.5"
+    with pytest.raises(SnapshotError) as e:
+        Snapshot.from_objects([node_json("n", gpus=8)], [half])
+    assert str(e.value) == (
+        'pod default/half: spec.containers[0].resources.requests["nvidia.com/gpu"]: "0.5" '
+        'is not a whole number of GPUs; allowed: a whole number, such as "1" (a share of a '
+        "GPU is asked for with the alibabacloud.com/gpu-milli annotation)"
+    )
+    high = pod_json("high", "n", spec={"priority": "high"})
+    with pytest.raises(SnapshotError) as e:
+        Snapshot.from_objects([node_json("n")], [high])
+    assert str(e.value) == (
+        "pod default/high: spec.priority: 'high' is not an integer; allowed: a whole number "
+        "(the API server sets it from the pod's PriorityClass)"
+    )
+
+
 def test_unknown_node_and_not_ready() -> None:
     s = Snapshot.from_objects(
         [node_json("a", ready=False), node_json("b")], [pod_json("p", "gone")]

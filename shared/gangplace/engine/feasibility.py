@@ -1,7 +1,8 @@
 """Which nodes can host a pod: vectorised filters over every node at once.
 
-Filters split in two: *static* ones (readiness, cordon, node selector, required node
-affinity, taints, GPU model) that no placement changes and are cached per shape, and
+Filters split in two: *static* ones (readiness, cordon, a node left out of moves for
+holding more than it has, node selector, required node affinity, taints, GPU model)
+that no placement changes and are cached per shape, and
 *dynamic* ones (free resources, free GPU devices) recomputed from the arrays. When no
 node fits, :func:`explain` says why in the kube-scheduler's manner.
 """
@@ -28,6 +29,9 @@ BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 
 _UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+# A node whose pods hold more than it has (gangplace.engine.node_checks): no pod is
+# placed onto it.
+OVERCOMMITTED = "overcommitted"
 
 
 def _tolerates(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
@@ -132,7 +136,7 @@ def static_mask(snap: Snapshot, shape: PodShape) -> BoolArray:
     cache = snap.static_cache()
     hit = cache.get(shape)
     if hit is None:
-        mask = snap.ready.copy()
+        mask = snap.ready & ~snap.fenced
         if not _tolerates(shape.tolerations, _UNSCHEDULABLE):
             mask &= ~snap.unschedulable
         mask &= _selector_mask(snap, shape)
@@ -199,6 +203,8 @@ def _node_reasons(
         return ["not ready"]
     if node.unschedulable and not _tolerates(shape.tolerations, _UNSCHEDULABLE):
         return ["unschedulable"]
+    if snap.fenced[i]:
+        return [OVERCOMMITTED]
     for t in node.taints:
         if t.effect != "PreferNoSchedule" and not _tolerates(shape.tolerations, t):
             return [
@@ -262,6 +268,7 @@ def _count_reasons(
     take(~snap.ready, "not ready")
     if not _tolerates(shape.tolerations, _UNSCHEDULABLE):
         take(snap.unschedulable, "unschedulable")
+    take(snap.fenced, OVERCOMMITTED)
     taints, matrix = snap.taint_matrix()
     if taints:
         untolerated = np.flatnonzero([not _tolerates(shape.tolerations, t) for t in taints])

@@ -22,7 +22,7 @@ from gangplace.engine.model import (
     parse_taints,
     shape_from_pod,
 )
-from gangplace.engine.quantity import to_milli
+from gangplace.engine.quantity import QuantityError, to_milli
 from gangplace.engine.requests import ResourceError, parse_resource_list
 from gangplace.engine.settings import EngineConfig
 
@@ -269,6 +269,51 @@ def native_reference(spec: Mapping[str, Any]) -> tuple[str, str]:
     return "", ""
 
 
+def _priority(who: str, raw: Any) -> int:
+    """``spec.priority``: the API server writes the PriorityClass's value, an int32."""
+    if raw is None:
+        return 0
+    try:
+        if isinstance(raw, bool):
+            raise ValueError
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise SnapshotError(
+            f"{who}: spec.priority: {str(raw)[:40]!r} is not an integer; allowed: a whole "
+            "number (the API server sets it from the pod's PriorityClass)"
+        ) from None
+    return value
+
+
+def _milli_or_zero(value: Any) -> int:
+    """A quantity in thousandths; 0 for one that does not parse (the request parser
+    names it when it counts)."""
+    try:
+        return to_milli(value)
+    except QuantityError:
+        return 0
+
+
+def _whole_gpu_requests(who: str, spec: Mapping[str, Any], cfg: EngineConfig) -> None:
+    """A GPU is a device: the API server refuses a pod asking for a fraction of one as an
+    extended resource (a share is asked for by annotation), and the engine would round
+    it up; refused here, naming the container and the value."""
+    for section in ("initContainers", "containers"):
+        for i, c in enumerate(spec.get(section) or ()):
+            res = c.get("resources") or {}
+            for kind in ("requests", "limits"):
+                values = res.get(kind) or {}
+                for gpu in cfg.gpu_resources:
+                    value = values.get(gpu)
+                    if value is not None and _milli_or_zero(value) % 1000:
+                        raise SnapshotError(
+                            f'{who}: spec.{section}[{i}].resources.{kind}["{gpu}"]: '
+                            f'"{value}" is not a whole number of GPUs; allowed: a whole '
+                            'number, such as "1" (a share of a GPU is asked for with the '
+                            "alibabacloud.com/gpu-milli annotation)"
+                        )
+
+
 def _pod_from_json(
     obj: Mapping[str, Any],
     config: EngineConfig | None,
@@ -300,6 +345,7 @@ def _pod_from_json(
             ) from None
     kind, owner, owner_uid, owner_group = _owner(meta)
     native_group, native_gang = native_reference(spec)
+    _whole_gpu_requests(f"pod {ns}/{name}", spec, cfg)
     return PodRecord(
         namespace=ns,
         name=name,
@@ -313,7 +359,7 @@ def _pod_from_json(
         owner_name=owner,
         owner_uid=owner_uid,
         owner_group=owner_group,
-        priority=int(spec.get("priority") or 0),
+        priority=_priority(f"pod {ns}/{name}", spec.get("priority")),
         priority_class=str(spec.get("priorityClassName") or ""),
         created=str(meta.get("creationTimestamp") or ""),
         scheduler_name=str(spec.get("schedulerName") or ""),

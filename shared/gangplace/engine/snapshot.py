@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gangplace.engine.model import PodShape, Taint
+from gangplace.engine.node_checks import node_problems
 from gangplace.engine.node_pod_records import (
     NodeRecord,
     PodRecord,
@@ -126,6 +127,12 @@ class Snapshot:
         self.pods: list[PodRecord] = []
         self.pending: list[PodRecord] = []
         self._bind_existing(pod_list)
+        # Nodes whose bound pods do not add up (more than allocatable, a GPU held twice),
+        # by row, with what is wrong: measured, but left out of moves (``fenced``: no
+        # pod is placed onto one by the engine, see gangplace.engine.node_checks).
+        self.problems: dict[int, str] = node_problems(self)
+        self.fenced: BoolArray = np.zeros(n_nodes, dtype=bool)
+        self.fenced[list(self.problems)] = True
 
     # --- construction -------------------------------------------------------------------
 

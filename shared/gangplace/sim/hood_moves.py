@@ -73,7 +73,8 @@ def neighbourhood(snap: Snapshot, shape: PodShape, k: int) -> list[int]:
     """``k`` nodes: half the nodes ``shape`` may use that are nearest to fitting it (where
     the fewest evictions make room), then the nodes with the most room for what those
     hold (the most of their pods' shapes fit there now, then the most idle GPU, then
-    CPU), so that a pod moved off the first has somewhere to go."""
+    CPU), so that a pod moved off the first has somewhere to go. Never a node left out
+    of moves (:mod:`gangplace.engine.node_checks`): nothing moves off it or onto it."""
     near = shortlist(snap, shape, k)
     out: dict[int, None] = dict.fromkeys(near[: max(1, (k + 1) // 2)])
     if len(out) >= k:
@@ -90,7 +91,8 @@ def neighbourhood(snap: Snapshot, shape: PodShape, k: int) -> list[int]:
     for n in order:
         if len(out) >= k:
             break
-        out.setdefault(int(n), None)
+        if not snap.fenced[n]:  # its pods hold more than it has: no move is provable there
+            out.setdefault(int(n), None)
     return list(out)
 
 
@@ -383,7 +385,11 @@ def _carry_out(
         snap.place(s, n, gpus, pod=q)
     if any(pool.values()):
         raise RuntimeError("a move plan left pods without a node")
-    verify_nodes(snap, plan.nodes, "a move plan")
+
+    def placed(q: PodRecord) -> bool:  # the new pod, and those the plan moved
+        return q is pod or (id(q) in before and before[id(q)] != (q.node, q.gpus))
+
+    verify_nodes(snap, plan.nodes, "a move plan", placed)
     return [p for p in going if (p.node, p.gpus) != before[id(p)]]
 
 
