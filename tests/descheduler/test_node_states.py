@@ -79,7 +79,7 @@ def test_kubectl_corral_frag_plan_on_an_overfilled_node(tmp_path: Path) -> None:
     f = write(tmp_path, overfilled())
     code, out, err = cli(plugin_main, "frag", "--plan", "--snapshot", f, "--now", STAMP)
     assert code == 0, err
-    assert f"note: {f}: {OVER}\n" in err and "internal error" not in err
+    assert f"kubectl corral: warning: {f}: {OVER}\n" in err and "internal error" not in err
     assert "Plan: nothing to move." in out
     code, out, err = cli(plugin_main, "frag", "--snapshot", f, "--now", STAMP, "-o", "json")
     assert code == 0 and f"{f}: {OVER}" in json.loads(out)["notes"]
@@ -176,7 +176,7 @@ async def test_kubectl_corral_on_a_live_cluster_notes_the_overfilled_node(
     out, err = io.StringIO(), io.StringIO()
     code = await plugin_run(["frag", "--plan", "--kubeconfig", config], out, err, environ={})
     assert code == 0, err.getvalue()
-    assert f"note: {OVER}\n" in err.getvalue()
+    assert f"kubectl corral: warning: {OVER}\n" in err.getvalue()
     assert "runs on node n1, left out of moves" in out.getvalue()
 
 

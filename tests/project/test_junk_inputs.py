@@ -137,8 +137,6 @@ def _check(outcome: Outcome, unusable: bool, what: str) -> None:
     assert "Traceback" not in outcome.err, f"{what}: {outcome.err}"
     assert outcome.code in (0, 1, 2), f"{what}: exit {outcome.code}"
     for line in outcome.err.splitlines():
-        if line.startswith("note: "):  # kubectl corral's notes on what it left out
-            continue
         assert line.startswith(PROGS), f"{what}: {line!r}"
     if unusable:
         assert outcome.code == 2, f"{what}: exit {outcome.code}, stderr {outcome.err!r}"
