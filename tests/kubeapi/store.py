@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from tests.kubeapi.auth import TokenIssuer
+from tests.kubeapi.crd_validation import custom_resource_errors, invalid_custom_resource
 from tests.kubeapi.crds import crd_defaults, crd_status, prune, schema_of, validate_crd
 from tests.kubeapi.defaults import (
     default_job,
@@ -471,6 +472,10 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
                 "Invalid",
                 f"{rt.kind} is invalid: metadata.name: Required value: name is required",
             )
+        if schema is not None and not rt.builtin:
+            errors = custom_resource_errors(schema, obj)
+            if errors:
+                raise invalid_custom_resource(rt.kind, rt.group, meta["name"], errors)
         return obj
 
     def create(
