@@ -7,15 +7,22 @@ own Queues."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
+import yaml
+from gangplace.thirdparty import crds_dir
 
+from tests.builders import objects as b
+from tests.controllers.volcano_queue import installed_queues, synced_status
 from tests.kubeapi import KUBE_VERSIONS, ApiServer, Versions, discovery
 from tests.kubeapi import objects as o
 from tests.kubeapi.crd_validation import custom_resource_errors
+from tests.kubeapi.crds import prune
 from tests.kubeapi.fields import SPEC_FIELDS, SPEC_FIELDS_SINCE, SPEC_FIELDS_UNTIL, TOP_FIELDS
 from tests.kubeapi.released_schemas import decode, kinds_of
 from tests.kubeapi.resources import BUILTIN_TYPES, NATIVE_TYPES
@@ -374,3 +381,59 @@ async def test_a_new_queue_becomes_open(client: Client) -> None:
     assert body["status"] == {"state": "Open", "reservation": {}}
     status, body, _ = await client.send("POST", path, {**queue, "metadata": {"name": "default"}})
     assert (status, body["reason"]) == (409, "AlreadyExists")
+
+
+# --- enums the validation checks ------------------------------------------------------------
+
+
+async def test_an_enum_out_of_its_list_is_422_unsupported_value(client: Client) -> None:
+    bad = pod(imagePullPolicy="Sometimes")
+    bad["spec"]["restartPolicy"] = "Sometimes"
+    bad["spec"]["tolerations"] = [{"key": "k", "operator": "Is"}]
+    status, body, _ = await client.send("POST", PODS, bad)
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["message"] == (
+        'Pod "p" is invalid: [spec.containers[0].imagePullPolicy: Unsupported value: '
+        '"Sometimes": supported values: "Always", "IfNotPresent", "Never", '
+        'spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", '
+        '"OnFailure", "Never", spec.tolerations[0].operator: Unsupported value: "Is": '
+        'supported values: "Equal", "Exists"]'
+    )
+    assert [c["field"] for c in body["details"]["causes"]] == [
+        "spec.containers[0].imagePullPolicy",
+        "spec.restartPolicy",
+        "spec.tolerations[0].operator",
+    ]
+
+
+@pytest.mark.crds
+def test_volcanos_queues_and_the_builders_gang_objects_fit_the_published_crds() -> None:
+    """Pruned by nothing and refused by nothing under the CRDs Volcano and
+    scheduler-plugins publish (the handout's ``crds/``)."""
+    folder = crds_dir(Path(__file__).resolve().parent)
+    assert folder is not None
+
+    def schema(name: str) -> Json:
+        crd = yaml.safe_load((folder / name).read_text())
+        (version,) = (v for v in crd["spec"]["versions"] if v.get("storage"))
+        found: Json = version["schema"]["openAPIV3Schema"]
+        return found
+
+    queue_schema = schema("scheduling.volcano.sh_queues.yaml")
+    pg_schema = schema("scheduling.volcano.sh_podgroups.yaml")
+    cosched_schema = schema("scheduling.x-k8s.io_podgroups.yaml")
+    queues = [*installed_queues(Release(1, 11)), b.queue("q", 2, capability={"cpu": "8"})]
+    opened = [{**q, "status": synced_status(q)} for q in queues]
+    for q in opened:
+        assert prune(queue_schema, copy.deepcopy(q)) == [], q
+        assert custom_resource_errors(queue_schema, q) == [], q
+    groups = [
+        b.podgroup("g", min_member=2, queue="default", min_resources={"nvidia.com/gpu": "4"}),
+        b.podgroup("h", min_member=1, phase="Inqueue"),
+    ]
+    for pg in groups:
+        assert prune(pg_schema, copy.deepcopy(pg)) == [], pg
+        assert custom_resource_errors(pg_schema, pg) == [], pg
+    cosched = o.cosched_podgroup("c", "default", min_member=2)
+    assert prune(cosched_schema, copy.deepcopy(cosched)) == []
+    assert custom_resource_errors(cosched_schema, cosched) == []
