@@ -121,8 +121,9 @@ def decode(release: Release, obj: Mapping[str, Any], api_version: str, kind: str
     name = kinds_of(release).get((api_version, kind))
     if name is None:
         return _NO_FINDINGS
-    walk = _Walk(_definitions(release))
-    walk.struct(obj, name, "", "")
+    compiled = _compiled(release)
+    walk = _Walk(compiled)
+    walk.struct(obj, compiled.definition(name), None)
     return Decoded(walk.mismatch, tuple(walk.unknown))
 
 
@@ -161,27 +162,95 @@ def _short(name: str) -> str:
     return ".".join(parts[-2:])
 
 
-class _Walk:
-    """One decode: the definitions followed from a kind down its values."""
+# The Python types (exactly, as JSON decodes) each schema type accepts.
+_PY_TYPES: dict[str, frozenset[type]] = {
+    "string": frozenset({str}),
+    "boolean": frozenset({bool}),
+    "integer": frozenset({int}),
+    "number": frozenset({int, float}),
+    "object": frozenset({dict}),
+    "array": frozenset({list}),
+    "null": frozenset({type(None)}),
+}
+
+
+class _Node:
+    """One schema, compiled: the Python types it accepts (None: any), and how to go on
+    into a struct (its definition), a list's items or a map's values."""
+
+    __slots__ = ("accepts", "closed", "items", "props", "schema", "struct", "values")
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        self.schema = schema  # as written (a $ref kept), for the Go type of an error
+        self.accepts: frozenset[type] | None = None
+        self.struct: str | None = None  # the Go struct's name, when it is one
+        self.props: dict[str, _Node] = {}
+        self.closed = False
+        self.items: _Node | None = None
+        self.values: _Node | None = None
+
+
+class _Compiled:
+    """The compiled schemas of one release, built as decoding first reaches them."""
 
     def __init__(self, defs: dict[str, Json]) -> None:
         self.defs = defs
-        self.mismatch: TypeMismatch | None = None
-        self.unknown: list[str] = []
+        self._nodes: dict[int, _Node] = {}
+        self._structs: dict[str, _Node] = {}
 
-    def _resolve(self, s: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:
+    def resolve(self, s: Mapping[str, Any]) -> tuple[Mapping[str, Any], str | None]:
         ref = s.get("$ref")
         if isinstance(ref, str) and ref.startswith(_REF):
             name = ref[len(_REF) :]
             return self.defs[name], name
         return s, None
 
-    def _go_type(self, s: Mapping[str, Any]) -> str:
-        s, name = self._resolve(s)
-        if name is not None and "properties" in s:
-            return _short(name)
-        if name is not None and ("oneOf" in s or "format" in s):
-            return _short(name)  # Quantity, IntOrString, Time: their own unmarshalers
+    def definition(self, name: str) -> _Node:
+        node = self._structs.get(name)
+        if node is None:
+            node = self.node({"$ref": _REF + name})
+            self._structs[name] = node
+        return node
+
+    def node(self, s: Mapping[str, Any]) -> _Node:
+        node = self._nodes.get(id(s))
+        if node is not None:
+            return node
+        node = _Node(s)
+        self._nodes[id(s)] = node
+        resolved, name = self.resolve(s)
+        node.accepts = self._accepts(resolved)
+        if name is not None and "properties" in resolved:
+            node.struct = name.rsplit(".", 1)[-1]
+            node.closed = resolved.get("additionalProperties") is False
+            node.props = {k: self.node(v) for k, v in resolved["properties"].items()}
+        extra = resolved.get("additionalProperties")
+        if node.struct is None and isinstance(extra, Mapping):
+            node.values = self.node(extra)
+        items = resolved.get("items")
+        if isinstance(items, Mapping):
+            node.items = self.node(items)
+        return node
+
+    def _accepts(self, s: Mapping[str, Any]) -> frozenset[type] | None:
+        alternatives = s.get("oneOf")
+        if isinstance(alternatives, list):
+            out: frozenset[type] = frozenset()
+            for a in alternatives:
+                one = self._accepts(self.resolve(a)[0])
+                if one is None:
+                    return None
+                out |= one
+            return out
+        types = _types(s)
+        if types is None:
+            return None
+        return frozenset().union(*(_PY_TYPES.get(t, frozenset()) for t in types))
+
+    def go_type(self, s: Mapping[str, Any]) -> str:
+        s, name = self.resolve(s)
+        if name is not None and ("properties" in s or "oneOf" in s or "format" in s):
+            return _short(name)  # a struct; Quantity, IntOrString, Time: own unmarshalers
         t = next((t for t in _types(s) or () if t != "null"), None)
         if t == "integer":
             return str(s.get("format") or "int64")
@@ -193,78 +262,86 @@ class _Walk:
             return "[]uint8" if s.get("format") == "byte" else "string"
         if t == "array":
             items = s.get("items")
-            return "[]" + (self._go_type(items) if isinstance(items, Mapping) else "interface {}")
+            return "[]" + (self.go_type(items) if isinstance(items, Mapping) else "interface {}")
         extra = s.get("additionalProperties")
         if isinstance(extra, Mapping):
-            return "map[string]" + self._go_type(extra)
+            return "map[string]" + self.go_type(extra)
         return "map[string]interface {}"
 
-    def _accepts(self, s: Mapping[str, Any], value: Any) -> bool:
-        alternatives = s.get("oneOf")
-        if isinstance(alternatives, list):
-            return any(self._accepts(self._resolve(a)[0], value) for a in alternatives)
-        types = _types(s)
-        if types is None:
-            return True
-        for t in types:
-            if (
-                (t == "string" and isinstance(value, str))
-                or (t == "boolean" and isinstance(value, bool))
-                or (t == "integer" and isinstance(value, int) and not isinstance(value, bool))
-                or (
-                    t == "number"
-                    and isinstance(value, (int, float))
-                    and not isinstance(value, bool)
-                )
-                or (t == "object" and isinstance(value, dict))
-                or (t == "array" and isinstance(value, list))
-            ):
-                return True
-        return False
 
-    def _mismatch(self, value: Any, s: Mapping[str, Any], at: tuple[str, str, str, str]) -> None:
-        struct, field, path, _ = at
-        kind = _json_kind(value)
-        types = _types(self._resolve(s)[0]) or ()
-        if kind == "number" and "integer" in types and isinstance(value, float):
-            kind = f"number {json.dumps(value)}"
-        self.mismatch = TypeMismatch(kind, struct, field, self._go_type(s), path)
+@functools.cache
+def _compiled(release: Release) -> _Compiled:
+    return _Compiled(_definitions(release))
 
-    def value(self, value: Any, s: Mapping[str, Any], at: tuple[str, str, str, str]) -> None:
-        """``at``: (innermost struct, its field path, full path, Go path so far)."""
-        if self.mismatch is not None or value is None:
+
+# A path, built only when something is found: (parent, step); a step is a field name
+# (str) or a list index or map key (a 1-tuple, written in brackets).
+Trail = tuple[Any, Any] | None
+
+
+def _full(trail: Trail) -> str:
+    parts: list[str] = []
+    while trail is not None:
+        trail, step = trail
+        parts.append(f"[{step[0]}]" if isinstance(step, tuple) else f".{step}")
+    return "".join(reversed(parts)).lstrip(".")
+
+
+def _fields(trail: Trail) -> str:
+    parts: list[str] = []
+    while trail is not None:
+        trail, step = trail
+        if not isinstance(step, tuple):
+            parts.append(step)
+    return ".".join(reversed(parts))
+
+
+class _Walk:
+    """One decode: the compiled schemas followed from a kind down its values."""
+
+    def __init__(self, compiled: _Compiled) -> None:
+        self.compiled = compiled
+        self.mismatch: TypeMismatch | None = None
+        self.unknown: list[str] = []
+
+    def value(self, value: Any, node: _Node, struct: str, trail: Trail) -> None:
+        """``struct``: the innermost Go struct; ``trail``: where ``value`` is."""
+        if value is None:
             return  # null decodes to the zero value of anything
-        resolved, name = self._resolve(s)
-        if not self._accepts(resolved, value):
-            self._mismatch(value, s, at)
+        if node.accepts is not None and type(value) not in node.accepts:
+            self._mismatch(value, node, struct, trail)
             return
-        if isinstance(value, dict):
-            if name is not None and "properties" in resolved:
-                self.struct(value, name, at[2], at[3])
-                return
-            extra = resolved.get("additionalProperties")
-            if isinstance(extra, Mapping):
+        if type(value) is dict:
+            if node.struct is not None:
+                self.struct(value, node, trail)
+            elif node.values is not None:
                 for k, v in value.items():
-                    self.value(v, extra, (at[0], at[1], f"{at[2]}[{k}]", at[3]))
-        elif isinstance(value, list):
-            items = resolved.get("items")
-            if isinstance(items, Mapping):
-                for i, v in enumerate(value):
-                    self.value(v, items, (at[0], at[1], f"{at[2]}[{i}]", at[3]))
+                    self.value(v, node.values, struct, (trail, (k,)))
+                    if self.mismatch is not None:
+                        return
+        elif type(value) is list and node.items is not None:
+            for i, v in enumerate(value):
+                self.value(v, node.items, struct, (trail, (i,)))
+                if self.mismatch is not None:
+                    return
 
-    def struct(self, obj: Mapping[str, Any], name: str, path: str, go_path: str) -> None:
-        d = self.defs[name]
-        props: Mapping[str, Any] = d.get("properties") or {}
-        closed = d.get("additionalProperties") is False
-        struct = name.rsplit(".", 1)[-1]
+    def struct(self, obj: Mapping[str, Any], node: _Node, trail: Trail) -> None:
+        props = node.props
+        struct = node.struct or ""
         for k, v in obj.items():
-            sub = f"{path}.{k}" if path else k
-            s = props.get(k)
-            if s is None:
-                if closed and not k.startswith("$"):
-                    self.unknown.append(sub)
+            sub = props.get(k)
+            if sub is None:
+                if node.closed and not k.startswith("$"):
+                    self.unknown.append(_full((trail, k)))
                 continue
-            field = f"{go_path}.{k}" if go_path else k
-            self.value(v, s, (struct, field, sub, field))
+            self.value(v, sub, struct, (trail, k))
             if self.mismatch is not None:
                 return
+
+    def _mismatch(self, value: Any, node: _Node, struct: str, trail: Trail) -> None:
+        kind = _json_kind(value)
+        resolved = self.compiled.resolve(node.schema)[0]
+        if kind == "number" and "integer" in (_types(resolved) or ()) and type(value) is float:
+            kind = f"number {json.dumps(value)}"
+        go_type = self.compiled.go_type(node.schema)
+        self.mismatch = TypeMismatch(kind, struct, _fields(trail), go_type, _full(trail))
