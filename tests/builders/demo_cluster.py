@@ -45,12 +45,6 @@ class LocalCluster:
             [
                 *(node(n) for n in NODES),
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "corral-system"}},
-                {
-                    "apiVersion": "scheduling.volcano.sh/v1beta1",
-                    "kind": "Queue",
-                    "metadata": {"name": "default"},
-                    "spec": {"weight": 1, "reclaimable": True},
-                },
             ]
         )
         await self.webhook.__aenter__()

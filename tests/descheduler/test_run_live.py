@@ -86,11 +86,16 @@ def get(api: ApiServer, plural: str, namespace: str, name: str, group: str = "")
 
 
 def create(api: ApiServer, obj: dict[str, Any]) -> None:
-    """Through the store's create, so that watches see it."""
+    """Through the store's create, so that watches see it; a pod's status then through
+    its status subresource, as its kubelet writes it (a create's status is dropped)."""
     group = obj["apiVersion"].rpartition("/")[0]
     plural = {"PodGroup": "podgroups"}.get(obj["kind"], obj["kind"].lower() + "s")
     ns = obj["metadata"].get("namespace", "")
-    api.store.create(api.store.resource(plural, group), ns, copy.deepcopy(obj))
+    rt = api.store.resource(plural, group)
+    created = api.store.create(rt, ns, copy.deepcopy(obj))
+    if obj["kind"] == "Pod" and obj.get("status"):
+        status = {**created, "status": {**created["status"], **copy.deepcopy(obj["status"])}}
+        api.store.replace(rt, ns, obj["metadata"]["name"], status, subresource="status")
 
 
 def events(api: ApiServer) -> list[dict[str, Any]]:

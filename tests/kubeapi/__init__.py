@@ -9,10 +9,16 @@ fields served; for Jobs, the defaults, feature gates and validation of that rele
 :mod:`.native_gangs` and :mod:`.native_objects`; the gang schedulers' CRDs of each
 release, Volcano's and KAI's, :mod:`.scheduler_crds`) and serves what kubectl needs:
 discovery (:mod:`.discovery`), OpenAPI v3 (:mod:`.openapi`) and server-side field
-validation (:mod:`.fields`), as ``python -m tests.kubeapi`` too (:mod:`.__main__`). It
-starts with the system namespaces and a ``default`` ServiceAccount in every namespace,
-serves CustomResourceDefinitions (their objects pruned by their schema: :mod:`.crds`)
-and the workload kinds (:mod:`.workloads`), and runs mutating then validating admission.
+validation (:mod:`.fields`), as ``python -m tests.kubeapi`` too (:mod:`.__main__`). Every
+object of a built-in kind it stores is decoded by the OpenAPI schema of the release it
+plays (:mod:`.released_schemas`: unknown fields at any depth by ``fieldValidation``, a
+wrong type refused as the decoder refuses it) and its enums checked (:mod:`.enums`). It
+starts with the system namespaces and a ``default`` ServiceAccount in every namespace
+(and, with Volcano, Volcano's own Queues, opened by its queue controller:
+:mod:`tests.controllers.volcano_queue`), serves CustomResourceDefinitions (their objects
+pruned and checked by their structural schema: :mod:`.crds`, :mod:`.crd_validation`)
+and the workload kinds (:mod:`.workloads`), drops the status a create sends where the
+real strategy does, and runs mutating then validating admission.
 
 It keeps typed objects with increasing resourceVersions; lists with label and field
 selectors, paging and exact resourceVersions; watches with bookmarks and the 410 ERROR
@@ -27,8 +33,8 @@ schedulers, workload controllers) is played by the models in :mod:`.controllers`
 (latency, error statuses, broken watches) are injected through :class:`Faults`; every
 request is logged.
 
-Deliberate simplifications: status given on create is kept (so tests can create running
-pods directly; the real server starts every pod Pending); strategic merge patches know the
+Deliberate simplifications: ``store.load`` keeps the status it is given (a bulk load is a
+cluster's state, not a create: tests load running pods directly); strategic merge patches know the
 merge keys of a fixed table, not the OpenAPI schema; a DELETE without propagationPolicy is
 Background for every kind (for batch/v1 Jobs the real default is Orphan), and deleting a
 namespace removes its contents at once; one change history serves every kind's watches
@@ -43,7 +49,10 @@ SyncFailed, as the real one does); requests without a token are an admin's unles
 server is given static tokens (an unknown token is 401, as in a real cluster:
 :meth:`ApiServer.accept` names an admin token), impersonation is not modelled, the
 bootstrap RBAC policy is reduced to what every authenticated user may do; the two Event
-APIs (core/v1 and events.k8s.io/v1) are stored separately.
+APIs (core/v1 and events.k8s.io/v1) are stored separately; a patch whose result has a
+wrong type is answered with the decoder's words for a create (the real patch handler words
+it its own way), and a JSON patch's unknown fields are dropped without a Warning; only the
+enums of :mod:`.enums` are checked and a schema's ``required`` only for custom resources.
 
 Where things are: :mod:`.server` runs it and :mod:`.app` speaks the REST protocol;
 :mod:`.auth` authenticates and authorises; :mod:`.admitted` and :mod:`.webhooks` are the

@@ -28,6 +28,7 @@ from tests.kubeapi.auth import (
 from tests.kubeapi.crds import prune
 from tests.kubeapi.faults import Faults, RequestRecord
 from tests.kubeapi.protobuf import PROTOBUF, access_review_from_protobuf, unsupported
+from tests.kubeapi.released_schemas import decode_error
 from tests.kubeapi.resources import ResourceType, copy_json, served
 from tests.kubeapi.status import ApiStatusError, status_body
 from tests.kubeapi.store import ApiStore
@@ -356,13 +357,19 @@ def _discovery(request: web.Request) -> web.Response | None:
 
 def _checked_fields(request: web.Request, t: _Target, body: object, *, patch: bool) -> object:
     """Server-side field validation (:mod:`.fields`) of a create, update or merge patch
-    body: Strict refuses unknown fields, Warn (the default) drops them with a warning
-    each, Ignore drops them. Custom resources: the fields their CRD's schema prunes."""
+    body: a built-in kind's body is decoded by its release's schema (a value of the wrong
+    type is 400, as decoding fails); Strict refuses unknown fields, Warn (the default)
+    drops them with a warning each, Ignore drops them. Custom resources: the fields their
+    CRD's schema prunes."""
     mode = fields.directive(request.query.get("fieldValidation"))
     if not isinstance(body, dict) or t.subresource not in ("", "status"):
         return body
     store = request.app[STORE]
     if t.rt.builtin:
+        if not patch:
+            mismatch = fields.type_mismatch(t.rt, body, store.versions.kube)
+            if mismatch is not None:
+                raise decode_error(t.rt.kind, t.rt.version, mismatch)
         unknown = fields.unknown_fields(t.rt, body, store.versions.kube)
     else:
         schema = store.schemas.get(t.rt.gvr)

@@ -1,13 +1,14 @@
-"""The fields of the built-in kinds this server serves -- top-level fields of every kind,
-and the ``spec`` fields of the workload kinds and budgets corral touches -- with the
-release each later field arrived in, and server-side field validation over them.
+"""Server-side field validation, and the fields of the built-in kinds this server tells
+kubectl about -- top-level fields of every kind, and the ``spec`` fields of the workload
+kinds and budgets corral touches -- with the release each later field arrived in.
 
 The field lists are written from the API types of kubernetes ``staging/src/k8s.io/api``
 (``core/v1/types.go`` PodSpec, ``batch/v1/types.go`` JobSpec and CronJobSpec,
 ``apps/v1/types.go``, ``policy/v1/types.go``, ...) at v1.28.7, with the fields later
 releases added (``resources`` on PodSpec in v1.32, ``successPolicy`` and ``managedBy``
-on JobSpec in v1.30); they feed both :mod:`.openapi` (what kubectl is told) and
-:func:`unknown_fields` (what the server refuses or warns about), so the two agree.
+on JobSpec in v1.30); they feed :mod:`.openapi` (what kubectl is told). What the server
+refuses or warns about is decided by the release's own OpenAPI schema at every depth
+(:func:`unknown_fields`, :mod:`.released_schemas`); a test keeps the lists within it.
 
 ``fieldValidation`` (``staging/src/k8s.io/apiserver/pkg/endpoints/handlers/create.go``,
 ``update.go``, ``patch.go`` and ``rest.go``, v1.28; GA in 1.27): ``Strict`` refuses a
@@ -18,15 +19,24 @@ them silently. Custom resources are checked by their CRD's schema (:func:`.crds.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from tests.kubeapi.released_schemas import TypeMismatch, decode
 from tests.kubeapi.resources import ResourceType
 from tests.kubeapi.status import ApiStatusError
 from tests.kubeapi.versions import Release
 
 Json = dict[str, Any]
 
-__all__ = ["FIELD_VALIDATION", "SPEC_FIELDS", "TOP_FIELDS", "known_fields", "unknown_fields"]
+__all__ = [
+    "FIELD_VALIDATION",
+    "SPEC_FIELDS",
+    "TOP_FIELDS",
+    "known_fields",
+    "type_mismatch",
+    "unknown_fields",
+]
 
 FIELD_VALIDATION = ("Ignore", "Strict", "Warn")
 
@@ -226,28 +236,39 @@ def known_fields(rt: ResourceType, kube: Release) -> tuple[tuple[str, ...], tupl
 
 
 def unknown_fields(rt: ResourceType, obj: Any, kube: Release) -> list[str]:
-    """The unknown top-level and spec fields of a built-in object, as the decoder names
-    them (``spec.foo``)."""
-    if not rt.builtin or not isinstance(obj, dict) or (rt.group, rt.plural) not in TOP_FIELDS:
+    """The unknown fields of a built-in object at every depth, as the decoder names them
+    (``spec.containers[0].foo``), by the OpenAPI schema of release ``kube``
+    (:mod:`.released_schemas`); a value of the wrong type is :func:`type_mismatch`."""
+    if not rt.builtin or not isinstance(obj, dict):
         return []
-    top, spec_fields = known_fields(rt, kube)
-    out = [k for k in obj if k not in top and not k.startswith("$")]
-    spec = obj.get("spec")
-    if spec_fields and isinstance(spec, dict):
-        # ($-keys are a strategic merge patch's directives, not fields)
-        out += [f"spec.{k}" for k in spec if k not in spec_fields and not k.startswith("$")]
-    return out
+    return list(decode(kube, obj, rt.api_version, rt.kind).unknown)
+
+
+def type_mismatch(rt: ResourceType, obj: Any, kube: Release) -> TypeMismatch | None:
+    """The first value of a wrong JSON type in a built-in object (decoding stops there)."""
+    if not rt.builtin or not isinstance(obj, dict):
+        return None
+    return decode(kube, obj, rt.api_version, rt.kind).mismatch
+
+
+_STEP = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")
 
 
 def drop_fields(obj: Json, paths: list[str]) -> None:
-    """Remove the fields :func:`unknown_fields` found (what decoding does with them)."""
+    """Remove the fields :func:`unknown_fields` found (what decoding does with them):
+    ``spec.containers[0].foo`` steps through the list's first item."""
     for path in paths:
+        steps = [m.group(1) if m.group(1) is not None else m.group(2) for m in _STEP.finditer(path)]
         parent: Any = obj
-        *head, last = path.split(".")
-        for key in head:
-            parent = parent.get(key) if isinstance(parent, dict) else None
-        if isinstance(parent, dict):
-            parent.pop(last, None)
+        for step in steps[:-1]:
+            if isinstance(parent, list) and step.isdigit() and int(step) < len(parent):
+                parent = parent[int(step)]
+            elif isinstance(parent, dict):
+                parent = parent.get(step)
+            else:
+                parent = None
+        if isinstance(parent, dict) and steps:
+            parent.pop(steps[-1], None)
 
 
 def directive(value: str | None) -> str:

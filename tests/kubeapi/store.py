@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from tests.kubeapi.auth import TokenIssuer
+from tests.kubeapi.crd_validation import custom_resource_errors, invalid_custom_resource
 from tests.kubeapi.crds import crd_defaults, crd_status, prune, schema_of, validate_crd
 from tests.kubeapi.defaults import (
     default_job,
@@ -30,14 +31,17 @@ from tests.kubeapi.defaults import (
 )
 from tests.kubeapi.deletion import Deletion
 from tests.kubeapi.disruption import DisruptionBudgets
+from tests.kubeapi.fields import drop_fields
 from tests.kubeapi.job_validation import validate_job_create, validate_job_update
 from tests.kubeapi.listing import Continuation, Listing
 from tests.kubeapi.native_gangs import check_native, check_pod_group_ref, drop_disabled_pod_fields
 from tests.kubeapi.patches import apply_patch
+from tests.kubeapi.released_schemas import decode, decode_error
 from tests.kubeapi.resources import (
     BUILTIN_TYPES,
     CUSTOM_TYPES,
     NATIVE_TYPES,
+    VOLCANO_GROUP,
     ResourceType,
     copy_json,
     now_iso,
@@ -46,7 +50,7 @@ from tests.kubeapi.scheduler_crds import KAI_TYPES, kai_schemas, volcano_podgrou
 from tests.kubeapi.status import ApiStatusError
 from tests.kubeapi.subresources import Subresources
 from tests.kubeapi.validation import canonical_quantities, validate
-from tests.kubeapi.versions import Versions
+from tests.kubeapi.versions import Release, Versions
 from tests.kubeapi.watches import Change, Watch, Watching
 from tests.kubeapi.workloads import default_workload
 
@@ -76,6 +80,29 @@ _NO_GENERATION = frozenset(
 # Kinds whose updates must name a resourceVersion (AllowUnconditionalUpdate false).
 _CONDITIONAL_UPDATE = frozenset({("coordination.k8s.io", "leases")})
 _CRDS = ("apiextensions.k8s.io", "customresourcedefinitions")
+# Built-in kinds whose strategy's PrepareForCreate throws away the status a create sends
+# (kubernetes v1.28.7 ``pkg/registry/``: ``core/pod/strategy.go`` (then phase Pending and
+# the qosClass, :func:`.defaults.default_pod`), ``core/namespace/strategy.go`` (then
+# phase Active), ``batch/job/strategy.go``, ``batch/cronjob/strategy.go``,
+# ``apps/deployment/strategy.go``, ``apps/statefulset/strategy.go``,
+# ``apps/replicaset/strategy.go``, ``policy/poddisruptionbudget/strategy.go``, and
+# apiextensions-apiserver ``pkg/registry/customresourcedefinition/strategy.go``). A Node
+# keeps it (``core/node/strategy.go``: "Nodes allow *all* fields, including status, to be
+# set on create"); a custom resource loses it when its CRD has a status subresource
+# (apiextensions-apiserver ``pkg/registry/customresource/strategy.go``).
+_STATUS_CLEARED_ON_CREATE = frozenset(
+    {
+        ("", "pods"),
+        ("", "namespaces"),
+        ("batch", "jobs"),
+        ("batch", "cronjobs"),
+        ("apps", "deployments"),
+        ("apps", "statefulsets"),
+        ("apps", "replicasets"),
+        ("policy", "poddisruptionbudgets"),
+        _CRDS,
+    }
+)
 
 # The namespaces kube-apiserver makes at start (v1.28
 # ``pkg/controlplane/controller/systemnamespaces/system_namespaces_controller.go`` and
@@ -134,6 +161,9 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
         self._continue_ids = itertools.count(1)
         # the openAPIV3Schema of each version a stored CRD serves, for pruning
         self.schemas: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+        # unknown fields dropped from writes that reached the store with them (a JSON
+        # patch, a write without HTTP), "Kind name: path" -- what Warn would warn of
+        self.dropped: list[str] = []
         # the CA certificate (PEM) clients verify the server with, once it has one
         self.root_ca: str | None = None
         for rt in (*BUILTIN_TYPES, *NATIVE_TYPES, *CUSTOM_TYPES, *KAI_TYPES):
@@ -164,6 +194,29 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
                 self.schemas[gvr] = schema
             else:
                 self.schemas.pop(gvr, None)
+        if versions.volcano is not None:
+            self._install_volcano(versions.volcano)
+
+    def _install_volcano(self, volcano: Release) -> None:
+        """The Queues Volcano makes when it starts (:mod:`tests.controllers.volcano_queue`),
+        opened by its queue controller."""
+        from tests.controllers.volcano_queue import installed_queues
+
+        rt = self.types[(VOLCANO_GROUP, "v1beta1", "queues")]
+        for queue in installed_queues(volcano):
+            if self.find(rt, "", queue["metadata"]["name"]) is None:
+                self.create(rt, "", queue)
+
+    def _sync_volcano_queue(self, rt: ResourceType, queue: Json) -> None:
+        """Volcano's queue controller, when Volcano is in the stack."""
+        from tests.controllers.volcano_queue import synced_status
+
+        name = queue["metadata"]["name"]
+        if self.versions.volcano is None or self.find(rt, "", name) is None:
+            return
+        status = synced_status(queue)
+        if status is not None:
+            self.replace(rt, "", name, {**queue, "status": status}, subresource="status")
 
     # --- types ------------------------------------------------------------------------
 
@@ -251,7 +304,25 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
             if not namespace or ns == namespace:
                 yield obj
 
+    def _schema_check(self, rt: ResourceType, obj: Json, who: str) -> None:
+        """An object the server itself made or was given without a request (a default, a
+        controller's write, a bulk load) still decodes by its release's schema; anything
+        else is a bug of the model or the fixture, said as one."""
+        if not rt.builtin:
+            return
+        found = decode(self.versions.kube, obj, rt.api_version, rt.kind)
+        if found.mismatch is None and not found.unknown:
+            return
+        what = found.mismatch.message() if found.mismatch else ", ".join(found.unknown)
+        meta = obj.get("metadata") or {}
+        raise ValueError(
+            f"{who} {rt.kind} {meta.get('namespace', '')}/{meta.get('name')} does not decode "
+            f"by the Kubernetes {self.versions.kube} schema: {what}"
+        )
+
     def _commit(self, rt: ResourceType, kind: str, obj: Json, old: Json | None) -> Json:
+        if kind != "DELETED":
+            self._schema_check(rt, obj, "the server would store")
         if rt.plural == "pods" and rt.group == "":
             # Typed serialisation: a pod condition always has both times, null when unset.
             for c in (obj.get("status") or {}).get("conditions") or ():
@@ -297,6 +368,8 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
                 self._evicted.discard(f"{ns}/{obj['metadata']['name']}")
         elif rt.plural == "poddisruptionbudgets":
             self._sync_pdbs(obj["metadata"].get("namespace", ""), only=obj["metadata"]["name"])
+        elif (rt.group, rt.plural) == (VOLCANO_GROUP, "queues"):
+            self._sync_volcano_queue(rt, obj)
 
     def _default_service_account(self, namespace: str) -> None:
         """The serviceaccount controller of kube-controller-manager (v1.28
@@ -358,6 +431,18 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
                 f"the request is for {rt.api_version}/{rt.kind}",
             )
         obj["kind"], obj["apiVersion"] = rt.kind, rt.api_version
+        if rt.builtin:
+            # decoded by the release's schema (tests/kubeapi/released_schemas.py): a wrong
+            # type fails decoding; an unknown field left here (a JSON patch, a write
+            # without HTTP) is dropped as the default fieldValidation (Warn) does, and
+            # listed in ``dropped``
+            found = decode(self.versions.kube, obj, rt.api_version, rt.kind)
+            if found.mismatch is not None:
+                raise decode_error(rt.kind, rt.version, found.mismatch)
+            if found.unknown:
+                drop_fields(obj, list(found.unknown))
+                name = _asked_name(obj) or ""
+                self.dropped.extend(f"{rt.kind} {name}: {f}" for f in found.unknown)
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise ApiStatusError(400, "BadRequest", "metadata must be an object")
@@ -387,6 +472,10 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
                 "Invalid",
                 f"{rt.kind} is invalid: metadata.name: Required value: name is required",
             )
+        if schema is not None and not rt.builtin:
+            errors = custom_resource_errors(schema, obj)
+            if errors:
+                raise invalid_custom_resource(rt.kind, rt.group, meta["name"], errors)
         return obj
 
     def create(
@@ -429,6 +518,10 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
             meta["generation"] = 1
         for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(k, None)
+        if (rt.group, rt.plural) in _STATUS_CLEARED_ON_CREATE or (
+            not rt.builtin and rt.status_subresource
+        ):
+            obj.pop("status", None)
         self._default(rt, obj)
         if (rt.group, rt.plural) == ("batch", "jobs"):
             validate_job_create(obj, self.versions.kube)
@@ -637,6 +730,7 @@ class ApiStore(Listing, Watching, Deletion, DisruptionBudgets, Subresources):
         by_kind = self._type_cache()
         for obj in objects:
             rt = by_kind.get((obj.get("apiVersion"), obj.get("kind"))) or self._type_of(obj)
+            self._schema_check(rt, obj, "load:")
             meta = obj.setdefault("metadata", {})
             if rt.namespaced:
                 ns = meta.setdefault("namespace", "default")

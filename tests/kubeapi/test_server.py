@@ -43,7 +43,10 @@ async def test_crud_and_status_bodies(
     await core.create_namespace(o.namespace("ns1"))
     created = await core.create_namespaced_pod("ns1", o.pod("p1", "ns1", node="n1"))
     assert created.metadata.uid and created.metadata.resource_version
-    assert created.status.phase == "Running"
+    # The status a create sends is the server's to set: Pending, until the kubelet runs it.
+    assert created.status.phase == "Pending"
+    kubelet()
+    assert (await core.read_namespaced_pod("p1", "ns1")).status.phase == "Running"
     with pytest.raises(ApiException) as err:
         await core.create_namespaced_pod("ns1", o.pod("p1", "ns1"))
     assert err.value.status == 409
@@ -250,7 +253,9 @@ async def test_bounded_history_expires_old_versions() -> None:
         store.watch(pods, resource_version=start)
 
 
-async def test_pdb_status_follows_pods(api: ApiServer, typed: k8s.ApiClient) -> None:
+async def test_pdb_status_follows_pods(
+    api: ApiServer, typed: k8s.ApiClient, kubelet: Callable[[], int]
+) -> None:
     store = api.store
     rs = ("ReplicaSet", "w")  # an owner with a scale: every kind of budget is computed
     store.load([o.pod(f"w{i}", "ns1", node="n1", labels={"app": "w"}, owner=rs) for i in range(4)])
@@ -280,8 +285,9 @@ async def test_pdb_status_follows_pods(api: ApiServer, typed: k8s.ApiClient) -> 
             "ns1", o.pdb("both", "ns1", min_available=1, max_unavailable=1)
         )
     assert err.value.status == 422
-    # A new healthy pod raises what the budget allows.
+    # A new healthy pod raises what the budget allows (once its kubelet runs it).
     store.create(store.resource("pods"), "ns1", o.pod("w9", "ns1", node="n1", labels={"app": "w"}))
+    kubelet()
     b0 = await policy.read_namespaced_pod_disruption_budget("b0", "ns1")
     assert b0.status.disruptions_allowed == 3
 
@@ -370,6 +376,7 @@ async def test_evicted_pods_count_until_replaced(
         "ns1",
         o.pod("w0-new", "ns1", node="n1", labels={"app": "w"}, owner=("ReplicaSet", "w")),
     )
+    kubelet()  # the replacement runs
     status = store.get(pdbs, "ns1", "b")["status"]
     assert (status["expectedPods"], status["disruptionsAllowed"]) == (4, 1)
     assert "disruptedPods" not in status

@@ -57,7 +57,6 @@ def cluster(api: ApiServer) -> None:
         [
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "volcano-system"}},
-            b.queue("default", state="Open"),
             b.queue("shut", state="Closed"),
             podgroup("ready", "default"),
             podgroup("noqueue"),

@@ -8,6 +8,7 @@ from typing import Any
 
 from gangplace.engine.selectors import LabelSelector, SelectorError
 
+from tests.kubeapi.enums import pdb_enum_errors, pod_spec_enum_errors
 from tests.kubeapi.quantity import canonical_resources
 from tests.kubeapi.resources import ResourceType
 from tests.kubeapi.status import ApiStatusError
@@ -43,6 +44,49 @@ def canonical_quantities(rt: ResourceType, obj: Json) -> None:
             canonical_resources(status.get("allocatable"))
 
 
+# Built-in kinds whose pod template's enums are checked (a Job's restartPolicy by its own
+# rule, :mod:`.job_validation`).
+_TEMPLATED = {
+    ("batch", "jobs"): False,
+    ("apps", "deployments"): True,
+    ("apps", "statefulsets"): True,
+    ("apps", "replicasets"): True,
+}
+
+
+def _enums(rt: ResourceType, obj: Json, name: str) -> None:
+    """Enumerated fields out of their lists (:mod:`.enums`): 422, every error named."""
+    key = (rt.group, rt.plural)
+    spec = obj.get("spec")
+    if key == ("", "pods"):
+        errors = pod_spec_enum_errors(spec, "spec")
+    elif key in _TEMPLATED and isinstance(spec, dict):
+        template = spec.get("template")
+        pod_spec = template.get("spec") if isinstance(template, dict) else None
+        errors = pod_spec_enum_errors(pod_spec, "spec.template.spec", restart=_TEMPLATED[key])
+    elif key == ("policy", "poddisruptionbudgets"):
+        errors = pdb_enum_errors(spec)
+    else:
+        return
+    if errors:
+        parts = [f"{f}: {m}" for f, m in errors]
+        message = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+        raise ApiStatusError(
+            422,
+            "Invalid",
+            f'{rt.kind} "{name}" is invalid: {message}',
+            {
+                "name": name,
+                "group": rt.group,
+                "kind": rt.kind,
+                "causes": [
+                    {"reason": "FieldValueNotSupported", "message": m, "field": f}
+                    for f, m in errors
+                ],
+            },
+        )
+
+
 def validate(rt: ResourceType, obj: Json) -> None:
     """A created or updated object's name, and a budget's selector and figures (422)."""
     name = obj["metadata"].get("name", "")
@@ -54,6 +98,7 @@ def validate(rt: ResourceType, obj: Json) -> None:
             "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
             "characters, '-' or '.', and must start and end with an alphanumeric character",
         )
+    _enums(rt, obj, name)
     if rt.plural == "poddisruptionbudgets":
         spec = obj.get("spec") or {}
         try:

@@ -29,21 +29,12 @@ pytestmark = pytest.mark.scenario
 # Volcano's own table lists, the kind guide's among them.
 STACKS = list(VOLCANO_STORY)
 
-OPEN_DEFAULT_QUEUE: Json = {
-    # What Volcano's chart installs and its queue controller opens.
-    "apiVersion": "scheduling.volcano.sh/v1beta1",
-    "kind": "Queue",
-    "metadata": {"name": "default"},
-    "spec": {"weight": 1, "reclaimable": True},
-    "status": {"state": "Open"},
-}
-
 
 @pytest.fixture(params=STACKS, ids=str)
 async def stack(request: pytest.FixtureRequest) -> AsyncIterator[ApiServer]:
     versions: Versions = request.param
     async with ApiServer(bookmark_interval=0.2, versions=versions) as api:
-        setup(api, OPEN_DEFAULT_QUEUE)
+        setup(api)  # Volcano makes its default Queue and opens it
         ns_type = api.store.resource("namespaces")
         api.store.patch(
             ns_type,
