@@ -397,8 +397,16 @@ def test_1_36_disruption_mode_is_pod_or_pod_group() -> None:
         'PodGroup.scheduling.k8s.io "c" is invalid: spec.disruptionMode: Unsupported value: '
         '"Whole": supported values: "Pod", "PodGroup"'
     )
-    assert "spec.disruptionMode: Unsupported value" in refused(
-        store, V1ALPHA2, "podgroups", _pg_1_36("d", {"all": {}})
+    # 1.37's union sent to 1.36: the decoder refuses the type before validation runs.
+    with pytest.raises(ApiStatusError) as wrong_type:
+        create(store, V1ALPHA2, "podgroups", _pg_1_36("d", {"all": {}}))
+    assert (
+        wrong_type.value.code == 400
+        and (
+            "cannot unmarshal object into Go struct field PodGroupSpec.spec.disruptionMode "
+            "of type string"
+        )
+        in wrong_type.value.message
     )
     rt = store.types[("scheduling.k8s.io", "v1alpha2", "podgroups")]
     changed = copy.deepcopy(store.get(rt, NS, "a"))
@@ -419,6 +427,15 @@ def test_1_37_disruption_mode_is_single_or_all(api: str) -> None:
     assert create(store, api, "podgroups", pg)["spec"]["disruptionMode"] == {"single": {}}
     pg["metadata"]["name"] = "b"
     pg["spec"]["disruptionMode"] = "PodGroup"
+    # 1.36's string sent to 1.37: a decode error (400), as the real server's JSON decoder.
+    with pytest.raises(ApiStatusError) as e:
+        create(store, api, "podgroups", pg)
+    assert e.value.code == 400
+    assert "cannot unmarshal string into Go struct field PodGroupSpec.spec.disruptionMode" in (
+        e.value.message
+    )
+    pg["metadata"]["name"] = "c"
+    pg["spec"]["disruptionMode"] = {"single": {}, "all": {}}
     assert "spec.disruptionMode: Invalid value" in refused(store, api, "podgroups", pg)
 
 
