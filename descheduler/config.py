@@ -192,16 +192,27 @@ class MovesConfig(_Section):
         "go (deleted, or terminating); if they do not, the suspend is rolled back and the "
         "workload marked never to be suspended again (0: not checked)",
     )
+    max_gpu_hours_at_risk: float | None = Field(
+        default=8.0,
+        ge=0,
+        description="a workload whose work at risk -- GPUs x the time since its last "
+        "checkpoint (corral.dev/last-checkpoint, corral.dev/checkpoint-interval; without "
+        "either, since it started) -- is above this many GPU-hours is never moved; null: "
+        "no cap",
+    )
 
 
 class CostWeights(_Section):
     """What a move costs: least cost first. Cost = pod * pods moved + gpu_hour *
-    GPU-hours of work the moved pods have done (lost on restart) + priority_per_1000 *
-    priority / 1000 per pod."""
+    GPU-hours of work at risk (what the moved pods did since their last checkpoint, lost
+    on restart) + priority_per_1000 * priority / 1000 per pod."""
 
     pod: float = Field(default=1.0, ge=0, description="cost of each pod moved")
     gpu_hour: float = Field(
-        default=0.05, ge=0, description="cost of each GPU-hour the moved pods have run"
+        default=1.0,
+        ge=0,
+        description="cost of each GPU-hour of work at risk in the moved pods (done since "
+        "their last checkpoint)",
     )
     priority_per_1000: float = Field(
         default=0.1, ge=0, description="cost per pod of each 1000 of its priority"
@@ -230,7 +241,17 @@ class DefragmentConfig(_Section):
     gang is waiting. A move's gain is the fall, on the nodes it touches, of F(M) plus
     stranding_weight x the idle GPU beyond what each node's free CPU can drive."""
 
-    enabled: bool = Field(default=True, description="defragment when no gang waits")
+    enabled: bool = Field(
+        default=False,
+        description="defragment when no gang waits (off by default: it throws work away "
+        "and starts nothing)",
+    )
+    max_gpu_hours_at_risk: float | None = Field(
+        default=1.0,
+        ge=0,
+        description="a unit moved to defragment has at most this many GPU-hours of work at "
+        "risk (moves.max_gpu_hours_at_risk caps it too); null: only that cap",
+    )
     min_gain_gpus: float = Field(
         default=0.5,
         ge=0,
