@@ -33,6 +33,7 @@ from pydantic import (
 )
 
 __all__ = [
+    "CapacityRoomConfig",
     "ConfigError",
     "CostWeights",
     "DefragmentConfig",
@@ -236,6 +237,29 @@ class MakeRoomConfig(_Section):
     )
 
 
+class CapacityRoomConfig(_Section):
+    """Room for a waiting gang that capacity blocks -- no move lets it start because
+    what would make room fits nowhere else -- by suspending workloads without placing
+    them again (opt-in). Only workloads with a suspend switch, of lower priority (and,
+    with equal_priority, smaller ones of its own), least work at risk first, within the
+    limits and caps; they are resumed as every suspended workload is: once the gang is
+    bound, or after moves.resume_after."""
+
+    enabled: bool = Field(
+        default=False,
+        description="suspend lower-priority workloads for a gang that capacity blocks",
+    )
+    after: Duration = Field(
+        default=3600.0,
+        description="only for a gang that has waited longer than this (since it was made)",
+    )
+    equal_priority: bool = Field(
+        default=False,
+        description="also suspend workloads of the gang's own priority that hold fewer GPUs "
+        "than it needs (never one that started on room made for it within the cool-down)",
+    )
+
+
 class DefragmentConfig(_Section):
     """Moves that lower FGD fragmentation (and GPUs stranded for want of CPU) when no
     gang is waiting. A move's gain is the fall, on the nodes it touches, of F(M) plus
@@ -345,6 +369,7 @@ class DeschedulerConfig(_Section):
     cost: CostWeights = Field(default_factory=CostWeights)
     moves: MovesConfig = Field(default_factory=MovesConfig)
     make_room: MakeRoomConfig = Field(default_factory=MakeRoomConfig)
+    capacity_room: CapacityRoomConfig = Field(default_factory=CapacityRoomConfig)
     defragment: DefragmentConfig = Field(default_factory=DefragmentConfig)
     exact_moves: ExactMovesConfig = Field(default_factory=ExactMovesConfig)
     stale_gangs: StaleGangsConfig = Field(default_factory=StaleGangsConfig)
@@ -438,6 +463,7 @@ _ENGINE_KEYS = {
 # Keys written back as Go durations.
 _DURATIONS = frozenset(
     {
+        "after",
         "cooldown",
         "min_pod_age",
         "default_timeout",

@@ -43,7 +43,9 @@ def _move_lines(i: int, m: Move) -> list[str]:
     if m.kind == "release-stale":
         lines.append(f"     {m.reason}")
     for p in m.pods:
-        to = p.target or "(waits for its gang)"
+        to = p.target or (
+            "(waits for its gang)" if m.kind == "release-stale" else "(waits, suspended)"
+        )
         gpus = f"  {_gpus(p.gpu_milli / 1000)}" if p.gpu_milli else ""
         lines.append(f"       {p.namespace}/{p.name:<28} {p.node} -> {to}{gpus}")
     return lines

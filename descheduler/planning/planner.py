@@ -288,8 +288,13 @@ def _final(
     queue until it is resumed, only once every waiting gang has been. Returns the
     waiting gangs that do not start, and the first such moved gang that does not land."""
     snap = ctx.snap
+    # a unit suspended for capacity room (no pod has a target) lands nowhere: it waits
     later = [
-        m for m in moves if m.kind == "make-room" and ctx.consolidation(m.priority, m.for_gang)
+        m
+        for m in moves
+        if m.kind == "make-room"
+        and ctx.consolidation(m.priority, m.for_gang)
+        and any(pm.target is not None for pm in m.pods)
     ]
     ids = {id(m) for m in later}
     _evict(snap, moves, pods)

@@ -235,6 +235,8 @@ def check_plan(doc: dict[str, Any], p: Plan, cfg: DeschedulerConfig, protected: 
             assert keys == set(members)
         if m.kind == "release-stale":
             assert all(pm.target is None for pm in m.pods)
+        elif all(pm.target is None for pm in m.pods):  # suspended for capacity room
+            assert cfg.capacity_room.enabled and m.method == "suspend" and not m.partial
         else:
             assert all(pm.target is not None for pm in m.pods)
 
@@ -253,7 +255,10 @@ def check_plan(doc: dict[str, Any], p: Plan, cfg: DeschedulerConfig, protected: 
         assert m.priority == prio[m.unit]
         if m.for_gang is not None:
             assert m.for_gang not in never
-            if cfg.eviction.victim_priority == "LowerPriority":
+            if all(pm.target is None for pm in m.pods):  # capacity room
+                equal = cfg.capacity_room.equal_priority and m.priority == prio[m.for_gang]
+                assert m.priority < prio[m.for_gang] or equal, (m.unit, m.for_gang)
+            elif cfg.eviction.victim_priority == "LowerPriority":
                 assert m.priority < prio[m.for_gang], (m.unit, m.for_gang)
             else:
                 assert m.priority <= prio[m.for_gang], (m.unit, m.for_gang)
@@ -462,11 +467,12 @@ risky_st = st.builds(
         max_size=2,
     ),
     st.one_of(st.just(list(range(64))), st.lists(st.integers(0, 50), min_size=1, max_size=20)),
-    st.floats(0.25, 0.7),
-    st.sampled_from([None, 8.0, 2.0, 0.5]),
+    st.floats(0.5, 1.0),
+    st.sampled_from([None, None, 8.0, 2.0, 0.5]),
     st.sampled_from([None, 1.0, 0.25]),
     st.booleans(),
     st.sampled_from(["LowerPriority", "LowerOrEqualPriority"]),
+    st.sampled_from([None, "lower", "lower", "equal"]),
 )
 def test_no_plan_inverts_priority_or_moves_above_the_work_at_risk_cap(
     n_nodes: int,
@@ -478,10 +484,11 @@ def test_no_plan_inverts_priority_or_moves_above_the_work_at_risk_cap(
     defrag_cap: float | None,
     defrag: bool,
     victim_priority: str,
+    capacity: str | None,
 ) -> None:
-    """Gangs that ran from minutes to ten hours, some checkpointing: whatever the caps,
-    no victim outranks the gang it makes room for and none has more work at risk than
-    the caps allow (check_plan)."""
+    """Gangs that ran from minutes to ten hours, some checkpointing: whatever the caps
+    and the capacity room, no victim outranks the gang it makes room for and none has
+    more work at risk than the caps allow (check_plan)."""
     doc, protected = build([8] * n_nodes, gangs, waiting, order, fill)
     cfg = parse_config(
         {
@@ -493,11 +500,18 @@ def test_no_plan_inverts_priority_or_moves_above_the_work_at_risk_cap(
                 "min_total_gain_gpus": 0.1,
             },
             "eviction": {"victim_priority": victim_priority},
+            "capacity_room": {
+                "enabled": capacity is not None,
+                "after": 0,
+                "equal_priority": capacity == "equal",
+            },
         }
     )
     p = plan(state_from_list(doc, NOW), cfg)
     check_plan(doc, p, cfg, protected)
     for m in p.moves:
+        if all(pm.target is None for pm in m.pods) and m.kind == "make-room":
+            event("capacity room")
         event(f"{m.kind}, at risk {'<=' if m.at_risk <= 1 else '>'} 1 GPU-hour")
     for u in p.unserved:
         event(f"unserved: {u.reason.split(':')[0][:60]}")

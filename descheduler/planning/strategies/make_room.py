@@ -17,7 +17,8 @@ For each waiting gang, in DRF order, on the snapshot as the plan has left it:
    the engine. A victim that fits nowhere is dropped for good. Victims that are not
    needed are pruned, and the move is kept.
 5. When this search finds no move, the exact neighbourhood moves are tried
-   (:mod:`.exact_moves`).
+   (:mod:`.exact_moves`); when they find none either, and ``capacity_room`` is on,
+   workloads may be suspended without being placed again (:mod:`.capacity_room`).
 
 Steps 2 and 3 are :mod:`.room_options`, step 4 :mod:`.room_search`; this module serves
 the waiting gangs one by one and turns the victims found into moves.
@@ -35,6 +36,7 @@ from gangplace.engine.timeparse import format_duration, format_time
 from descheduler.planning.context import PlanContext, Victim, victim_move
 from descheduler.planning.gang_demand import Demand
 from descheduler.planning.plan_model import Move, Unserved
+from descheduler.planning.strategies.capacity_room import capacity_room
 from descheduler.planning.strategies.exact_moves import exact_room
 from descheduler.planning.strategies.room_options import (
     Candidates,
@@ -192,6 +194,8 @@ def make_room(ctx: PlanContext) -> list[Move]:
             continue
         ctx.limited = False
         found = _room_or_exact(ctx, cand, d)
+        if isinstance(found, str):  # capacity blocks it: suspending may (opt-in)
+            found = capacity_room(ctx, d, cand.retire) or found
         if isinstance(found, str):
             if ctx.limited:
                 found = _truthful(ctx, cand, d, found)
