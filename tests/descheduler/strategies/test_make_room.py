@@ -158,3 +158,17 @@ def test_a_used_up_run_names_its_limit_only_where_lifting_it_helps() -> None:
     assert make_room(ctx) == []
     (reason,) = [u.reason for u in ctx.unserved]
     assert reason.startswith("the gangs that could make room would not fit again elsewhere")
+
+
+def test_explain_says_a_workload_above_the_cap_is_not_moved() -> None:
+    from descheduler import state_from_list
+    from descheduler.planning.planner import move_verdict
+    from tests.builders.descheduler_cluster import NOW, as_list
+
+    state = state_from_list(as_list(risky_middle_node_cluster()), NOW)
+    cfg = parse_config({"moves": {"max_gpu_hours_at_risk": 2}})
+    assert move_verdict(state, cfg, "default/pod:s1a") == (
+        "not moved: pod default/s1a has 3.0 GPU-hours of work at risk (done since its last "
+        "checkpoint), above moves.max_gpu_hours_at_risk (2)"
+    )
+    assert move_verdict(state, cfg, "default/pod:s0a").startswith("may be moved by evict")
