@@ -44,6 +44,7 @@ from gangplace.engine.snapshot import Snapshot
 
 __all__ = [
     "HIGH_PRIORITY",
+    "LENGTHS",
     "MODES",
     "DeschedulerHook",
     "DetailedResult",
@@ -60,6 +61,10 @@ __all__ = [
 ]
 
 MODES = ("pod-by-pod", "all-or-nothing")
+LENGTHS = ("exp", "lognormal")
+# The lognormal run lengths' sigma: a coefficient of variation of about 2.9 (exponential:
+# 1), most jobs far shorter than the mean and a few many times longer.
+LOGNORMAL_SIGMA = 1.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +124,7 @@ class StudyJob:
     run_start: float
     pods: tuple[PodRecord, ...]
     priority: int = 0
+    queue: int = 0  # the team: its namespace and queue
 
     @property
     def name(self) -> str:
@@ -129,13 +135,15 @@ class StudyJob:
 class StudyState:
     """The cluster at one round: ``snap`` is the study's own (a hook reads it and leaves
     it as it found it), ``waiting`` in arrival order (some may hold part of their pods),
-    ``now`` in mean job lengths."""
+    ``now`` in mean job lengths; ``checkpoint``: every running job keeps its work every
+    that many job lengths from its start (None: it does not)."""
 
     now: float
     snap: Snapshot
     scorer: Scorer
     running: tuple[StudyJob, ...]
     waiting: tuple[StudyJob, ...]
+    checkpoint: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +184,7 @@ class _Job:
     held_for: int | None = None  # suspended for this job
     moves: int = 0
     priority: int = 0
+    queue: int = 0
 
     @property
     def order(self) -> tuple[int, float]:
@@ -184,7 +193,13 @@ class _Job:
 
     def view(self) -> StudyJob:
         return StudyJob(
-            self.id, self.template, self.arrival, self.run_start, tuple(self.pods), self.priority
+            self.id,
+            self.template,
+            self.arrival,
+            self.run_start,
+            tuple(self.pods),
+            self.priority,
+            self.queue,
         )
 
 
@@ -224,12 +239,18 @@ class LoadResult:
 
 @dataclass(frozen=True, slots=True)
 class DetailedResult:
-    """One run with a descheduler (or none). Times in mean job lengths; ``lost_gpu``
-    is GPU x job lengths of work thrown away by moves, ``lost_pct`` that as % of the
-    GPU time running jobs used (``busy`` counts it; ``useful`` does not). Rooms: a
-    round's moves made for one waiting job, and whether it bound (``reached``), another
-    job took the freed GPUs first (``taken``) or neither happened before the next round
-    (``unused``)."""
+    """One run with a descheduler (or none). Times in mean job lengths; GPU figures in %
+    of the run's capacity (the GPUs the mix can use); ``offered_pct`` is the GPU time
+    the arrived jobs asked for, against that capacity over the run. ``lost_gpu`` is GPU
+    x job lengths of work thrown away by moves, ``lost_pct`` that as % of the GPU time
+    running jobs used (``busy`` counts it; ``useful`` does not). Rooms: a round's moves
+    made for one waiting job, and whether it bound (``reached``), another job took the
+    freed GPUs first (``taken``) or neither happened before the next round (``unused``).
+
+    Waits count every job: one never started waited from its arrival to the end of the
+    run (a lower bound). ``gang``: jobs of several pods; ``single``: one pod.
+    ``p95_wait_half``: the p95 wait of the same run cut at half its length (the jobs
+    come the same way), so that a queue that grows shows as p95_wait well above it."""
 
     label: str
     mode: str
@@ -254,6 +275,16 @@ class DetailedResult:
     rooms_unused: int
     rounds: int
     refusals: Mapping[str, int]
+    offered_pct: float = 0.0
+    never_started: int = 0
+    gangs: int = 0
+    # None: no job of that kind came
+    mean_wait_gang: float | None = None
+    p95_wait_gang: float | None = None
+    mean_wait_single: float | None = None
+    p95_wait_single: float | None = None
+    p95_wait_half: float | None = None
+    length: float = 0.0  # the run's length in mean job lengths
 
     def load_result(self) -> LoadResult:
         return LoadResult(
@@ -386,7 +417,7 @@ class _Sim:
             self.snap,
             Gang.uniform(f"job{job.id}", t.shape, need),
             self.scorer,
-            GangOptions(best_effort=False, dry_run=True),
+            GangOptions(best_effort=False, dry_run=True, explain=False),
         )
         if not res.ok:
             failed[t.shape] = min(failed.get(t.shape, 1 << 30), need)
@@ -443,6 +474,7 @@ class _Sim:
             self.scorer,
             tuple(j.view() for j in sorted(self.running.values(), key=lambda j: j.id)),
             tuple(j.view() for j in self.waiting),
+            self.checkpoint,
         )
 
     def _requeue(self, job: _Job) -> None:
@@ -551,29 +583,75 @@ def run_load(
     ).load_result()
 
 
+def _lengths(kind: str, rnd: random.Random) -> Callable[[], float]:
+    """Run lengths of mean 1: exponential, or lognormal with sigma LOGNORMAL_SIGMA (a
+    heavy tail: most jobs short, a few very long, as the traces' durations are)."""
+    if kind == "exp":
+        return lambda: rnd.expovariate(1.0)
+    if kind == "lognormal":
+        mu = -(LOGNORMAL_SIGMA**2) / 2
+        return lambda: rnd.lognormvariate(mu, LOGNORMAL_SIGMA)
+    raise ValueError(f"run lengths must be one of {', '.join(LENGTHS)}, got {kind!r}")
+
+
+def _waits(jobs: Sequence[_Job], until: float) -> list[float]:
+    """Each job's wait as seen at ``until``; one not started by then counts till then."""
+    out = []
+    for j in jobs:
+        if j.arrival > until:
+            continue
+        out.append(j.start - j.arrival if 0 <= j.start <= until else until - j.arrival)
+    return out
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return sum(xs) / len(xs) if xs else math.nan
+
+
+def _mean_or_none(xs: Sequence[float]) -> float | None:
+    return round(sum(xs) / len(xs), 3) if xs else None
+
+
+def _p95_or_none(xs: Sequence[float]) -> float | None:
+    return round(percentile(xs, 95), 3) if xs else None
+
+
 def run_detailed(
     snap: Snapshot,
     templates: Sequence[JobTemplate],
     load: float,
     mode: str,
     *,
+    weights: Sequence[float] | None = None,
     hook: DeschedulerHook | None = None,
     hold_room: bool = False,
     checkpoint: float | None = None,
     high_share: float = 0.0,
+    queues: int = 1,
+    lengths: str = "exp",
+    capacity_gpus: int | None = None,
+    length: float | None = None,
     label: str | None = None,
     scorer: Scorer | None = None,
     jobs: int = 1000,
     seed: int = 1,
 ) -> DetailedResult:
     """:func:`run_load` with a descheduler ``hook`` run every ``hook.interval`` (the
-    same arrivals as without one), and the figures of its moves. ``checkpoint``: jobs
-    keep their work every that many job lengths (None: a moved job starts over).
-    ``high_share``: that share of the jobs (drawn apart from the arrivals, so these stay
-    the same) has a higher priority; the scheduler takes waiting jobs by priority, then
-    arrival (as Volcano's priority plugin orders jobs), and preempts nobody."""
+    same arrivals as without one), and the figures of its moves. ``weights``: how often
+    each template comes (None: equally). ``checkpoint``: jobs keep their work every that
+    many job lengths (None: a moved job starts over). ``high_share``: that share of the
+    jobs (drawn apart from the arrivals, so these stay the same) has a higher priority;
+    the scheduler takes waiting jobs by priority, then arrival (as Volcano's priority
+    plugin orders jobs), and preempts nobody. ``queues``: jobs belong to that many
+    teams (drawn apart too). ``lengths``: run lengths, ``exp`` or ``lognormal``.
+    ``capacity_gpus``: the GPUs the load is offered against (default: all of the
+    cluster's). ``length``: jobs arrive for that many job lengths (else ``jobs`` come)."""
     if not templates:
         raise ValueError("no job templates (the pod list has no multi-GPU pods?)")
+    if weights is not None and (
+        len(weights) != len(templates) or not all(w > 0 for w in weights)
+    ):
+        raise ValueError("weights: one positive weight per template")
     if not 0 < load <= 2:
         raise ValueError(f"load must be in (0, 2], got {load}")
     if hook is not None and not hook.interval > 0:
@@ -582,24 +660,50 @@ def run_detailed(
         raise ValueError(f"checkpoint must be > 0 job lengths, got {checkpoint}")
     if not 0 <= high_share <= 1:
         raise ValueError(f"high_share must be in [0, 1], got {high_share}")
+    if queues < 1:
+        raise ValueError(f"queues must be >= 1, got {queues}")
+    if length is not None and not length > 0:
+        raise ValueError(f"length must be > 0 job lengths, got {length}")
     sim = _Sim(snap, mode, scorer, hold_room=hold_room, checkpoint=checkpoint)
+    if capacity_gpus is not None:
+        if capacity_gpus < 1:
+            raise ValueError(f"capacity_gpus must be >= 1, got {capacity_gpus}")
+        sim.capacity = capacity_gpus * 1000
     if sim.capacity == 0:
         raise ValueError("the cluster has no GPUs")
     rnd = random.Random(seed)
     ranks = random.Random(f"priority-{seed}")
-    mean_gpu = sum(t.gpu_milli for t in templates) / len(templates)
+    teams = random.Random(f"queue-{seed}")
+    duration = _lengths(lengths, rnd)
+    if weights is None:
+        mean_gpu = sum(t.gpu_milli for t in templates) / len(templates)
+    else:
+        mean_gpu = sum(w * t.gpu_milli for w, t in zip(weights, templates, strict=True))
+        mean_gpu /= sum(weights)
     rate = load * sim.capacity / mean_gpu  # jobs per mean duration
     t = 0.0
     all_jobs: list[_Job] = []
-    for i in range(jobs):
-        t += rnd.expovariate(rate)
-        job = _Job(i, rnd.choice(templates), t, rnd.expovariate(1.0))
+    asked = 0.0  # GPU milli x job lengths the arrived jobs ask for
+    i = 0
+    while True:
+        gap = rnd.expovariate(rate)
+        if length is None and i >= jobs:
+            break
+        if length is not None and t + gap > length:
+            break
+        t += gap
+        template = rnd.choice(templates) if weights is None else rnd.choices(templates, weights)[0]
+        job = _Job(i, template, t, duration())
+        asked += job.duration * template.gpu_milli
         all_jobs.append(job)
         sim.jobs[i] = job
         if high_share and ranks.random() < high_share:
             job.priority = HIGH_PRIORITY
+        if queues > 1:
+            job.queue = teams.randrange(queues)
         sim.push(t, _ARRIVE, job)
-    horizon = t
+        i += 1
+    horizon = t if length is None else length
     if hook is not None:
         sim.push(hook.interval, _TICK, None)
     rounds = 0
@@ -637,21 +741,24 @@ def run_detailed(
     started = [j for j in all_jobs if j.start >= 0]
     stuck = sum(1 for j in all_jobs if j.id not in sim.running and j.pods)
     span = horizon * sim.capacity if horizon > 0 else 1.0
-    waits = [j.start - j.arrival for j in started]
-    wait = sum(waits) / len(started) if started else math.nan
+    waits = _waits(all_jobs, horizon)
+    gang_jobs = [j for j in all_jobs if j.template.size > 1]
+    single_jobs = [j for j in all_jobs if j.template.size == 1]
+    gang_waits = _waits(gang_jobs, horizon)
+    single_waits = _waits(single_jobs, horizon)
     return DetailedResult(
         label=label or mode,
         mode=mode,
         load_pct=round(load * 100),
         seed=seed,
-        jobs=jobs,
+        jobs=len(all_jobs),
         started=len(started),
         stuck_partial=stuck,
         partial_gpu_pct=round(100.0 * sim.area_partial / span, 2),
         busy_gpu_pct=round(100.0 * sim.area_busy / span, 2),
         useful_gpu_pct=round(100.0 * (sim.area_busy - sim.lost) / span, 2),
         held_gpu_pct=round(100.0 * sim.area_held / span, 2),
-        mean_wait=round(wait, 3),
+        mean_wait=round(_mean(waits), 3),
         p95_wait=round(percentile(waits, 95), 3),
         pods_moved=sim.pods_moved,
         jobs_moved=sum(1 for j in all_jobs if j.moves),
@@ -663,6 +770,15 @@ def run_detailed(
         rooms_unused=sim.rooms_unused,
         rounds=rounds,
         refusals=dict(hook.refusals) if hook is not None else {},
+        offered_pct=round(100.0 * asked / span, 2),
+        never_started=len(all_jobs) - len(started),
+        gangs=len(gang_jobs),
+        mean_wait_gang=_mean_or_none(gang_waits),
+        p95_wait_gang=_p95_or_none(gang_waits),
+        mean_wait_single=_mean_or_none(single_waits),
+        p95_wait_single=_p95_or_none(single_waits),
+        p95_wait_half=_p95_or_none(_waits(all_jobs, horizon / 2)),
+        length=round(horizon, 3),
     )
 
 
