@@ -42,7 +42,7 @@ from webhook.admission.review import (
     parse_request,
 )
 from webhook.admission.roles import WorkloadError
-from webhook.admission.validate import InvalidValue
+from webhook.admission.validate import InvalidValue, check_checkpoint_interval
 from webhook.admission.workloads import admit_workload
 from webhook.config import WebhookConfig
 
@@ -90,6 +90,11 @@ def admit(
         skipped = False  # an UPDATE is not refused for what the object was created with
     if skipped:
         return allow(req, kind_label, "skipped", f"{K.SKIP} is set")
+    if req.operation == "CREATE" and (raw := given.get(K.CHECKPOINT_INTERVAL)) is not None:
+        try:
+            check_checkpoint_interval(K.CHECKPOINT_INTERVAL, raw)
+        except InvalidValue as e:
+            return deny(req, kind_label, 400, "BadRequest", str(e))
     if not is_pod and entry is None:
         return allow(
             req,

@@ -23,6 +23,7 @@ from webhook.admission.roles import ResolvedRole
 from webhook.admission.validate import (
     InvalidValue,
     MinAvailable,
+    check_checkpoint_interval,
     check_gang_name,
     check_queue,
     parse_duration,
@@ -120,6 +121,11 @@ def read_values(
             warnings.append(f"corral: {K.GANG_TIMEOUT} is ignored: {no_timeout}")
     else:
         timeout = config.timeout_seconds
+    if (raw := given.get(K.CHECKPOINT_INTERVAL)) is not None:
+        try:  # the descheduler reads it (gangplace.engine.checkpoints); refused here
+            check_checkpoint_interval(K.CHECKPOINT_INTERVAL, raw)
+        except InvalidValue as e:
+            errors.append(e)
     topology = None
     if (raw := given.get(K.NETWORK_TOPOLOGY)) is not None:
         try:

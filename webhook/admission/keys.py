@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from gangplace.engine import membership
+from gangplace.engine import checkpoints, membership
 
 from webhook.admission.validate import InvalidValue
 
 __all__ = [
+    "CHECKPOINT_INTERVAL",
     "EVICTABLE",
     "GANG",
     "GANG_TIMEOUT",
@@ -40,6 +41,9 @@ SKIP: Final = membership.ANNOTATION_SKIP
 EVICTABLE: Final = membership.ANNOTATION_EVICTABLE
 NAMESPACE_OPT_IN: Final = membership.LABEL_GANG_SCHEDULING
 NAMESPACE_OPT_IN_VALUE: Final = "enabled"
+
+# How often a workload checkpoints: what a move of it loses (gangplace.engine.checkpoints).
+CHECKPOINT_INTERVAL: Final = checkpoints.ANNOTATION_CHECKPOINT_INTERVAL
 
 # The keys that make an object part of a gang when present.
 USER_KEYS: Final = (GANG, MIN_AVAILABLE, QUEUE, GANG_TIMEOUT)
@@ -78,7 +82,7 @@ def user_value(meta: Mapping[str, Any] | None, key: str) -> str | None:
     return None
 
 
-_ALL_KEYS: Final = (*USER_KEYS, SKIP, NETWORK_TOPOLOGY)
+_ALL_KEYS: Final = (*USER_KEYS, SKIP, NETWORK_TOPOLOGY, CHECKPOINT_INTERVAL)
 
 
 def user_values(meta: Mapping[str, Any] | None) -> dict[str, str]:

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from gangplace.config_errors import KeyedValueError
-from gangplace.engine import timeparse
+from gangplace.engine import checkpoints, timeparse
 from gangplace.engine.timeparse import format_duration
 
 __all__ = [
     "InvalidValue",
     "MinAvailable",
+    "check_checkpoint_interval",
     "check_default_min_available",
     "check_gang_name",
     "check_queue",
@@ -165,6 +166,18 @@ def parse_duration(key: str, raw: str) -> int:
 _DURATION_ALLOWED = (
     'a positive duration made of numbers with the units h, m or s, such as "30m", "1h30m" or "90s"'
 )
+
+
+def check_checkpoint_interval(key: str, raw: str) -> float:
+    """Seconds in a ``corral.dev/checkpoint-interval``: the engine's rule (the descheduler
+    reads the same value), refused here with the webhook's words."""
+    try:
+        seconds = timeparse.parse_duration(raw, numbers=False)
+    except timeparse.DurationError as e:
+        raise InvalidValue(key, raw, e.problem, checkpoints.INTERVAL_ALLOWED) from None
+    if seconds < 1:
+        raise InvalidValue(key, raw, "is too short: at least 1s", checkpoints.INTERVAL_ALLOWED)
+    return seconds
 
 
 def _parse_duration(key: str, raw: str) -> int:

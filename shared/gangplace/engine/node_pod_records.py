@@ -80,6 +80,9 @@ class PodRecord:
     priority: int = 0
     priority_class: str = ""
     created: str = ""
+    # When it began running (RFC 3339): the latest start of its running containers, else
+    # status.startTime; '' when not known. Work since then is what a move may lose.
+    started: str = ""
     scheduler_name: str = ""
     local_storage: bool = False
     gpu_index: tuple[int, ...] = ()
@@ -234,6 +237,23 @@ def _has_local_storage(spec: Mapping[str, Any]) -> bool:
     return False
 
 
+def _started(status: Mapping[str, Any]) -> str:
+    """When the pod's current run began: its running containers' latest
+    ``state.running.startedAt`` (a container restarted in place lost what it had done),
+    else ``status.startTime`` (kubelet acknowledged the pod); '' when neither is set."""
+    latest = ""
+    for c in status.get("containerStatuses") or ():
+        if not isinstance(c, Mapping):
+            continue
+        state = c.get("state")
+        running = state.get("running") if isinstance(state, Mapping) else None
+        at = running.get("startedAt") if isinstance(running, Mapping) else None
+        # RFC 3339 in UTC as the API writes it ("...Z") sorts as text.
+        if isinstance(at, str) and at > latest:
+            latest = at
+    return latest or str(status.get("startTime") or "")
+
+
 def pod_from_json(
     obj: Mapping[str, Any],
     config: EngineConfig | None = None,
@@ -300,6 +320,7 @@ def _pod_from_json(
             ) from None
     kind, owner, owner_uid, owner_group = _owner(meta)
     native_group, native_gang = native_reference(spec)
+    started = _started(status)
     return PodRecord(
         namespace=ns,
         name=name,
@@ -316,6 +337,7 @@ def _pod_from_json(
         priority=int(spec.get("priority") or 0),
         priority_class=str(spec.get("priorityClassName") or ""),
         created=str(meta.get("creationTimestamp") or ""),
+        started=started,
         scheduler_name=str(spec.get("schedulerName") or ""),
         local_storage=_has_local_storage(spec),
         gpu_index=gpu_index,
