@@ -110,7 +110,7 @@ MoveMethod = Literal["suspend", "evict"]
 HIGH_PRIORITY = 1000
 
 # Event kinds, in the order a tie at one instant is broken by (seq first, then these).
-_ARRIVE, _FINISH, _TICK, _RESUME = 0, 1, 2, 3
+_ARRIVE, _FINISH, _TICK, _RESUME, _WARM = 0, 1, 2, 3, 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -583,6 +583,31 @@ def run_load(
     ).load_result()
 
 
+@dataclass(frozen=True, slots=True)
+class _Counts:
+    """The run's counters at one time (the figures leave out the warm-up's)."""
+
+    lost: float
+    pods_moved: int
+    rooms_made: int
+    rooms_reached: int
+    rooms_taken: int
+    rooms_unused: int
+    rounds: int
+
+    @classmethod
+    def of(cls, sim: _Sim, rounds: int) -> _Counts:
+        return cls(
+            sim.lost,
+            sim.pods_moved,
+            sim.rooms_made,
+            sim.rooms_reached,
+            sim.rooms_taken,
+            sim.rooms_unused,
+            rounds,
+        )
+
+
 def _lengths(kind: str, rnd: random.Random) -> Callable[[], float]:
     """Run lengths of mean 1: exponential, or lognormal with sigma LOGNORMAL_SIGMA (a
     heavy tail: most jobs short, a few very long, as the traces' durations are)."""
@@ -631,6 +656,7 @@ def run_detailed(
     lengths: str = "exp",
     capacity_gpus: int | None = None,
     length: float | None = None,
+    warmup: float = 0.0,
     label: str | None = None,
     scorer: Scorer | None = None,
     jobs: int = 1000,
@@ -645,7 +671,9 @@ def run_detailed(
     plugin orders jobs), and preempts nobody. ``queues``: jobs belong to that many
     teams (drawn apart too). ``lengths``: run lengths, ``exp`` or ``lognormal``.
     ``capacity_gpus``: the GPUs the load is offered against (default: all of the
-    cluster's). ``length``: jobs arrive for that many job lengths (else ``jobs`` come)."""
+    cluster's). ``length``: jobs arrive for that many job lengths (else ``jobs`` come).
+    ``warmup``: the figures leave out the first that many job lengths (the cluster
+    starts empty), and the jobs that arrived in them."""
     if not templates:
         raise ValueError("no job templates (the pod list has no multi-GPU pods?)")
     if weights is not None and (
@@ -664,6 +692,8 @@ def run_detailed(
         raise ValueError(f"queues must be >= 1, got {queues}")
     if length is not None and not length > 0:
         raise ValueError(f"length must be > 0 job lengths, got {length}")
+    if not 0 <= warmup < (length if length is not None else math.inf):
+        raise ValueError(f"warmup must be in [0, length), got {warmup}")
     sim = _Sim(snap, mode, scorer, hold_room=hold_room, checkpoint=checkpoint)
     if capacity_gpus is not None:
         if capacity_gpus < 1:
@@ -683,7 +713,6 @@ def run_detailed(
     rate = load * sim.capacity / mean_gpu  # jobs per mean duration
     t = 0.0
     all_jobs: list[_Job] = []
-    asked = 0.0  # GPU milli x job lengths the arrived jobs ask for
     i = 0
     while True:
         gap = rnd.expovariate(rate)
@@ -694,7 +723,6 @@ def run_detailed(
         t += gap
         template = rnd.choice(templates) if weights is None else rnd.choices(templates, weights)[0]
         job = _Job(i, template, t, duration())
-        asked += job.duration * template.gpu_milli
         all_jobs.append(job)
         sim.jobs[i] = job
         if high_share and ranks.random() < high_share:
@@ -706,6 +734,9 @@ def run_detailed(
     horizon = t if length is None else length
     if hook is not None:
         sim.push(hook.interval, _TICK, None)
+    base = _Counts.of(sim, 0)
+    if warmup > 0:
+        sim.push(warmup, _WARM, None)
     rounds = 0
     while sim.events:
         when, _, kind, ev_job, run = heapq.heappop(sim.events)
@@ -731,6 +762,9 @@ def run_detailed(
                 sim.apply(moves)
                 sim.try_waiting(list(sim.waiting))
             sim.push(when + hook.interval, _TICK, None)
+        elif kind == _WARM:
+            sim.area_partial = sim.area_busy = sim.area_held = 0.0
+            base = _Counts.of(sim, rounds)
         else:
             assert ev_job is not None
             if ev_job.id in sim.held and ev_job.runs == run:
@@ -738,47 +772,54 @@ def run_detailed(
                 sim.try_waiting(list(sim.waiting))
     sim.advance(horizon)
     sim.close_rooms()
-    started = [j for j in all_jobs if j.start >= 0]
+    end = _Counts.of(sim, rounds)
+    moved = {k: getattr(end, k) - getattr(base, k) for k in _Counts.__slots__}
+    lost = moved["lost"]
+    counted = [j for j in all_jobs if j.arrival >= warmup]
+    started = [j for j in counted if j.start >= 0]
     stuck = sum(1 for j in all_jobs if j.id not in sim.running and j.pods)
-    span = horizon * sim.capacity if horizon > 0 else 1.0
-    waits = _waits(all_jobs, horizon)
-    gang_jobs = [j for j in all_jobs if j.template.size > 1]
-    single_jobs = [j for j in all_jobs if j.template.size == 1]
+    span = (horizon - warmup) * sim.capacity if horizon > warmup else 1.0
+    waits = _waits(counted, horizon)
+    gang_jobs = [j for j in counted if j.template.size > 1]
+    single_jobs = [j for j in counted if j.template.size == 1]
     gang_waits = _waits(gang_jobs, horizon)
     single_waits = _waits(single_jobs, horizon)
+    asked = sum(j.duration * j.template.gpu_milli for j in counted)
     return DetailedResult(
         label=label or mode,
         mode=mode,
         load_pct=round(load * 100),
         seed=seed,
-        jobs=len(all_jobs),
+        jobs=len(counted),
         started=len(started),
         stuck_partial=stuck,
         partial_gpu_pct=round(100.0 * sim.area_partial / span, 2),
         busy_gpu_pct=round(100.0 * sim.area_busy / span, 2),
-        useful_gpu_pct=round(100.0 * (sim.area_busy - sim.lost) / span, 2),
+        useful_gpu_pct=round(100.0 * (sim.area_busy - lost) / span, 2),
         held_gpu_pct=round(100.0 * sim.area_held / span, 2),
         mean_wait=round(_mean(waits), 3),
         p95_wait=round(percentile(waits, 95), 3),
-        pods_moved=sim.pods_moved,
-        jobs_moved=sum(1 for j in all_jobs if j.moves),
-        lost_gpu=round(sim.lost / 1000, 3),
-        lost_pct=round(100.0 * sim.lost / sim.area_busy, 3) if sim.area_busy else 0.0,
-        rooms_made=sim.rooms_made,
-        rooms_reached=sim.rooms_reached,
-        rooms_taken=sim.rooms_taken,
-        rooms_unused=sim.rooms_unused,
-        rounds=rounds,
+        pods_moved=int(moved["pods_moved"]),
+        jobs_moved=sum(1 for j in counted if j.moves),
+        lost_gpu=round(lost / 1000, 3),
+        lost_pct=round(100.0 * lost / sim.area_busy, 3) if sim.area_busy else 0.0,
+        rooms_made=int(moved["rooms_made"]),
+        rooms_reached=int(moved["rooms_reached"]),
+        rooms_taken=int(moved["rooms_taken"]),
+        rooms_unused=int(moved["rooms_unused"]),
+        rounds=int(moved["rounds"]),
         refusals=dict(hook.refusals) if hook is not None else {},
         offered_pct=round(100.0 * asked / span, 2),
-        never_started=len(all_jobs) - len(started),
+        never_started=len(counted) - len(started),
         gangs=len(gang_jobs),
         mean_wait_gang=_mean_or_none(gang_waits),
         p95_wait_gang=_p95_or_none(gang_waits),
         mean_wait_single=_mean_or_none(single_waits),
         p95_wait_single=_p95_or_none(single_waits),
-        p95_wait_half=_p95_or_none(_waits(all_jobs, horizon / 2)),
-        length=round(horizon, 3),
+        p95_wait_half=_p95_or_none(
+            _waits(counted, warmup + (horizon - warmup) / 2)
+        ),
+        length=round(horizon - warmup, 3),
     )
 
 
