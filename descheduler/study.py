@@ -21,13 +21,12 @@ descheduler back, not only that it did not move.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-
-import math
 
 from gangplace.engine import PodRecord, Snapshot
 from gangplace.engine.checkpoints import (
@@ -58,6 +57,7 @@ NAMESPACE = "study"
 def team(queue: int) -> str:
     """The namespace and queue of the study's team ``queue`` (team 0 is ``study``)."""
     return NAMESPACE if queue == 0 else f"{NAMESPACE}-{queue}"
+
 
 # Variable parts of a reason (names, counts, durations), so that reasons group by kind.
 _VARIABLE = (

@@ -676,9 +676,7 @@ def run_detailed(
     starts empty), and the jobs that arrived in them."""
     if not templates:
         raise ValueError("no job templates (the pod list has no multi-GPU pods?)")
-    if weights is not None and (
-        len(weights) != len(templates) or not all(w > 0 for w in weights)
-    ):
+    if weights is not None and (len(weights) != len(templates) or not all(w > 0 for w in weights)):
         raise ValueError("weights: one positive weight per template")
     if not 0 < load <= 2:
         raise ValueError(f"load must be in (0, 2], got {load}")
@@ -816,9 +814,7 @@ def run_detailed(
         p95_wait_gang=_p95_or_none(gang_waits),
         mean_wait_single=_mean_or_none(single_waits),
         p95_wait_single=_p95_or_none(single_waits),
-        p95_wait_half=_p95_or_none(
-            _waits(counted, warmup + (horizon - warmup) / 2)
-        ),
+        p95_wait_half=_p95_or_none(_waits(counted, warmup + (horizon - warmup) / 2)),
         length=round(horizon - warmup, 3),
     )
 

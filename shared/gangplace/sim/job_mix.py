@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -37,6 +38,7 @@ __all__ = [
     "MixError",
     "MixJob",
     "cap_gangs",
+    "fill_ceiling",
     "fitting",
     "load_mix",
     "trace_nodes",
@@ -153,9 +155,7 @@ def load_mix(name_or_path: str) -> JobMix:
     """A preset by name, else a mix file by path."""
     if name_or_path in PRESETS:
         text = (
-            resources.files("gangplace.data")
-            .joinpath(f"study-mix-{name_or_path}.json")
-            .read_text()
+            resources.files("gangplace.data").joinpath(f"study-mix-{name_or_path}.json").read_text()
         )
         return parse_mix(json.loads(text), name_or_path)
     path = Path(name_or_path)
@@ -249,3 +249,33 @@ def usable_gpus(mix: JobMix, nodes: Sequence[NodeRecord]) -> int:
         if n.gpu_count and any(_fits([n], JobTemplate(j.template.shape, 1)) for j in mix.jobs):
             total += n.gpu_count
     return total
+
+
+def fill_ceiling(
+    mix: JobMix, nodes: Sequence[NodeRecord], seeds: Sequence[int] = range(1, 6)
+) -> float:
+    """The mix's ceiling: the share (%) of the GPUs that jobs drawn from it in their
+    proportions keep busy -- an empty cluster filled by jobs drawn from the mix, each
+    placed whole, until the first that fits nowhere (median over ``seeds``). A
+    scheduler that starts other jobs past that one serves the mix's small jobs ahead of
+    its share, and its large ones wait for ever."""
+    total = sum(n.gpu_count for n in nodes)
+    if not mix.jobs or total == 0:
+        return 0.0
+    shares: list[float] = []
+    for seed in seeds:
+        rnd = random.Random(seed)
+        snap = Snapshot(list(nodes))
+        used = 0
+        while True:
+            t = rnd.choices(mix.templates, mix.weights)[0]
+            res = place_gang(
+                snap,
+                Gang.uniform("fill", t.shape, t.size),
+                options=GangOptions(best_effort=False, explain=False),
+            )
+            if not res.ok:
+                break
+            used += t.gpu_milli
+        shares.append(100.0 * used / 1000 / total)
+    return sorted(shares)[len(shares) // 2]
