@@ -459,12 +459,15 @@ def _print_text(
         f"{info['nodes']} {info['node_source']} ({info['gpus']} GPUs, {info['usable_gpus']} "
         f"usable by the mix); seeds {info['seeds'][0]}-{info['seeds'][-1]}"
     )
-    print(
+    text = (
         f"mix {mix.name}: {info['mean_job_gpus']:.2f} GPUs a job; gangs "
         f"{100 * info['gang_share_by_count']:.2f}% of jobs, "
         f"{100 * info['gang_share_by_gpu']:.1f}% of the GPU demand; ceiling "
-        f"{info['ceiling_busy_pct']:.1f}% busy (an empty cluster filled in arrival order)"
+        f"{info['ceiling_busy_pct']:.1f}% busy (an empty cluster filled in arrival order "
+        "until a job fits nowhere)"
     )
+    for line in wrap(text, 100):
+        print(line)
     for line in wrap(f"source: {mix.source}", 100):
         print(line)
     if unfit:
@@ -480,13 +483,15 @@ def _print_text(
         )
         for line in wrap(text, 100):
             print(line)
-    print(
+    text = (
         f"a mean job runs {info['job_hours']:g} h ({info['run_lengths']}); "
         f"{info['length_job_lengths']:g} job lengths measured after "
         f"{info['warmup_job_lengths']:g} of warm-up; "
         + (f"checkpoints every {ck * 60:g} min" if ck else "no checkpoints")
         + f"; {info['queues']} teams; descheduler every {info['interval_seconds'] / 60:g} min"
     )
+    for line in wrap(text, 100):
+        print(line)
     print(render(summary, info["usable_gpus"]))
     print(f"\nwall time {info['wall_seconds']:.0f} s ({info['workers']} worker processes)")
 
