@@ -142,9 +142,10 @@ class CorralHook:
 
     def _same(self, print_: object, now: datetime) -> bool:
         """Nothing changed since a round that moved nothing: no job came, went, started
-        or moved, and no cool-down of the ledger ended in between (the rules that read
-        the clock). Only the age of running pods differs, which orders victims by cost;
-        such a round plans the same, and is answered from the last one."""
+        or moved, took a checkpoint, and no cool-down of the ledger ended in between (the
+        rules that read the clock). Only the age of running pods differs -- the work a
+        move would lose has only grown -- so such a round plans the same, and is
+        answered from the last one."""
         if self._last is None or self._last[0] != print_:
             return False
         if self.config.eviction.min_pod_age > 0:
@@ -232,9 +233,15 @@ class CorralHook:
 
 
 def _fingerprint(state: StudyState) -> object:
-    """What the planner would see of the jobs, bar the clock."""
+    """What the planner would see of the jobs, bar the clock -- and the checkpoints each
+    running job has taken (a move's cost falls back at each one)."""
+    ck = state.checkpoint
+
+    def taken(j: StudyJob) -> int:
+        return math.floor((state.now - j.run_start) / ck) if ck else 0
+
     return (
-        tuple((j.id, j.run_start, len(j.pods)) for j in state.running),
+        tuple((j.id, j.run_start, len(j.pods), taken(j)) for j in state.running),
         tuple((j.id, len(j.pods)) for j in state.waiting),
     )
 

@@ -2,7 +2,7 @@
 
     corral-descheduler study [--mix trace|gang-tail|squared|FILE] [--loads 90,120]
                              [--seeds 5] [--cluster-nodes 120 | --nodes FILE]
-                             [--length 6] [--warmup 2] [--checkpoint 30m|none]
+                             [--length 4] [--warmup 1] [--checkpoint 30m|none]
                              [--lengths exp|lognormal] [--queues 4] [--high-share 0]
                              [--config FILE ...] [--hold-room] [--pod-by-pod]
                              [--job-hours 2] [--workers 2] [--quick] [--json] [--png FILE]
@@ -96,7 +96,7 @@ POD_BY_POD, GANG, HNU, CORRAL = (
     "aon+corral",
 )
 MAX_GANG_SHARE = 0.25  # of the cluster's GPUs
-QUICK = {"cluster_nodes": 40, "seeds": 3, "length": 4.0, "warmup": 1.0}
+QUICK = {"cluster_nodes": 40, "seeds": 3, "length": 3.0, "warmup": 1.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,10 +154,12 @@ class Setup:
 _RUNS: list[tuple[Setup, float, int, Mode]] = []
 
 
-def _one(i: int) -> DetailedResult:
+def _one(i: int) -> tuple[DetailedResult, float]:
+    """Run ``i`` and the CPU seconds it took."""
     setup, load, seed, m = _RUNS[i]
     ctx = PolicyContext(TargetWorkload((), ()))
-    return run_detailed(
+    cpu = time.process_time()
+    r = run_detailed(
         Snapshot(list(setup.nodes)),
         setup.mix.templates,
         load,
@@ -176,6 +178,7 @@ def _one(i: int) -> DetailedResult:
         scorer=make_policy(setup.policy, ctx),
         seed=seed,
     )
+    return r, time.process_time() - cpu
 
 
 def run(
@@ -186,13 +189,13 @@ def run(
     *,
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
-) -> list[DetailedResult]:
+) -> tuple[list[DetailedResult], float]:
     """Every mode on every (load, seed), each on a fresh cluster; one seed gives every
     mode the same arrivals. ``workers`` > 1 runs them in that many forked processes; the
-    results come in the same order either way."""
+    results come in the same order either way. Also the CPU seconds the runs took."""
     runs = [(setup, load, seed, m) for load in loads for seed in seeds for m in study_modes]
     _RUNS[:] = runs
-    out: dict[int, DetailedResult] = {}
+    out: dict[int, tuple[DetailedResult, float]] = {}
     try:
         if workers <= 1:
             for i in range(len(runs)):
@@ -210,7 +213,7 @@ def run(
                         progress(len(out), len(runs))
     finally:
         _RUNS.clear()
-    return [out[i] for i in range(len(runs))]
+    return [out[i][0] for i in range(len(runs))], sum(c for _, c in out.values())
 
 
 def write_png(summary: Sequence[dict[str, Any]], path: Path) -> None:
@@ -356,7 +359,7 @@ def cmd_study(args: argparse.Namespace) -> int:
         for key, value in QUICK.items():
             if getattr(args, key) is None:
                 setattr(args, key, value)
-    for key, value in (("cluster_nodes", 120), ("seeds", 5), ("length", 6.0), ("warmup", 2.0)):
+    for key, value in (("cluster_nodes", 120), ("seeds", 5), ("length", 4.0), ("warmup", 1.0)):
         if getattr(args, key) is None:
             setattr(args, key, value)
     loads = _loads(args.loads)
@@ -389,7 +392,7 @@ def cmd_study(args: argparse.Namespace) -> int:
     seeds = list(range(args.seed, args.seed + args.seeds))
     study_modes = modes(configs, args.job_hours, args.hold_room, args.pod_by_pod)
     started = time.monotonic()
-    results = run(
+    results, cpu = run(
         setup,
         loads,
         seeds,
@@ -428,6 +431,7 @@ def cmd_study(args: argparse.Namespace) -> int:
         "configs": [name for name, _ in configs],
         "interval_seconds": configs[0][1].runner.interval,
         "wall_seconds": round(wall, 1),
+        "cpu_seconds": round(cpu, 1),
         "workers": args.workers,
     }
     if args.json:
@@ -493,7 +497,10 @@ def _print_text(
     for line in wrap(text, 100):
         print(line)
     print(render(summary, info["usable_gpus"]))
-    print(f"\nwall time {info['wall_seconds']:.0f} s ({info['workers']} worker processes)")
+    print(
+        f"\nwall time {info['wall_seconds']:.0f} s, {info['cpu_seconds']:.0f} CPU seconds "
+        f"({info['workers']} worker processes)"
+    )
 
 
 def add_study_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -522,8 +529,8 @@ def add_study_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     s.add_argument("--seed", type=int, default=42, help="first seed (42)")
     s.add_argument("--seeds", type=int, help="seeds per load, from --seed (5)")
     s.add_argument("--loads", default="90,120", help="offered loads, %% of usable GPUs (90,120)")
-    s.add_argument("--length", type=float, help="job lengths measured per run (6)")
-    s.add_argument("--warmup", type=float, help="job lengths left out at the start (2)")
+    s.add_argument("--length", type=float, help="job lengths measured per run (4)")
+    s.add_argument("--warmup", type=float, help="job lengths left out at the start (1)")
     s.add_argument(
         "--checkpoint",
         default="30m",
@@ -562,7 +569,7 @@ def add_study_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     s.add_argument(
         "--quick",
         action="store_true",
-        help="40 nodes, 3 seeds, 4 job lengths after 1 of warm-up (unless given)",
+        help="40 nodes, 3 seeds, 3 job lengths after 1 of warm-up (unless given)",
     )
     s.add_argument("--json", action="store_true", help="one JSON object instead of text")
     s.add_argument("--png", metavar="FILE", help="also draw busy GPU and p95 waits against load")
