@@ -2,7 +2,7 @@
 
     corral-descheduler study [--mix trace|gang-tail|squared|FILE] [--loads 90,120]
                              [--seeds 5] [--cluster-nodes 120 | --nodes FILE]
-                             [--length 4] [--warmup 1] [--checkpoint 30m|none]
+                             [--length 4] [--warmup 3] [--checkpoint 30m|none]
                              [--lengths exp|lognormal] [--queues 4] [--high-share 0]
                              [--config FILE ...] [--hold-room] [--pod-by-pod]
                              [--job-hours 2] [--workers 2] [--quick] [--json] [--png FILE]
@@ -22,7 +22,8 @@ Jobs that fit no node are reported once and left out; gangs larger than a quarte
 the cluster are cut to that size; the load is offered against the GPUs the mix can use.
 A moved job loses the work since its last checkpoint (``--checkpoint``, from when it
 last started; ``none``: it starts over). The first ``--warmup`` job lengths are left
-out of every figure.
+out of every figure; the descheduler starts after them, so every mode starts from the
+same cluster.
 
 Per load and mode the table gives the median over the seeds and its range, and each
 seed's own: busy and useful GPU %, the load actually offered, mean and p95 wait for all
@@ -96,7 +97,7 @@ POD_BY_POD, GANG, HNU, CORRAL = (
     "aon+corral",
 )
 MAX_GANG_SHARE = 0.25  # of the cluster's GPUs
-QUICK = {"cluster_nodes": 40, "seeds": 3, "length": 3.0, "warmup": 1.0}
+QUICK = {"cluster_nodes": 40, "seeds": 3, "length": 3.0, "warmup": 2.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,7 +360,7 @@ def cmd_study(args: argparse.Namespace) -> int:
         for key, value in QUICK.items():
             if getattr(args, key) is None:
                 setattr(args, key, value)
-    for key, value in (("cluster_nodes", 120), ("seeds", 5), ("length", 4.0), ("warmup", 1.0)):
+    for key, value in (("cluster_nodes", 120), ("seeds", 5), ("length", 4.0), ("warmup", 3.0)):
         if getattr(args, key) is None:
             setattr(args, key, value)
     loads = _loads(args.loads)
@@ -530,7 +531,7 @@ def add_study_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     s.add_argument("--seeds", type=int, help="seeds per load, from --seed (5)")
     s.add_argument("--loads", default="90,120", help="offered loads, %% of usable GPUs (90,120)")
     s.add_argument("--length", type=float, help="job lengths measured per run (4)")
-    s.add_argument("--warmup", type=float, help="job lengths left out at the start (1)")
+    s.add_argument("--warmup", type=float, help="job lengths left out at the start, no descheduler yet (3)")
     s.add_argument(
         "--checkpoint",
         default="30m",
@@ -569,7 +570,7 @@ def add_study_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     s.add_argument(
         "--quick",
         action="store_true",
-        help="40 nodes, 3 seeds, 3 job lengths after 1 of warm-up (unless given)",
+        help="40 nodes, 3 seeds, 3 job lengths after 2 of warm-up (unless given)",
     )
     s.add_argument("--json", action="store_true", help="one JSON object instead of text")
     s.add_argument("--png", metavar="FILE", help="also draw busy GPU and p95 waits against load")

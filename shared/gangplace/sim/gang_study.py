@@ -673,7 +673,8 @@ def run_detailed(
     ``capacity_gpus``: the GPUs the load is offered against (default: all of the
     cluster's). ``length``: jobs arrive for that many job lengths (else ``jobs`` come).
     ``warmup``: the figures leave out the first that many job lengths (the cluster
-    starts empty), and the jobs that arrived in them."""
+    starts empty), and the jobs that arrived in them; the hook's rounds start after it,
+    so every mode starts measuring from the same cluster."""
     if not templates:
         raise ValueError("no job templates (the pod list has no multi-GPU pods?)")
     if weights is not None and (len(weights) != len(templates) or not all(w > 0 for w in weights)):
@@ -730,8 +731,8 @@ def run_detailed(
         sim.push(t, _ARRIVE, job)
         i += 1
     horizon = t if length is None else length
-    if hook is not None:
-        sim.push(hook.interval, _TICK, None)
+    if hook is not None:  # from the end of the warm-up: every mode starts it alike
+        sim.push(warmup + hook.interval, _TICK, None)
     base = _Counts.of(sim, 0)
     if warmup > 0:
         sim.push(warmup, _WARM, None)
