@@ -531,7 +531,9 @@ def add_study_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     s.add_argument("--seeds", type=int, help="seeds per load, from --seed (5)")
     s.add_argument("--loads", default="90,120", help="offered loads, %% of usable GPUs (90,120)")
     s.add_argument("--length", type=float, help="job lengths measured per run (4)")
-    s.add_argument("--warmup", type=float, help="job lengths left out at the start, no descheduler yet (3)")
+    s.add_argument(
+        "--warmup", type=float, help="job lengths left out at the start, no descheduler yet (3)"
+    )
     s.add_argument(
         "--checkpoint",
         default="30m",
