@@ -5,7 +5,8 @@ default: equal priorities moved only as consolidations), and the plan's time.
 
 The cluster is trace-shaped (see ``_trace_cluster.py``): ``--nodes`` nodes drawn from
 the Alibaba GPU trace's node list (1,213 nodes, its size, by default), filled by a
-random-fit binder with pods of its default pod list to ``--fill`` of the GPUs, and
+random-fit binder with pods of its default pod list to ``--fill`` of the GPUs (their
+Jobs checkpoint every 30 minutes), and
 ``--waiting`` gangs of one 8-GPU pod waiting on top, every pod at priority 0. Every
 setting plans the same state ``--reps`` times; the median and the fastest are shown.
 ``--json`` prints one object.
@@ -21,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gangplace.engine.checkpoints import ANNOTATION_CHECKPOINT_INTERVAL as CHECKPOINT_INTERVAL
+
 from bench._common import die, trace_folder
 from bench._trace_cluster import _NOW, NOW, PodRow, _pod, _podgroup, make_cluster, node_rows
 from bench._trace_cluster import pod_rows as trace_pods
@@ -35,14 +38,18 @@ def cluster(nodes: int, waiting: int, fill: float, seed: int, trace: Path) -> di
     pods = trace_pods(trace / "openb_pod_list_default.csv")
     doc = make_cluster(nodes or len(rows), fill=fill, waiting=0, seed=seed, nodes=rows, pods=pods)
     # The trace cluster's pods name their Job; the Jobs themselves make them movable
-    # (suspended and resumed by default).
+    # (suspended and resumed by default). They checkpoint every 30 minutes, so a move
+    # loses at most that much work: the cap on work at risk does not decide here.
     jobs: dict[tuple[str, str], int] = {}
     for x in doc["items"]:
         if x["kind"] == "Pod":
             ref = x["metadata"]["ownerReferences"][0]
             key = (x["metadata"]["namespace"], ref["name"])
             jobs[key] = jobs.get(key, 0) + 1
-    doc["items"] += [b.job(name, ns, parallelism=n) for (ns, name), n in sorted(jobs.items())]
+    doc["items"] += [
+        b.job(name, ns, parallelism=n, annotations={CHECKPOINT_INTERVAL: "30m"})
+        for (ns, name), n in sorted(jobs.items())
+    ]
     row = PodRow(32000, 262144, 8, 1000, "")
     for w in range(waiting):
         gang = f"wait8-{w}"

@@ -33,6 +33,7 @@ from pydantic import (
 )
 
 __all__ = [
+    "CapacityRoomConfig",
     "ConfigError",
     "CostWeights",
     "DefragmentConfig",
@@ -192,16 +193,27 @@ class MovesConfig(_Section):
         "go (deleted, or terminating); if they do not, the suspend is rolled back and the "
         "workload marked never to be suspended again (0: not checked)",
     )
+    max_gpu_hours_at_risk: float | None = Field(
+        default=8.0,
+        ge=0,
+        description="a workload whose work at risk -- GPUs x the time since its last "
+        "checkpoint (corral.dev/last-checkpoint, corral.dev/checkpoint-interval; without "
+        "either, since it started) -- is above this many GPU-hours is never moved; null: "
+        "no cap",
+    )
 
 
 class CostWeights(_Section):
     """What a move costs: least cost first. Cost = pod * pods moved + gpu_hour *
-    GPU-hours of work the moved pods have done (lost on restart) + priority_per_1000 *
-    priority / 1000 per pod."""
+    GPU-hours of work at risk (what the moved pods did since their last checkpoint, lost
+    on restart) + priority_per_1000 * priority / 1000 per pod."""
 
     pod: float = Field(default=1.0, ge=0, description="cost of each pod moved")
     gpu_hour: float = Field(
-        default=0.05, ge=0, description="cost of each GPU-hour the moved pods have run"
+        default=1.0,
+        ge=0,
+        description="cost of each GPU-hour of work at risk in the moved pods (done since "
+        "their last checkpoint)",
     )
     priority_per_1000: float = Field(
         default=0.1, ge=0, description="cost per pod of each 1000 of its priority"
@@ -225,12 +237,45 @@ class MakeRoomConfig(_Section):
     )
 
 
+class CapacityRoomConfig(_Section):
+    """Room for a waiting gang that capacity blocks -- no move lets it start because
+    what would make room fits nowhere else -- by suspending workloads without placing
+    them again (opt-in). Only workloads with a suspend switch, of lower priority (and,
+    with equal_priority, smaller ones of its own), least work at risk first, within the
+    limits and caps; they are resumed as every suspended workload is: once the gang is
+    bound, or after moves.resume_after."""
+
+    enabled: bool = Field(
+        default=False,
+        description="suspend lower-priority workloads for a gang that capacity blocks",
+    )
+    after: Duration = Field(
+        default=3600.0,
+        description="only for a gang that has waited longer than this (since it was made)",
+    )
+    equal_priority: bool = Field(
+        default=False,
+        description="also suspend workloads of the gang's own priority that hold fewer GPUs "
+        "than it needs (never one that started on room made for it within the cool-down)",
+    )
+
+
 class DefragmentConfig(_Section):
     """Moves that lower FGD fragmentation (and GPUs stranded for want of CPU) when no
     gang is waiting. A move's gain is the fall, on the nodes it touches, of F(M) plus
     stranding_weight x the idle GPU beyond what each node's free CPU can drive."""
 
-    enabled: bool = Field(default=True, description="defragment when no gang waits")
+    enabled: bool = Field(
+        default=False,
+        description="defragment when no gang waits (off by default: it throws work away "
+        "and starts nothing)",
+    )
+    max_gpu_hours_at_risk: float | None = Field(
+        default=1.0,
+        ge=0,
+        description="a unit moved to defragment has at most this many GPU-hours of work at "
+        "risk (moves.max_gpu_hours_at_risk caps it too); null: only that cap",
+    )
     min_gain_gpus: float = Field(
         default=0.5,
         ge=0,
@@ -324,6 +369,7 @@ class DeschedulerConfig(_Section):
     cost: CostWeights = Field(default_factory=CostWeights)
     moves: MovesConfig = Field(default_factory=MovesConfig)
     make_room: MakeRoomConfig = Field(default_factory=MakeRoomConfig)
+    capacity_room: CapacityRoomConfig = Field(default_factory=CapacityRoomConfig)
     defragment: DefragmentConfig = Field(default_factory=DefragmentConfig)
     exact_moves: ExactMovesConfig = Field(default_factory=ExactMovesConfig)
     stale_gangs: StaleGangsConfig = Field(default_factory=StaleGangsConfig)
@@ -417,6 +463,7 @@ _ENGINE_KEYS = {
 # Keys written back as Go durations.
 _DURATIONS = frozenset(
     {
+        "after",
         "cooldown",
         "min_pod_age",
         "default_timeout",

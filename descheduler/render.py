@@ -31,7 +31,7 @@ def _move_lines(i: int, m: Move) -> list[str]:
         who = f"gang {m.unit} (whole, {len(m.pods)} pod{'s' if len(m.pods) != 1 else ''})"
     head = (
         f"{i:>3}. {_KIND[m.kind]}: {who}, {m.method}, priority {m.priority}, "
-        f"queue {m.queue}, cost {m.cost:.2f}"
+        f"queue {m.queue}, cost {m.cost:.2f}, {m.at_risk:.1f} GPU-hours at risk"
     )
     lines = [head]
     if m.method == "suspend":
@@ -43,7 +43,9 @@ def _move_lines(i: int, m: Move) -> list[str]:
     if m.kind == "release-stale":
         lines.append(f"     {m.reason}")
     for p in m.pods:
-        to = p.target or "(waits for its gang)"
+        to = p.target or (
+            "(waits for its gang)" if m.kind == "release-stale" else "(waits, suspended)"
+        )
         gpus = f"  {_gpus(p.gpu_milli / 1000)}" if p.gpu_milli else ""
         lines.append(f"       {p.namespace}/{p.name:<28} {p.node} -> {to}{gpus}")
     return lines
@@ -73,7 +75,8 @@ def render_plan(plan: Plan, source: str = "") -> str:
         lines.append(
             f"Plan: {len(plan.moves)} move(s), {plan.pods_moved} pod(s) moved "
             f"({by['evict']} evicted, {by['suspend']} by suspending their workload), "
-            f"{_gpus(gpus)} disrupted, cost {plan.cost:.2f}"
+            f"{_gpus(gpus)} disrupted, cost {plan.cost:.2f}, "
+            f"{plan.at_risk:.1f} GPU-hours of work at risk"
         )
         for i, m in enumerate(plan.moves, 1):
             lines.extend(_move_lines(i, m))

@@ -17,7 +17,11 @@ Settings: the descheduler's config (``--config``, else the defaults), with the l
 made for a trace -- ``--max-moves`` pods per round, no per-node, per-namespace,
 per-queue or GPU caps (a trace is one namespace and one queue) unless the file sets
 them -- and ``defragment.min_gain_gpus`` from ``--min-gain`` and no
-``min_total_gain_gpus`` (each move is judged alone) unless the file sets them.
+``min_total_gain_gpus`` (each move is judged alone) unless the file sets them. A trace
+replay measures defragmentation: ``defragment.enabled`` is on, and the work-at-risk caps
+(``moves.max_gpu_hours_at_risk``, ``defragment.max_gpu_hours_at_risk``) are lifted,
+unless the file sets them (the trace's pods say nothing of their checkpoints; the cost
+of a move still counts their work).
 """
 
 from __future__ import annotations
@@ -97,7 +101,8 @@ def trace_config(
 ) -> DeschedulerConfig:
     """``base`` made for a trace: at most ``max_moves`` pods per round; no per-node,
     per-namespace, per-queue or GPU caps, ``min_gain`` GPUs per move and no minimum
-    per round -- each unless ``base`` sets it."""
+    per round, defragmenting on and no work-at-risk caps -- each unless ``base`` sets
+    it."""
     given_limits = base.limits.model_fields_set
     limits: dict[str, Any] = {"max_evictions_per_run": max_moves}
     for key in (
@@ -113,10 +118,18 @@ def trace_config(
         defrag["min_gain_gpus"] = min_gain
     if "min_total_gain_gpus" not in base.defragment.model_fields_set:
         defrag["min_total_gain_gpus"] = 0.0
+    if "enabled" not in base.defragment.model_fields_set:
+        defrag["enabled"] = True
+    if "max_gpu_hours_at_risk" not in base.defragment.model_fields_set:
+        defrag["max_gpu_hours_at_risk"] = None
+    moves: dict[str, Any] = {}
+    if "max_gpu_hours_at_risk" not in base.moves.model_fields_set:
+        moves["max_gpu_hours_at_risk"] = None
     return base.model_copy(
         update={
             "limits": base.limits.model_copy(update=limits),
             "defragment": base.defragment.model_copy(update=defrag),
+            "moves": base.moves.model_copy(update=moves),
         }
     )
 

@@ -5,7 +5,8 @@ and the strategies before it found (the gangs that start now, the moves so far).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -22,17 +23,19 @@ from gangplace.engine import (
     deserved_shares,
     order_waiting,
 )
-from gangplace.engine.fragmentation import TargetWorkload, typical_workload
-from gangplace.engine.owners import ANNOTATION_SUSPENDED_BY, WorkloadRecord
-from gangplace.engine.policies import PolicyContext, make_policy
-from gangplace.engine.timeparse import (
-    TimeFormatError,
-    format_duration,
-    format_time,
-    parse_time,
+from gangplace.engine.checkpoints import (
+    CheckpointError,
+    Checkpoints,
+    pod_started,
+    pod_work_at_risk,
+    work_at_risk,
 )
+from gangplace.engine.fragmentation import TargetWorkload, typical_workload
+from gangplace.engine.owners import ANNOTATION_SUSPENDED_BY, WorkloadRecord, workload_key
+from gangplace.engine.policies import PolicyContext, make_policy
+from gangplace.engine.timeparse import format_duration, format_time
 
-from descheduler.config import DeschedulerConfig
+from descheduler.config import DeschedulerConfig, LimitSettings
 from descheduler.planning.budget import PlanBudget
 from descheduler.planning.gang_demand import Demand, demand_of, request_of
 from descheduler.planning.gang_views import GangView, build_views
@@ -61,6 +64,7 @@ class Victim:
     cost: float
     tier: int  # 0: its queue uses more than it deserves; 1: otherwise
     way: Way = NO_WAY  # how it moves (suspend or evict), or why it may not
+    at_risk: float = 0.0  # GPU-hours of work a move throws away (since the last checkpoint)
 
     @property
     def gpu_milli(self) -> int:
@@ -107,7 +111,13 @@ class PlanContext:
     waiting_before: list[str] = field(default_factory=list)
     # The moves of the strategies run so far, in order.
     moves: list[Move] = field(default_factory=list)
+    # Set when a limit or the work-at-risk cap refused a victim since last cleared: a
+    # reason naming a limit is checked by planning again without them (see ``lifted``).
+    limited: bool = False
+    # While True (``lifted``): the configured limits and work-at-risk caps are not applied.
+    unlimited: bool = False
     _cost: dict[int, float] = field(default_factory=dict)
+    _risk: dict[int, float] = field(default_factory=dict)
     _view_of: dict[int, GangView] = field(default_factory=dict)
 
     @property
@@ -242,24 +252,76 @@ class PlanContext:
         return view.key not in self.protected and view.key not in self.moved
 
     def pod_cost(self, pod: PodRecord) -> float:
-        """Pods moved, GPU-hours of work lost (the pod restarts), and priority."""
+        """Pods moved, GPU-hours of work at risk (lost when the pod restarts from its
+        last checkpoint), and priority."""
         hit = self._cost.get(id(pod))
         if hit is None:
             w = self.config.cost
-            hours = 0.0
-            if pod.created:
-                try:
-                    hours = max((self.now - parse_time(pod.created)).total_seconds(), 0) / 3600
-                except TimeFormatError:
-                    hours = 0.0
-            gpus = pod.shape.gpu_demand_milli / 1000.0
             hit = (
                 w.pod
-                + w.gpu_hour * gpus * hours
+                + w.gpu_hour * self.pod_at_risk(pod)
                 + w.priority_per_1000 * max(pod.priority, 0) / 1000
             )
             self._cost[id(pod)] = hit
         return hit
+
+    def pod_at_risk(self, pod: PodRecord) -> float:
+        """GPU-hours a move of ``pod`` now throws away: the engine's rule
+        (:mod:`gangplace.engine.checkpoints`) over the pod's checkpoint annotations and
+        its workloads'. A value that cannot be read is noted and ignored (the whole run
+        since the pod started is at risk)."""
+        hit = self._risk.get(id(pod))
+        if hit is None:
+            try:
+                hit = pod_work_at_risk(pod, self.now, self._workload_annotations(pod)) / 3600
+            except CheckpointError as e:
+                note = f"{e}: read as no checkpoint (the whole run is at risk)"
+                if note not in self.notes:
+                    self.notes.append(note)
+                gpus = pod.shape.gpu_demand_milli / 1000.0
+                hit = work_at_risk(gpus, pod_started(pod), self.now, Checkpoints()) / 3600
+            self._risk[id(pod)] = hit
+        return hit
+
+    def _workload_annotations(self, pod: PodRecord) -> list[tuple[str, Mapping[str, str]]]:
+        """``(who, annotations)`` of the workloads that own ``pod``, nearest first."""
+        out: list[tuple[str, Mapping[str, str]]] = []
+        kind, name = pod.owner_kind, pod.owner_name
+        workloads = self.state.workloads
+        while kind and name and len(out) < 8:
+            w = workloads.get(workload_key(pod.namespace, kind, name))
+            if w is None:
+                break
+            out.append((w.describe(), w.annotations))
+            kind, name = w.owner_kind, w.owner_name
+        return out
+
+    def at_risk(self, pods: Sequence[PodRecord]) -> float:
+        """GPU-hours a move of ``pods`` throws away."""
+        return sum(self.pod_at_risk(p) for p in pods)
+
+    def risk_cap(self, defragmenting: bool = False) -> float | None:
+        """The most GPU-hours at risk one moved unit may have (None: no cap)."""
+        caps = [self.config.moves.max_gpu_hours_at_risk]
+        if defragmenting:
+            caps.append(self.config.defragment.max_gpu_hours_at_risk)
+        known = [c for c in caps if c is not None]
+        return min(known) if known else None
+
+    def risk_refusal(self, v: Victim, defragmenting: bool = False) -> str | None:
+        """Why ``v`` has too much work at risk to move, or None."""
+        cap = None if self.unlimited else self.risk_cap(defragmenting)
+        if cap is None or v.at_risk <= cap:
+            return None
+        key = (
+            "defragment.max_gpu_hours_at_risk"
+            if defragmenting and cap == self.config.defragment.max_gpu_hours_at_risk
+            else "moves.max_gpu_hours_at_risk"
+        )
+        return (
+            f"{v.view.describe()} has {v.at_risk:.1f} GPU-hours of work at risk (done since "
+            f"its last checkpoint), above {key} ({cap:g})"
+        )
 
     def tier(self, view: GangView) -> int:
         return 0 if view.queue in self.overused else 1
@@ -295,16 +357,43 @@ class PlanContext:
             sum(self.pod_cost(p) for p in chosen),
             self.tier(view),
             self.way(view, chosen, evict_only=evict_only),
+            self.at_risk(chosen),
         )
 
     def refusal(self, pods: Sequence[PodRecord], queue: str) -> str | None:
-        return self.budget.refusal(pods, queue)
+        why = self.budget.limit_reason(pods, queue)
+        if why is not None:
+            self.limited = True
+            return why
+        return self.budget.pdb_reason(pods, queue)
 
-    def victim_refusal(self, v: Victim) -> str | None:
-        """Why ``v`` may not move now: no safe way, or a limit or disruption budget."""
+    def victim_refusal(
+        self, v: Victim, *, defragmenting: bool = False, capped: bool = True
+    ) -> str | None:
+        """Why ``v`` may not move now: no safe way, too much work at risk, or a limit
+        or disruption budget. ``capped=False``: its work at risk is not asked (a stale
+        partial gang has not started its work)."""
         if v.way.method is None:
             return f"{v.view.describe()}: {v.way.reason}"
-        return self.budget.refusal(v.pods, v.view.queue)
+        why = self.risk_refusal(v, defragmenting) if capped else None
+        if why is not None:
+            self.limited = True
+            return why
+        return self.refusal(v.pods, v.view.queue)
+
+    @contextmanager
+    def lifted(self) -> Iterator[None]:
+        """Plan as if the configured limits and work-at-risk caps were lifted (the
+        disruption budgets and every other rule hold): whether lifting them would have
+        produced a move. The budget used so far is kept; it is restored after."""
+        budget, unlimited, limited = self.budget, self.unlimited, self.limited
+        free = PlanBudget(_NO_LIMITS, self.state.pdbs)
+        free.pdbs.used = budget.pdbs.used.copy()
+        self.budget, self.unlimited = free, True
+        try:
+            yield
+        finally:
+            self.budget, self.unlimited, self.limited = budget, unlimited, limited
 
     def may_move_for(self, view: GangView, d: Demand | None) -> str | None:
         """Why ``view`` may not be moved for the waiting gang ``d`` (None: to
@@ -353,6 +442,15 @@ class PlanContext:
         return victim_priority >= self.views[for_gang].priority
 
 
+_NO_LIMITS = LimitSettings(
+    max_evictions_per_run=None,
+    max_evictions_per_node=None,
+    max_evictions_per_namespace=None,
+    max_evictions_per_queue=None,
+    max_gpus_disrupted_per_run=None,
+)
+
+
 def _suspended_reason(w: WorkloadRecord) -> str:
     if ANNOTATION_SUSPENDED_BY in w.annotations:
         return f"{w.describe()} is suspended by corral: it waits to be resumed"
@@ -395,6 +493,7 @@ def victim_move(
         reason=reason,
         for_gang=for_gang,
         gain_gpus=gain_gpus,
+        at_risk=v.at_risk,
         podgroup=pg.name if pg is not None else None,
         podgroup_api=pg.api_group if pg is not None else None,
         **move_way(v),

@@ -66,6 +66,9 @@ class Move:
     priority: int = 0  # the unit's priority (its highest member's)
     workloads: list[str] = field(default_factory=list)  # suspend: ns/Kind/name of each
     how: str = ""  # why this method
+    # GPU-hours of work the move throws away: what its pods did since their last
+    # checkpoint (gangplace.engine.checkpoints).
+    at_risk: float = 0.0
 
     def workload_names(self) -> list[str]:
         """``Kind ns/name`` of each workload a suspend move suspends."""
@@ -92,6 +95,7 @@ class Move:
             "partial": self.partial,
             "for_gang": self.for_gang,
             "cost": round(self.cost, 3),
+            "gpu_hours_at_risk": round(self.at_risk, 3),
             "gpus": self.gpus,
             "gain_gpus": round(self.gain_gpus, 3),
             "reason": self.reason,
@@ -177,6 +181,11 @@ class Plan:
     def cost(self) -> float:
         return sum(m.cost for m in self.moves)
 
+    @property
+    def at_risk(self) -> float:
+        """GPU-hours of work the plan's moves throw away."""
+        return sum(m.at_risk for m in self.moves)
+
     def to_dict(self) -> dict[str, Any]:
         before = self.report_before.to_dict() if self.report_before else None
         after = self.report_after.to_dict() if self.report_after else None
@@ -196,6 +205,7 @@ class Plan:
             "report_before": before,
             "report_after": after,
             "cost": round(self.cost, 3),
+            "gpu_hours_at_risk": round(self.at_risk, 3),
             "moves_by_method": self.by_method(),
             "not_moved": [x.to_dict() for x in self.not_moved],
             "suspended_gangs": [x.to_dict() for x in self.suspended],

@@ -116,6 +116,8 @@ def move_verdict(state: ClusterState, config: DeschedulerConfig, unit: str) -> s
     if not view.placed:
         return "not moved: none of its pods runs"
     why = ctx.protected.get(unit) or PlanBudget(config.limits, state.pdbs).pdb_reason(view.placed)
+    if why is None:
+        why = ctx.risk_refusal(ctx.victim(view))
     if why is not None:
         return f"not moved: {why}"
     way = ctx.way(view, view.placed)
@@ -129,9 +131,10 @@ def move_verdict(state: ClusterState, config: DeschedulerConfig, unit: str) -> s
             "a waiting gang of higher priority, or of equal priority when the plan places "
             "it again at once"
         )
+    defrag = ", or to defragment" if config.defragment.enabled else ""
     return (
         f"may be moved by {way.method} ({way.reason}), priority {view.priority}: only for "
-        f"{whom}, or to defragment"
+        f"{whom}{defrag}"
     )
 
 
@@ -288,8 +291,13 @@ def _final(
     queue until it is resumed, only once every waiting gang has been. Returns the
     waiting gangs that do not start, and the first such moved gang that does not land."""
     snap = ctx.snap
+    # a unit suspended for capacity room (no pod has a target) lands nowhere: it waits
     later = [
-        m for m in moves if m.kind == "make-room" and ctx.consolidation(m.priority, m.for_gang)
+        m
+        for m in moves
+        if m.kind == "make-room"
+        and ctx.consolidation(m.priority, m.for_gang)
+        and any(pm.target is not None for pm in m.pods)
     ]
     ids = {id(m) for m in later}
     _evict(snap, moves, pods)

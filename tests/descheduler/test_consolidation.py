@@ -116,9 +116,10 @@ def test_explain_says_when_a_gang_keeps_its_room() -> None:
     cfg = DeschedulerConfig()
     assert move_verdict(state(two_gangs(None)), cfg, "default/b").endswith(
         "priority 0: only for a waiting gang of higher priority, or of equal priority when "
-        "the plan places it again at once, or to defragment"
+        "the plan places it again at once"
     )
-    assert move_verdict(state(two_gangs(made)), cfg, "default/b").endswith(
+    defrag = DeschedulerConfig.model_validate({"defragment": {"enabled": True}})
+    assert move_verdict(state(two_gangs(made)), defrag, "default/b").endswith(
         "priority 0: only for a waiting gang of higher priority (room was made for it 10m "
         "ago: a gang of its own priority does not take it back within the cool-down (1h)), "
         "or to defragment"

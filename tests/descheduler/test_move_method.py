@@ -314,7 +314,9 @@ def test_defragmentation_moves_the_lowest_priority_first() -> None:
     items: list[Any] = [gpu_node("n0"), gpu_node("n1")]
     items += [pod("a", "n0", 1, priority=100), pod("b", "n1", 1, priority=0)]
     items += [pod("fill-0", "n0", 4, owner_kind=""), pod("fill-1", "n1", 4, owner_kind="")]
-    cfg = parse_config({"defragment": {"min_gain_gpus": 0.1, "min_total_gain_gpus": 0.1}})
+    cfg = parse_config(
+        {"defragment": {"enabled": True, "min_gain_gpus": 0.1, "min_total_gain_gpus": 0.1}}
+    )
     p = plan(state(items), cfg)
     assert [m.unit for m in p.moves][:1] == ["default/pod:b"]
 

@@ -290,7 +290,7 @@ def defrag_cluster() -> list[Any]:
 
 
 def test_defragment_when_nobody_waits() -> None:
-    p = plan(state(defrag_cluster()))
+    p = plan(state(defrag_cluster()), parse_config({"defragment": {"enabled": True}}))
     assert p.waiting_before == []
     assert {m.kind for m in p.moves} == {"defragment"}
     assert moved(p) == ["lonely-0", "lonely-1"]
@@ -306,7 +306,7 @@ def test_defragment_moves_a_member_above_min_available_of_a_big_gang() -> None:
     # at a time may go, the gang keeps running, and each is moved on its own.
     items = [gpu_node(f"n{i}") for i in range(4)] + [pod("w8", "n3", 8, owner_kind="")]
     items += gang("sweep", ["n0", "n1", *["n2"] * 6], 1, min_member=6)
-    cfg = parse_config({"defragment": {"min_total_gain_gpus": 0.5}})
+    cfg = parse_config({"defragment": {"enabled": True, "min_total_gain_gpus": 0.5}})
     p = plan(state(items), cfg)
     assert {m.kind for m in p.moves} == {"defragment"} and all(m.partial for m in p.moves)
     assert moved(p) == ["sweep-0", "sweep-1"]
@@ -319,7 +319,7 @@ def test_defragment_moves_a_member_above_min_available_of_a_big_gang() -> None:
 
 
 def test_defragment_needs_its_minimum_gain() -> None:
-    cfg = parse_config({"defragment": {"min_total_gain_gpus": 100}})
+    cfg = parse_config({"defragment": {"enabled": True, "min_total_gain_gpus": 100}})
     p = plan(state(defrag_cluster()), cfg)
     assert p.moves == [] and any("min_total_gain_gpus" in n for n in p.notes)
     assert (
@@ -350,7 +350,10 @@ def test_defragment_too_moves_pods_of_a_queue_above_its_share_first() -> None:
         if o["kind"] == "Pod" and o["metadata"]["name"] == "lonely-1":
             o["metadata"].setdefault("annotations", {})["corral.dev/queue"] = "a"
     one = parse_config(
-        {"limits": {"max_evictions_per_run": 1}, "defragment": {"min_total_gain_gpus": 0.5}}
+        {
+            "limits": {"max_evictions_per_run": 1},
+            "defragment": {"enabled": True, "min_total_gain_gpus": 0.5},
+        }
     )
     p = plan(state(items), one)
     assert [m.kind for m in p.moves] == ["defragment"] and moved(p) == ["lonely-1"]

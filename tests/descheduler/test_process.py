@@ -32,14 +32,20 @@ def real_evictions(api: ApiServer) -> list[Any]:
     return [r for r in api.requests("POST", "/eviction") if "dryRun" not in r.query]
 
 
+def small(name: str, node: str) -> dict[str, Any]:
+    """A 1-GPU pod that checkpoints every 10 minutes: the run plans at the real clock,
+    days after the builders' start times, and a move of it still loses little."""
+    return pod(name, node, 1, annotations={"corral.dev/checkpoint-interval": "10m"})
+
+
 def cluster() -> list[Any]:
     """Volcano issue 3948's three nodes; the two 1-GPU pods of the middle one move."""
     items: list[Any] = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}]
     items += [gpu_node(f"n{i}") for i in range(3)]
-    items += [pod("big-0", "n0", 4, owner_kind=""), pod("s0a", "n0", 1), pod("s0b", "n0", 1)]
-    items += [pod("s0c", "n0", 1), pod("big-1", "n1", 4, owner_kind="")]
-    items += [pod("s1a", "n1", 1), pod("s1b", "n1", 1), pod("big-2", "n2", 4, owner_kind="")]
-    items += [pod("s2a", "n2", 1), pod("s2b", "n2", 1), pod("s2c", "n2", 1)]
+    items += [pod("big-0", "n0", 4, owner_kind=""), small("s0a", "n0"), small("s0b", "n0")]
+    items += [small("s0c", "n0"), pod("big-1", "n1", 4, owner_kind="")]
+    items += [small("s1a", "n1"), small("s1b", "n1"), pod("big-2", "n2", 4, owner_kind="")]
+    items += [small("s2a", "n2"), small("s2b", "n2"), small("s2c", "n2")]
     items += gang("llm", [], 4, pending=1, phase="Inqueue")
     return items
 

@@ -3,17 +3,21 @@ extras, every victim fits again where the plan says, every limit and disruption 
 held, protected pods never evicted, no gang kept from starting, deterministic; never a
 victim of higher priority than the gang it makes room for, never a gang moved for one
 whose pods say preemptionPolicy Never, never a pod moved in a way that loses it (a Job
-evicted past its backoffLimit, a pod that says safe-to-evict "false")."""
+evicted past its backoffLimit, a pod that says safe-to-evict "false"), never a unit
+moved with more work at risk than the configured caps, each move's work at risk the
+engine's rule."""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
 import pytest
 from gangplace.engine import Snapshot
+from gangplace.engine.checkpoints import pod_work_at_risk
 from gangplace.engine.feasibility import fits
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -43,6 +47,16 @@ class Running:
     age_h: int
     priority: int = 0
     owner: str = "ReplicaSet"
+    run_min: int = 20  # minutes since its pods started
+    checkpoint: str = ""  # "", "interval" (every 30m) or "last" (10 minutes ago)
+
+
+# What a running gang says of its checkpoints, as pod annotations.
+CHECKPOINTS = {
+    "": {},
+    "interval": {"corral.dev/checkpoint-interval": "30m"},
+    "last": {"corral.dev/last-checkpoint": "2026-12-02T11:50:00Z"},
+}
 
 
 running_st = st.builds(
@@ -126,8 +140,13 @@ def build(
                 kw["annotations"] = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
             if g.owner != "ReplicaSet" and "owner_kind" not in kw:
                 kw["owner_kind"] = "Job"
-            ann = {"scheduling.volcano.sh/queue-name": g.queue, **kw.pop("annotations", {})}
+            ann = {
+                "scheduling.volcano.sh/queue-name": g.queue,
+                **CHECKPOINTS[g.checkpoint],
+                **kw.pop("annotations", {}),
+            }
             created = f"2026-11-{1 + g.age_h // 24:02d}T{g.age_h % 24:02d}:00:00Z"
+            started = (NOW - timedelta(minutes=g.run_min)).strftime("%Y-%m-%dT%H:%M:%SZ")
             pods.append(
                 pod(
                     f"{name}-{j}",
@@ -138,6 +157,7 @@ def build(
                     annotations=ann,
                     labels={"app": name},
                     created=created,
+                    started=started,
                     cpu="2",
                     memory="8Gi",
                     priority=g.priority,
@@ -215,6 +235,8 @@ def check_plan(doc: dict[str, Any], p: Plan, cfg: DeschedulerConfig, protected: 
             assert keys == set(members)
         if m.kind == "release-stale":
             assert all(pm.target is None for pm in m.pods)
+        elif all(pm.target is None for pm in m.pods):  # suspended for capacity room
+            assert cfg.capacity_room.enabled and m.method == "suspend" and not m.partial
         else:
             assert all(pm.target is not None for pm in m.pods)
 
@@ -233,10 +255,26 @@ def check_plan(doc: dict[str, Any], p: Plan, cfg: DeschedulerConfig, protected: 
         assert m.priority == prio[m.unit]
         if m.for_gang is not None:
             assert m.for_gang not in never
-            if cfg.eviction.victim_priority == "LowerPriority":
+            if all(pm.target is None for pm in m.pods):  # capacity room
+                equal = cfg.capacity_room.equal_priority and m.priority == prio[m.for_gang]
+                assert m.priority < prio[m.for_gang] or equal, (m.unit, m.for_gang)
+            elif cfg.eviction.victim_priority == "LowerPriority":
                 assert m.priority < prio[m.for_gang], (m.unit, m.for_gang)
             else:
                 assert m.priority <= prio[m.for_gang], (m.unit, m.for_gang)
+
+    # never a unit moved with more work at risk than the caps; each move's work at risk
+    # is the engine's rule over its pods
+    for m in p.moves:
+        if m.kind == "release-stale":
+            continue
+        expected = sum(pod_work_at_risk(pods[pm.key], NOW) for pm in m.pods) / 3600
+        assert m.at_risk == pytest.approx(expected, abs=1e-9)
+        caps = [cfg.moves.max_gpu_hours_at_risk]
+        if m.kind == "defragment":
+            caps.append(cfg.defragment.max_gpu_hours_at_risk)
+        for cap in caps:
+            assert cap is None or m.at_risk <= cap + 1e-9, (m.unit, m.at_risk, cap)
 
     # never a pod moved in a way that loses it
     jobs = {
@@ -396,3 +434,84 @@ def test_plan_invariants_when_small_jobs_scatter(
     check_plan(doc, p, cfg, protected)
     for m in p.moves:
         event(f"{m.kind} by {m.method}")
+
+
+risky_st = st.builds(
+    Running,
+    st.integers(1, 3),
+    st.sampled_from([1, 1, 2, 4]),
+    st.sampled_from([0.5, 1.0]),
+    st.just("none"),
+    st.sampled_from(["a", "b"]),
+    st.just(None),
+    st.integers(0, 200),
+    st.sampled_from([0, 0, 500, 1000, 5000]),
+    st.sampled_from(["ReplicaSet", "job-6", "job-pfp"]),
+    st.integers(0, 600),
+    st.sampled_from(["", "", "interval", "last"]),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(3, 6),
+    st.lists(risky_st, min_size=4, max_size=16),
+    st.lists(
+        st.tuples(
+            st.integers(1, 2),
+            st.sampled_from([4, 6, 8]),
+            st.sampled_from(["a", "b"]),
+            st.sampled_from([1000, 1000, 0, 500]),
+            st.just(""),
+        ),
+        max_size=2,
+    ),
+    st.one_of(st.just(list(range(64))), st.lists(st.integers(0, 50), min_size=1, max_size=20)),
+    st.floats(0.5, 1.0),
+    st.sampled_from([None, None, 8.0, 2.0, 0.5]),
+    st.sampled_from([None, 1.0, 0.25]),
+    st.booleans(),
+    st.sampled_from(["LowerPriority", "LowerOrEqualPriority"]),
+    st.sampled_from([None, "lower", "lower", "equal"]),
+)
+def test_no_plan_inverts_priority_or_moves_above_the_work_at_risk_cap(
+    n_nodes: int,
+    gangs: list[Running],
+    waiting: list[tuple[int, int, str, int, str]],
+    order: list[int],
+    fill: float,
+    cap: float | None,
+    defrag_cap: float | None,
+    defrag: bool,
+    victim_priority: str,
+    capacity: str | None,
+) -> None:
+    """Gangs that ran from minutes to ten hours, some checkpointing: whatever the caps
+    and the capacity room, no victim outranks the gang it makes room for and none has
+    more work at risk than the caps allow (check_plan)."""
+    doc, protected = build([8] * n_nodes, gangs, waiting, order, fill)
+    cfg = parse_config(
+        {
+            "moves": {"max_gpu_hours_at_risk": cap},
+            "defragment": {
+                "enabled": defrag,
+                "max_gpu_hours_at_risk": defrag_cap,
+                "min_gain_gpus": 0.1,
+                "min_total_gain_gpus": 0.1,
+            },
+            "eviction": {"victim_priority": victim_priority},
+            "capacity_room": {
+                "enabled": capacity is not None,
+                "after": 0,
+                "equal_priority": capacity == "equal",
+            },
+        }
+    )
+    p = plan(state_from_list(doc, NOW), cfg)
+    check_plan(doc, p, cfg, protected)
+    for m in p.moves:
+        if all(pm.target is None for pm in m.pods) and m.kind == "make-room":
+            event("capacity room")
+        event(f"{m.kind}, at risk {'<=' if m.at_risk <= 1 else '>'} 1 GPU-hour")
+    for u in p.unserved:
+        event(f"unserved: {u.reason.split(':')[0][:60]}")

@@ -213,13 +213,16 @@ def stranded_cluster() -> dict[str, Any]:
 def test_cpu_only_pod_leaves_the_gpu_node_whose_cpu_it_exhausts() -> None:
     from tests.builders.descheduler_cluster import NOW
 
-    cfg = parse_config({"scheduling": {"policy": "fgd"}})
+    cfg = parse_config({"scheduling": {"policy": "fgd"}, "defragment": {"enabled": True}})
     p = plan(state_from_list(stranded_cluster(), NOW), cfg)
     assert [(pm.name, pm.node, pm.target) for m in p.moves for pm in m.pods] == [
         ("hog", "n0", "n1")
     ]
     assert p.moves[0].kind == "defragment" and "CPU-stranded" in p.moves[0].reason
-    weight0 = {"scheduling": {"policy": "fgd"}, "defragment": {"stranding_weight": 0}}
+    weight0 = {
+        "scheduling": {"policy": "fgd"},
+        "defragment": {"enabled": True, "stranding_weight": 0},
+    }
     off = parse_config({**weight0, "exact_moves": {"enabled": False}})
     assert plan(state_from_list(stranded_cluster(), NOW), off).moves == []
     # F(M) alone sees no gain, but a typical pod (1 GPU, 8 cores) fits nowhere: the

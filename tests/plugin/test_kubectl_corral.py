@@ -268,7 +268,7 @@ async def test_explain_says_how_the_descheduler_would_move_a_gang(
     assert "Descheduler:  may be moved by suspend (suspend Job ml/etl" in out, err
     assert (
         "only for a waiting gang of higher priority, or of equal priority when the plan "
-        "places it again at once, or to defragment"
+        "places it again at once"
     ) in " ".join(out.split())
     _, out, _ = await corral(kc, "explain", "kept-0")
     assert (

@@ -144,13 +144,13 @@ def _units(ctx: PlanContext, with_cpu_only: bool) -> list[Victim]:
             has_gpu = with_cpu_only or any(p.shape.is_gpu for p in placed)
             if has_gpu:
                 whole = ctx.victim(v)
-                if ctx.victim_refusal(whole) is None:
+                if ctx.victim_refusal(whole, defragmenting=True) is None:
                     out.append(whole)
         elif v.is_gang and v.extras > 0 and len(v.running) == len(placed):
             for p in placed:
                 if with_cpu_only or p.shape.is_gpu:
                     one = ctx.victim(v, [p])
-                    if ctx.victim_refusal(one) is None:
+                    if ctx.victim_refusal(one, defragmenting=True) is None:
                         out.append(one)
     return out
 
@@ -292,7 +292,7 @@ def _by_search(ctx: PlanContext) -> tuple[list[Move], float]:
         room = v.view.extras - taken.get(key, 0) if v.partial else 0 if key in taken else 1
         if room < (len(v.pods) if v.partial else 1):
             continue
-        if ctx.victim_refusal(v) is not None:
+        if ctx.victim_refusal(v, defragmenting=True) is not None:
             continue
         gain, targets = _attempt(ctx, v, measure, now, max(floor, 1e-9))
         if not (gain >= floor and gain > 0):

@@ -82,7 +82,7 @@ def _rules(ctx: PlanContext, d: Demand | None) -> MoveRules:
                 (d is None or view.key != d.key)
                 and len(view.placed) == len(view.running)
                 and ctx.may_move_for(view, d) is None
-                and ctx.victim_refusal(ctx.victim(view)) is None
+                and ctx.victim_refusal(ctx.victim(view), defragmenting=d is None) is None
             )
         return hit
 
@@ -102,7 +102,7 @@ def _rules(ctx: PlanContext, d: Demand | None) -> MoveRules:
         saved = ctx.budget.snapshot()
         try:
             for v in victims:
-                why = ctx.victim_refusal(v)
+                why = ctx.victim_refusal(v, defragmenting=d is None)
                 if why is not None:
                     return why
                 ctx.budget.take(v.pods, v.view.queue)

@@ -17,7 +17,8 @@ For each waiting gang, in DRF order, on the snapshot as the plan has left it:
    the engine. A victim that fits nowhere is dropped for good. Victims that are not
    needed are pruned, and the move is kept.
 5. When this search finds no move, the exact neighbourhood moves are tried
-   (:mod:`.exact_moves`).
+   (:mod:`.exact_moves`); when they find none either, and ``capacity_room`` is on,
+   workloads may be suspended without being placed again (:mod:`.capacity_room`).
 
 Steps 2 and 3 are :mod:`.room_options`, step 4 :mod:`.room_search`; this module serves
 the waiting gangs one by one and turns the victims found into moves.
@@ -35,6 +36,7 @@ from gangplace.engine.timeparse import format_duration, format_time
 from descheduler.planning.context import PlanContext, Victim, victim_move
 from descheduler.planning.gang_demand import Demand
 from descheduler.planning.plan_model import Move, Unserved
+from descheduler.planning.strategies.capacity_room import capacity_room
 from descheduler.planning.strategies.exact_moves import exact_room
 from descheduler.planning.strategies.room_options import (
     Candidates,
@@ -174,7 +176,8 @@ def make_room(ctx: PlanContext) -> list[Move]:
             )
             continue
         if ctx.budget.exhausted():
-            ctx.unserved.append(Unserved(d.key, "the eviction limit of this run is reached"))
+            full = "the eviction limit of this run is reached"
+            ctx.unserved.append(Unserved(d.key, _truthful(ctx, cand, d, full, named=True)))
             continue
         never = next((p for p in d.view.pods if p.preemption_policy == "Never"), None)
         if never is not None:
@@ -189,11 +192,72 @@ def make_room(ctx: PlanContext) -> list[Move]:
         if taken is not None:
             ctx.unserved.append(Unserved(d.key, taken))
             continue
-        found = _room_for(ctx, cand, d)
-        if isinstance(found, str):  # the search found none: the exact moves may
-            found = exact_room(ctx, d, cand.retire) or found
+        ctx.limited = False
+        found = _room_or_exact(ctx, cand, d)
+        if isinstance(found, str):  # capacity blocks it: suspending may (opt-in)
+            found = capacity_room(ctx, d, cand.retire) or found
         if isinstance(found, str):
+            if ctx.limited:
+                found = _truthful(ctx, cand, d, found)
             ctx.unserved.append(Unserved(d.key, found))
             continue
         moves.extend(found)  # the kept trial placed the gang too
     return moves
+
+
+def _room_or_exact(ctx: PlanContext, cand: Candidates, d: Demand) -> list[Move] | str:
+    found = _room_for(ctx, cand, d)
+    if isinstance(found, str):  # the search found none: the exact moves may
+        found = exact_room(ctx, d, cand.retire) or found
+    return found
+
+
+def _truthful(
+    ctx: PlanContext, cand: Candidates, d: Demand, why: str, *, named: bool = False
+) -> str:
+    """The reason ``d`` gets no room, told truly: a limit or the work-at-risk cap is
+    named only when planning again without them (:meth:`PlanContext.lifted`) finds
+    moves that let ``d`` start -- ``why`` itself when it ``named`` the limit, else the
+    first limit those moves break; otherwise what that planning says stops it. Nothing
+    of that planning is kept."""
+    snap = ctx.snap
+    token = snap.fork()
+    moved, alive, notes = set(ctx.moved), cand.alive.copy(), len(ctx.notes)
+    try:
+        with ctx.lifted():
+            found = _room_or_exact(ctx, cand, d)
+    finally:
+        snap.revert(token)
+        ctx.moved, cand.alive = moved, alive
+        del ctx.notes[notes:]
+    if isinstance(found, str):
+        return found
+    if named:
+        return why
+    hits = _limits_hit(ctx, found)
+    if not hits:  # moves within the limits exist that the search, held back, missed
+        return why
+    return f"the moves that would let it start are refused: {hits[0]}"
+
+
+def _limits_hit(ctx: PlanContext, moves: Sequence[Move]) -> list[str]:
+    """What the configured limits and caps say of ``moves`` (found without them),
+    counted in order on this plan's budget."""
+    out: list[str] = []
+    saved = ctx.budget.snapshot()
+    limited = ctx.limited
+    try:
+        for m in moves:
+            view = ctx.views[m.unit]
+            keys = {pm.key for pm in m.pods}
+            pods = [p for p in view.placed if p.key in keys]
+            v = ctx.victim(view, None if len(pods) == len(view.placed) else pods)
+            no = ctx.victim_refusal(v)
+            if no is not None:
+                out.append(no)
+            else:
+                ctx.budget.take(v.pods, view.queue)
+    finally:
+        ctx.budget.restore(saved)
+        ctx.limited = limited
+    return out

@@ -55,7 +55,7 @@ def merge(
     saved = budget.snapshot()
     try:
         for v in out.values():
-            if v.way.method is None or budget.refusal(v.pods, v.view.queue) is not None:
+            if ctx.victim_refusal(v) is not None:
                 return None
             budget.take(v.pods, v.view.queue)
     finally:

@@ -87,7 +87,7 @@ def release_stale_gangs(ctx: PlanContext) -> list[Move]:
         pods = v.placed
         victim = ctx.victim(v, evict_only=True)
         if why is None:
-            why = ctx.victim_refusal(victim)
+            why = ctx.victim_refusal(victim, capped=False)
         waited = format_duration((ctx.now - since).total_seconds())
         if why is not None:
             ctx.notes.append(f"stale {v.describe()} (waited {waited}) not released: {why}")
