@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from gangplace.config_errors import ConfigError
-from gangplace.engine import Snapshot
+from gangplace.engine import PodShape, Snapshot
 from gangplace.engine.fragmentation import TargetWorkload
 from gangplace.engine.node_pod_records import NodeRecord
 from gangplace.engine.policies import POLICIES, PolicyContext, make_policy
@@ -58,6 +58,7 @@ from gangplace.sim.gang_study import (
     LENGTHS,
     DeschedulerHook,
     DetailedResult,
+    JobTemplate,
     run_detailed,
 )
 from gangplace.sim.high_node_utilization import HighNodeUtilization
@@ -303,15 +304,13 @@ def _mix(args: argparse.Namespace) -> JobMix:
             pods = load_pods(path)
         except (OSError, TraceError) as e:
             raise CliError(f"--pods {path}: {e}") from None
-        counts: dict[Any, int] = {}
+        counts: dict[PodShape, int] = {}
         for p in pods:
             s = p.shape
             if s.gpu_count >= 2 and s.gpu_milli >= 1000:
                 counts[s] = counts.get(s, 0) + 1
         if not counts:
             raise CliError(f"--pods {path}: no multi-GPU pods to make jobs from")
-        from gangplace.sim.gang_study import JobTemplate
-
         jobs = tuple(MixJob(JobTemplate(s, s.gpu_count), float(k)) for s, k in counts.items())
         return JobMix(path.stem, f"{path.name}: each k-GPU pod made k workers of k GPUs", jobs)
     try:

@@ -164,10 +164,11 @@ def render(summary: Sequence[dict[str, Any]], gpus: int, top: int = 4) -> str:
     for load in loads:
         rows = [x for x in summary if x["load_pct"] == load]
         off = rows[0]["offered_pct"]
-        lines += [""] + wrap(
+        head = (
             f"== load {load}%: offered {_cell(off, '.1f')}% of the {gpus} GPUs the mix can "
             f"use, {_cell(rows[0]['started'], '.0f')} jobs started"
         )
+        lines += ["", *wrap(head)]
         for title, cols in _BLOCKS:
             lines += ["", f"{title}:", *_table(rows, cols)]
         moves = [

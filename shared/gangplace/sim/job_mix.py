@@ -245,9 +245,14 @@ def cap_gangs(mix: JobMix, max_gpus: int) -> tuple[JobMix, list[tuple[MixJob, in
 def usable_gpus(mix: JobMix, nodes: Sequence[NodeRecord]) -> int:
     """GPUs on the nodes that can hold a worker of at least one job of the mix."""
     total = 0
+    seen: dict[tuple[object, ...], bool] = {}  # by what a node offers
     for n in nodes:
-        if n.gpu_count and any(_fits([n], JobTemplate(j.template.shape, 1)) for j in mix.jobs):
-            total += n.gpu_count
+        if not n.gpu_count:
+            continue
+        key = (tuple(sorted(n.allocatable.items())), n.gpu_count, n.gpu_model, n.taints)
+        if key not in seen:
+            seen[key] = any(_fits([n], JobTemplate(j.template.shape, 1)) for j in mix.jobs)
+        total += n.gpu_count if seen[key] else 0
     return total
 
 
