@@ -10,7 +10,8 @@ up (later work may start first if it fits: backfill).
 
 Per load the study reports the jobs that started, the jobs stuck partly placed at the
 end, the GPUs partly placed jobs hold (time-averaged, % of capacity), the GPUs doing
-useful work (running jobs, time-averaged %) and the mean wait of started jobs. Pure:
+useful work (running jobs, time-averaged %) and the mean wait of every job (one never
+started waits till the end of the run). Pure:
 the caller provides the snapshot and the job templates.
 
 A descheduler can join a run (:func:`run_detailed`): a :class:`DeschedulerHook` is called
@@ -222,7 +223,7 @@ class LoadResult:
     stuck_partial: int
     partial_gpu_pct: float  # GPUs held by partly placed jobs, time-averaged, % capacity
     busy_gpu_pct: float  # GPUs of running jobs, time-averaged, % of capacity
-    mean_wait: float  # started jobs, in mean job durations
+    mean_wait: float  # every job (one never started: till the end), in mean job durations
 
     def to_dict(self) -> dict[str, Any]:
         return {
