@@ -377,3 +377,21 @@ def test_study_refuses_a_bad_mix_file(tmp_path: Path, capsys: pytest.CaptureFixt
     assert err.strip().splitlines() == [
         f"corral-descheduler study: {mix}: jobs[0].weight: 0: expected a number above 0"
     ]
+
+
+def test_the_summary_keeps_each_seed_and_tells_a_growing_queue() -> None:
+    from dataclasses import replace
+
+    from descheduler.study_table import render, stable, summarize
+
+    r = run_detailed(small_cluster(), TEMPLATES, 0.5, "all-or-nothing", length=6, seed=1)
+    calm = replace(r, p95_wait=0.5, p95_wait_half=0.45, p95_wait_gang=None)
+    grown = replace(r, seed=2, p95_wait=2.0, p95_wait_half=0.5, p95_wait_gang=None)
+    assert stable(calm) and not stable(grown)
+    (row,) = summarize([calm, grown], job_hours=2.0)
+    assert row["seeds"] == [1, 2] and row["stable_seeds"] == 1
+    assert row["p95_wait"] == {"median": 1.25, "min": 0.5, "max": 2.0, "per_seed": [0.5, 2.0]}
+    assert row["p95_wait_gang"] is None
+    text = render([row], gpus=16)
+    assert "all-or-nothing 1/2" in text and "gangs p95" in text
+    assert max(len(line) for line in text.splitlines()) <= 100
