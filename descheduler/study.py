@@ -3,8 +3,12 @@
 :func:`descheduler.planning.planner.plan`, with a config and its rules, every round.
 
 Each round the study's cluster is read as a live one would be: every job is a batch/v1
-Job with a suspend switch whose pods carry Volcano's gang keys (minAvailable = every
-worker), running pods are Running on their devices and a waiting job's pods are Pending.
+Job with a suspend switch, in its team's namespace, whose pods carry Volcano's gang keys
+(minAvailable = every worker, the team's queue); running pods are Running on their
+devices since the job last started (``status.startTime``) and a waiting job's pods are
+Pending. When the study's jobs checkpoint, each Job says so as a cluster's would
+(``corral.dev/checkpoint-interval``, and ``corral.dev/last-checkpoint`` as the job last
+wrote it), so the planner charges a move by the work it would lose.
 What the descheduler remembers between runs (when it last moved a gang, when it made
 room for one) is kept in a move ledger, as the runner keeps it. The plan's moves go back
 to the study as they would be carried out: a suspended Job leaves whole and is resumed
@@ -17,6 +21,7 @@ descheduler back, not only that it did not move.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -24,26 +29,40 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from gangplace.engine import PodRecord, Snapshot
+from gangplace.engine.checkpoints import (
+    ANNOTATION_CHECKPOINT_INTERVAL,
+    ANNOTATION_LAST_CHECKPOINT,
+)
 from gangplace.engine.kinds import KINDS
-from gangplace.engine.membership import ANNOTATION_MIN_AVAILABLE, VOLCANO_GROUP_NAME
+from gangplace.engine.membership import (
+    ANNOTATION_MIN_AVAILABLE,
+    VOLCANO_GROUP_NAME,
+    VOLCANO_QUEUE_NAME,
+)
 from gangplace.engine.owners import WorkloadRecord
-from gangplace.engine.timeparse import format_time
+from gangplace.engine.timeparse import format_duration, format_time
 from gangplace.sim.gang_study import JobMove, StudyJob, StudyState
 
 from descheduler.config import DeschedulerConfig
 from descheduler.planning.planner import plan
 from descheduler.planning.state import ClusterState, MoveLedger
 
-__all__ = ["NAMESPACE", "T0", "CorralHook", "reason_kind"]
+__all__ = ["NAMESPACE", "T0", "CorralHook", "reason_kind", "team"]
 
 # The virtual clock's start; only differences matter.
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 NAMESPACE = "study"
 
+
+def team(queue: int) -> str:
+    """The namespace and queue of the study's team ``queue`` (team 0 is ``study``)."""
+    return NAMESPACE if queue == 0 else f"{NAMESPACE}-{queue}"
+
+
 # Variable parts of a reason (names, counts, durations), so that reasons group by kind.
 _VARIABLE = (
     (re.compile(r"\b([a-z./-]+)=[^\s,)]+"), r"\1=<q>"),  # a shape's quantities
-    (re.compile(r"\bstudy/job\d+\b"), "<gang>"),
+    (re.compile(r"\bstudy(-\d+)?/job\d+\b"), "<gang>"),
     (re.compile(r"\bjob\d+(-\d+)?\b"), "<job>"),
     (re.compile(r"\b\d+h\d+m\d+s|\b\d+h\d+m|\b\d+m\d+s|\b\d+[hms]\b"), "<duration>"),
     (re.compile(r"\b\d{4}-\d\d-\d\dT[\d:]+Z\b"), "<time>"),
@@ -123,9 +142,10 @@ class CorralHook:
 
     def _same(self, print_: object, now: datetime) -> bool:
         """Nothing changed since a round that moved nothing: no job came, went, started
-        or moved, and no cool-down of the ledger ended in between (the rules that read
-        the clock). Only the age of running pods differs, which orders victims by cost;
-        such a round plans the same, and is answered from the last one."""
+        or moved, took a checkpoint, and no cool-down of the ledger ended in between (the
+        rules that read the clock). Only the age of running pods differs -- the work a
+        move would lose has only grown -- so such a round plans the same, and is
+        answered from the last one."""
         if self._last is None or self._last[0] != print_:
             return False
         if self.config.eviction.min_pod_age > 0:
@@ -150,17 +170,20 @@ class CorralHook:
             for p in j.pods:
                 pods.append(self._pod(j, p.name, "Running" if running else "Pending", created, p))
                 pods[-1].node_name = names[p.node]
+                if running:
+                    pods[-1].started = created
             bound = len(j.pods)
             for k in range(j.template.size - bound):
                 pods.append(self._pod(j, f"{j.name}-pending-{k}", "Pending", created, None))
             w = WorkloadRecord(
                 kind="Job",
                 group="batch",
-                namespace=NAMESPACE,
+                namespace=team(j.queue),
                 name=j.name,
                 uid=f"uid-{j.name}",
                 suspend_path=KINDS[("batch", "Job")].suspend_path,
                 backoff_limit=6,
+                annotations=self._checkpoints(j, state),
             )
             workloads[w.key] = w
         return ClusterState(
@@ -170,11 +193,25 @@ class CorralHook:
             ledger=self.ledger,
         )
 
+    def _checkpoints(self, j: StudyJob, state: StudyState) -> dict[str, str]:
+        """The Job's checkpoint annotations: how often it checkpoints, and -- while it
+        runs and once it has -- when it last did (the study's own rule of what a move
+        keeps)."""
+        if state.checkpoint is None:
+            return {}
+        out = {ANNOTATION_CHECKPOINT_INTERVAL: format_duration(self._seconds(state.checkpoint))}
+        if j.run_start >= 0:
+            k = math.floor((state.now - j.run_start) / state.checkpoint)
+            if k > 0:
+                last = self._time(j.run_start + k * state.checkpoint)
+                out[ANNOTATION_LAST_CHECKPOINT] = format_time(last)
+        return out
+
     def _pod(
         self, j: StudyJob, name: str, phase: str, created: str, bound: PodRecord | None
     ) -> PodRecord:
         return PodRecord(
-            NAMESPACE,
+            team(j.queue),
             name,
             j.template.shape,
             uid=f"uid-{name}",
@@ -182,6 +219,7 @@ class CorralHook:
             annotations={
                 VOLCANO_GROUP_NAME: j.name,
                 ANNOTATION_MIN_AVAILABLE: str(j.template.size),
+                VOLCANO_QUEUE_NAME: team(j.queue),
             },
             owner_kind="Job",
             owner_group="batch",
@@ -195,9 +233,15 @@ class CorralHook:
 
 
 def _fingerprint(state: StudyState) -> object:
-    """What the planner would see of the jobs, bar the clock."""
+    """What the planner would see of the jobs, bar the clock -- and the checkpoints each
+    running job has taken (a move's cost falls back at each one)."""
+    ck = state.checkpoint
+
+    def taken(j: StudyJob) -> int:
+        return math.floor((state.now - j.run_start) / ck) if ck else 0
+
     return (
-        tuple((j.id, j.run_start, len(j.pods)) for j in state.running),
+        tuple((j.id, j.run_start, len(j.pods), taken(j)) for j in state.running),
         tuple((j.id, len(j.pods)) for j in state.waiting),
     )
 

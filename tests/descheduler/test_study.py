@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gangplace.engine import PodRecord, Snapshot
+from gangplace.engine.scoring import BinpackScorer
 from gangplace.sim.gang_study import (
     JobMove,
     JobTemplate,
@@ -137,8 +138,6 @@ def test_bad_values_are_refused() -> None:
 def _state(
     snap: Snapshot, jobs: Sequence[StudyJob], waiting: Sequence[StudyJob] = ()
 ) -> StudyState:
-    from gangplace.engine.scoring import BinpackScorer
-
     return StudyState(1.0, snap, BinpackScorer(), tuple(jobs), tuple(waiting))
 
 
@@ -233,6 +232,32 @@ def test_corral_in_the_study_keeps_gangs_whole() -> None:
     assert r.rooms_made == r.rooms_reached + r.rooms_taken + r.rooms_unused
 
 
+def test_corral_sees_the_jobs_checkpoints_teams_and_start_times() -> None:
+    snap = Snapshot([gpu_node(f"n{i}", 64000, 4) for i in range(2)])
+    job = _run(snap, 0, 0, 2)
+    job = StudyJob(0, job.template, 0.0, 0.5, job.pods, queue=2)
+    fresh = StudyJob(1, _run(snap, 1, 1, 1).template, 0.8, 0.8, snap.pods_on(1), queue=0)
+    hook = CorralHook(DeschedulerConfig(), job_hours=2.0)
+    state = StudyState(0.9, snap, BinpackScorer(), (job, fresh), (), checkpoint=0.25)
+    cluster = hook.cluster_state(state, hook._time(0.9))
+    w = next(v for k, v in cluster.workloads.items() if k.endswith("job0"))
+    assert w.namespace == "study-2"
+    # Started 1 h into the clock, checkpoints every 30 min: the last one at 1 h 30 min.
+    assert w.annotations == {
+        "corral.dev/checkpoint-interval": "30m",
+        "corral.dev/last-checkpoint": "2026-01-01T01:30:00Z",
+    }
+    pods = {p.name: p for p in cluster.snapshot.pods_on(0)}
+    assert {p.namespace for p in pods.values()} == {"study-2"}
+    assert {p.started for p in pods.values()} == {"2026-01-01T01:00:00Z"}
+    assert {p.annotations["scheduling.volcano.sh/queue-name"] for p in pods.values()} == {"study-2"}
+    # A job that has not reached its first checkpoint says only how often it takes them.
+    other = next(v for k, v in cluster.workloads.items() if k.endswith("job1"))
+    assert other.namespace == "study" and "corral.dev/last-checkpoint" not in other.annotations
+    plain = hook.cluster_state(StudyState(0.9, snap, BinpackScorer(), (job,), ()), hook._time(0.9))
+    assert all(not w.annotations for w in plain.workloads.values())
+
+
 # --- the command ----------------------------------------------------------------------------
 
 NODES = "sn,cpu_milli,memory_mib,gpu,model\n" + "".join(
@@ -254,7 +279,8 @@ def test_study_command(nodes: Path, tmp_path: Path, capsys: pytest.CaptureFixtur
     cfg.write_text("limits:\n  max_evictions_per_namespace: null\n")
     png = tmp_path / "study.png"
     base = ["study", "--nodes", str(nodes), *JOBS, "--loads", "70,90", "--seeds", "2"]
-    args = [*base, "--jobs", "16", "--config", str(cfg), "--png", str(png)]
+    short = ["--length", "2", "--warmup", "0.5", "--workers", "1"]
+    args = [*base, *short, "--config", str(cfg), "--png", str(png), "--pod-by-pod"]
     assert main([*args, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     modes = {r["mode"] for r in out["summary"]}
@@ -267,12 +293,56 @@ def test_study_command(nodes: Path, tmp_path: Path, capsys: pytest.CaptureFixtur
     }
     assert len(out["runs"]) == 2 * 2 * 5
     row = out["summary"][0]
-    assert set(row["busy_gpu_pct"]) == {"median", "min", "max"}
+    assert set(row["busy_gpu_pct"]) == {"median", "min", "max", "per_seed"}
     assert row["seeds"] == [42, 43]
+    assert out["setup"]["checkpoint_hours"] == 0.5 and out["setup"]["usable_gpus"] == 16
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert main([*base, "--jobs", "8", "--seeds", "1", "--hold-room"]) == 0
+    # Two processes give the same runs as one.
+    assert main([*base, *short[:-1], "2", "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert [r for r in again["runs"] if r["mode"] != "pod-by-pod"] == [
+        r for r in out["runs"] if r["label"] in {x["label"] for x in again["runs"]}
+    ]
+    assert main([*base, *short, "--seeds", "1", "--hold-room"]) == 0
     text = capsys.readouterr().out
     assert "load 90%" in text and "aon+corral+hold" in text and "p95 wait" in text
+    assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_study_reports_jobs_that_fit_no_node_once_and_fits_100_columns(
+    nodes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mix = tmp_path / "mix.json"
+    job = {"workers": 1, "gpus": 1, "cpu": "4", "memory": "8Gi", "weight": 9}
+    huge = {"workers": 2, "gpus": 8, "cpu": "4", "memory": "8Gi", "weight": 1}
+    mix.write_text(json.dumps({"name": "mine", "source": "made up", "jobs": [job, huge]}))
+    run = ["study", "--nodes", str(nodes), "--mix", str(mix), "--loads", "80", "--seeds", "2"]
+    assert main([*run, "--length", "2", "--warmup", "0.5", "--checkpoint", "none"]) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    left = [line for line in lines if line.startswith("left out")]
+    assert left == ["left out, fit no node (10.00% of jobs): 2 x (cpu=4 memory=8Gi gpu=8)"]
+    assert "no checkpoints" in text and "mix mine" in text and "source: made up" in text
+    assert max(len(line) for line in lines) <= 100
+    assert "per seed -- p95 wait, all jobs:" in text
+
+
+def test_png_without_matplotlib_keeps_the_finished_table(
+    nodes: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails as when not installed
+    png = tmp_path / "study.png"
+    argv = ["study", "--nodes", str(nodes), *JOBS, "--loads", "80", "--seeds", "1"]
+    assert main([*argv, "--length", "1", "--warmup", "0.2", "--png", str(png)]) == 1
+    out, err = capsys.readouterr()
+    assert "== load 80%" in out and "per seed" in out
+    assert err.strip().splitlines() == [
+        f"corral-descheduler study: --png {png}: not written: matplotlib is not installed "
+        "(pip install -c constraints.txt -e '.[plot]'); the table above is the run's"
+    ]
+    assert not png.exists()
 
 
 @pytest.mark.parametrize(
@@ -284,6 +354,10 @@ def test_study_command(nodes: Path, tmp_path: Path, capsys: pytest.CaptureFixtur
         (["--high-share", "1.5"], "--high-share 1.5: must be in [0, 1]"),
         (["--config", "/no/such.yaml"], "/no/such.yaml"),
         (["--policy", "fgd"], "--policy fgd"),
+        (["--checkpoint", "soon"], "--checkpoint 'soon'"),
+        (["--checkpoint", "0"], "--checkpoint '0': must be above 0"),
+        (["--queues", "0"], "--queues 0: must be >= 1"),
+        (["--length", "0"], "--length 0.0: must be > 0"),
     ],
 )
 def test_study_bad_input(
@@ -293,3 +367,31 @@ def test_study_bad_input(
     err = capsys.readouterr().err
     assert message in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_study_refuses_a_bad_mix_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    mix = tmp_path / "mix.json"
+    mix.write_text(json.dumps({"jobs": [{"workers": 1, "gpus": 1, "weight": 0}]}))
+    assert main(["study", "--mix", str(mix), "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        f"corral-descheduler study: {mix}: jobs[0].weight: 0: expected a number above 0"
+    ]
+
+
+def test_the_summary_keeps_each_seed_and_tells_a_growing_queue() -> None:
+    from dataclasses import replace
+
+    from descheduler.study_table import render, stable, summarize
+
+    r = run_detailed(small_cluster(), TEMPLATES, 0.5, "all-or-nothing", length=6, seed=1)
+    calm = replace(r, p95_wait=0.5, p95_wait_half=0.45, p95_wait_gang=None)
+    grown = replace(r, seed=2, p95_wait=2.0, p95_wait_half=0.5, p95_wait_gang=None)
+    assert stable(calm) and not stable(grown)
+    (row,) = summarize([calm, grown], job_hours=2.0)
+    assert row["seeds"] == [1, 2] and row["stable_seeds"] == 1
+    assert row["p95_wait"] == {"median": 1.25, "min": 0.5, "max": 2.0, "per_seed": [0.5, 2.0]}
+    assert row["p95_wait_gang"] is None
+    text = render([row], gpus=16)
+    assert "all-or-nothing 1/2" in text and "gangs p95" in text
+    assert max(len(line) for line in text.splitlines()) <= 100

@@ -10,7 +10,8 @@ up (later work may start first if it fits: backfill).
 
 Per load the study reports the jobs that started, the jobs stuck partly placed at the
 end, the GPUs partly placed jobs hold (time-averaged, % of capacity), the GPUs doing
-useful work (running jobs, time-averaged %) and the mean wait of started jobs. Pure:
+useful work (running jobs, time-averaged %) and the mean wait of every job (one never
+started waits till the end of the run). Pure:
 the caller provides the snapshot and the job templates.
 
 A descheduler can join a run (:func:`run_detailed`): a :class:`DeschedulerHook` is called
@@ -44,6 +45,7 @@ from gangplace.engine.snapshot import Snapshot
 
 __all__ = [
     "HIGH_PRIORITY",
+    "LENGTHS",
     "MODES",
     "DeschedulerHook",
     "DetailedResult",
@@ -60,6 +62,10 @@ __all__ = [
 ]
 
 MODES = ("pod-by-pod", "all-or-nothing")
+LENGTHS = ("exp", "lognormal")
+# The lognormal run lengths' sigma: a coefficient of variation of about 2.9 (exponential:
+# 1), most jobs far shorter than the mean and a few many times longer.
+LOGNORMAL_SIGMA = 1.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +111,7 @@ MoveMethod = Literal["suspend", "evict"]
 HIGH_PRIORITY = 1000
 
 # Event kinds, in the order a tie at one instant is broken by (seq first, then these).
-_ARRIVE, _FINISH, _TICK, _RESUME = 0, 1, 2, 3
+_ARRIVE, _FINISH, _TICK, _RESUME, _WARM = 0, 1, 2, 3, 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +125,7 @@ class StudyJob:
     run_start: float
     pods: tuple[PodRecord, ...]
     priority: int = 0
+    queue: int = 0  # the team: its namespace and queue
 
     @property
     def name(self) -> str:
@@ -129,13 +136,15 @@ class StudyJob:
 class StudyState:
     """The cluster at one round: ``snap`` is the study's own (a hook reads it and leaves
     it as it found it), ``waiting`` in arrival order (some may hold part of their pods),
-    ``now`` in mean job lengths."""
+    ``now`` in mean job lengths; ``checkpoint``: every running job keeps its work every
+    that many job lengths from its start (None: it does not)."""
 
     now: float
     snap: Snapshot
     scorer: Scorer
     running: tuple[StudyJob, ...]
     waiting: tuple[StudyJob, ...]
+    checkpoint: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +185,7 @@ class _Job:
     held_for: int | None = None  # suspended for this job
     moves: int = 0
     priority: int = 0
+    queue: int = 0
 
     @property
     def order(self) -> tuple[int, float]:
@@ -184,7 +194,13 @@ class _Job:
 
     def view(self) -> StudyJob:
         return StudyJob(
-            self.id, self.template, self.arrival, self.run_start, tuple(self.pods), self.priority
+            self.id,
+            self.template,
+            self.arrival,
+            self.run_start,
+            tuple(self.pods),
+            self.priority,
+            self.queue,
         )
 
 
@@ -207,7 +223,7 @@ class LoadResult:
     stuck_partial: int
     partial_gpu_pct: float  # GPUs held by partly placed jobs, time-averaged, % capacity
     busy_gpu_pct: float  # GPUs of running jobs, time-averaged, % of capacity
-    mean_wait: float  # started jobs, in mean job durations
+    mean_wait: float  # every job (one never started: till the end), in mean job durations
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -224,12 +240,18 @@ class LoadResult:
 
 @dataclass(frozen=True, slots=True)
 class DetailedResult:
-    """One run with a descheduler (or none). Times in mean job lengths; ``lost_gpu``
-    is GPU x job lengths of work thrown away by moves, ``lost_pct`` that as % of the
-    GPU time running jobs used (``busy`` counts it; ``useful`` does not). Rooms: a
-    round's moves made for one waiting job, and whether it bound (``reached``), another
-    job took the freed GPUs first (``taken``) or neither happened before the next round
-    (``unused``)."""
+    """One run with a descheduler (or none). Times in mean job lengths; GPU figures in %
+    of the run's capacity (the GPUs the mix can use); ``offered_pct`` is the GPU time
+    the arrived jobs asked for, against that capacity over the run. ``lost_gpu`` is GPU
+    x job lengths of work thrown away by moves, ``lost_pct`` that as % of the GPU time
+    running jobs used (``busy`` counts it; ``useful`` does not). Rooms: a round's moves
+    made for one waiting job, and whether it bound (``reached``), another job took the
+    freed GPUs first (``taken``) or neither happened before the next round (``unused``).
+
+    Waits count every job: one never started waited from its arrival to the end of the
+    run (a lower bound). ``gang``: jobs of several pods; ``single``: one pod.
+    ``p95_wait_half``: the p95 wait of the same run cut at half its length (the jobs
+    come the same way), so that a queue that grows shows as p95_wait well above it."""
 
     label: str
     mode: str
@@ -254,6 +276,16 @@ class DetailedResult:
     rooms_unused: int
     rounds: int
     refusals: Mapping[str, int]
+    offered_pct: float = 0.0
+    never_started: int = 0
+    gangs: int = 0
+    # None: no job of that kind came
+    mean_wait_gang: float | None = None
+    p95_wait_gang: float | None = None
+    mean_wait_single: float | None = None
+    p95_wait_single: float | None = None
+    p95_wait_half: float | None = None
+    length: float = 0.0  # the run's length in mean job lengths
 
     def load_result(self) -> LoadResult:
         return LoadResult(
@@ -386,7 +418,7 @@ class _Sim:
             self.snap,
             Gang.uniform(f"job{job.id}", t.shape, need),
             self.scorer,
-            GangOptions(best_effort=False, dry_run=True),
+            GangOptions(best_effort=False, dry_run=True, explain=False),
         )
         if not res.ok:
             failed[t.shape] = min(failed.get(t.shape, 1 << 30), need)
@@ -443,6 +475,7 @@ class _Sim:
             self.scorer,
             tuple(j.view() for j in sorted(self.running.values(), key=lambda j: j.id)),
             tuple(j.view() for j in self.waiting),
+            self.checkpoint,
         )
 
     def _requeue(self, job: _Job) -> None:
@@ -551,29 +584,102 @@ def run_load(
     ).load_result()
 
 
+@dataclass(frozen=True, slots=True)
+class _Counts:
+    """The run's counters at one time (the figures leave out the warm-up's)."""
+
+    lost: float
+    pods_moved: int
+    rooms_made: int
+    rooms_reached: int
+    rooms_taken: int
+    rooms_unused: int
+    rounds: int
+
+    @classmethod
+    def of(cls, sim: _Sim, rounds: int) -> _Counts:
+        return cls(
+            sim.lost,
+            sim.pods_moved,
+            sim.rooms_made,
+            sim.rooms_reached,
+            sim.rooms_taken,
+            sim.rooms_unused,
+            rounds,
+        )
+
+
+def _lengths(kind: str, rnd: random.Random) -> Callable[[], float]:
+    """Run lengths of mean 1: exponential, or lognormal with sigma LOGNORMAL_SIGMA (a
+    heavy tail: most jobs short, a few very long, as the traces' durations are)."""
+    if kind == "exp":
+        return lambda: rnd.expovariate(1.0)
+    if kind == "lognormal":
+        mu = -(LOGNORMAL_SIGMA**2) / 2
+        return lambda: rnd.lognormvariate(mu, LOGNORMAL_SIGMA)
+    raise ValueError(f"run lengths must be one of {', '.join(LENGTHS)}, got {kind!r}")
+
+
+def _waits(jobs: Sequence[_Job], until: float) -> list[float]:
+    """Each job's wait as seen at ``until``; one not started by then counts till then."""
+    out = []
+    for j in jobs:
+        if j.arrival > until:
+            continue
+        out.append(j.start - j.arrival if 0 <= j.start <= until else until - j.arrival)
+    return out
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return sum(xs) / len(xs) if xs else math.nan
+
+
+def _mean_or_none(xs: Sequence[float]) -> float | None:
+    return round(sum(xs) / len(xs), 3) if xs else None
+
+
+def _p95_or_none(xs: Sequence[float]) -> float | None:
+    return round(percentile(xs, 95), 3) if xs else None
+
+
 def run_detailed(
     snap: Snapshot,
     templates: Sequence[JobTemplate],
     load: float,
     mode: str,
     *,
+    weights: Sequence[float] | None = None,
     hook: DeschedulerHook | None = None,
     hold_room: bool = False,
     checkpoint: float | None = None,
     high_share: float = 0.0,
+    queues: int = 1,
+    lengths: str = "exp",
+    capacity_gpus: int | None = None,
+    length: float | None = None,
+    warmup: float = 0.0,
     label: str | None = None,
     scorer: Scorer | None = None,
     jobs: int = 1000,
     seed: int = 1,
 ) -> DetailedResult:
     """:func:`run_load` with a descheduler ``hook`` run every ``hook.interval`` (the
-    same arrivals as without one), and the figures of its moves. ``checkpoint``: jobs
-    keep their work every that many job lengths (None: a moved job starts over).
-    ``high_share``: that share of the jobs (drawn apart from the arrivals, so these stay
-    the same) has a higher priority; the scheduler takes waiting jobs by priority, then
-    arrival (as Volcano's priority plugin orders jobs), and preempts nobody."""
+    same arrivals as without one), and the figures of its moves. ``weights``: how often
+    each template comes (None: equally). ``checkpoint``: jobs keep their work every that
+    many job lengths (None: a moved job starts over). ``high_share``: that share of the
+    jobs (drawn apart from the arrivals, so these stay the same) has a higher priority;
+    the scheduler takes waiting jobs by priority, then arrival (as Volcano's priority
+    plugin orders jobs), and preempts nobody. ``queues``: jobs belong to that many
+    teams (drawn apart too). ``lengths``: run lengths, ``exp`` or ``lognormal``.
+    ``capacity_gpus``: the GPUs the load is offered against (default: all of the
+    cluster's). ``length``: jobs arrive for that many job lengths (else ``jobs`` come).
+    ``warmup``: the figures leave out the first that many job lengths (the cluster
+    starts empty), and the jobs that arrived in them; the hook's rounds start after it,
+    so every mode starts measuring from the same cluster."""
     if not templates:
         raise ValueError("no job templates (the pod list has no multi-GPU pods?)")
+    if weights is not None and (len(weights) != len(templates) or not all(w > 0 for w in weights)):
+        raise ValueError("weights: one positive weight per template")
     if not 0 < load <= 2:
         raise ValueError(f"load must be in (0, 2], got {load}")
     if hook is not None and not hook.interval > 0:
@@ -582,26 +688,55 @@ def run_detailed(
         raise ValueError(f"checkpoint must be > 0 job lengths, got {checkpoint}")
     if not 0 <= high_share <= 1:
         raise ValueError(f"high_share must be in [0, 1], got {high_share}")
+    if queues < 1:
+        raise ValueError(f"queues must be >= 1, got {queues}")
+    if length is not None and not length > 0:
+        raise ValueError(f"length must be > 0 job lengths, got {length}")
+    if not 0 <= warmup < (length if length is not None else math.inf):
+        raise ValueError(f"warmup must be in [0, length), got {warmup}")
     sim = _Sim(snap, mode, scorer, hold_room=hold_room, checkpoint=checkpoint)
+    if capacity_gpus is not None:
+        if capacity_gpus < 1:
+            raise ValueError(f"capacity_gpus must be >= 1, got {capacity_gpus}")
+        sim.capacity = capacity_gpus * 1000
     if sim.capacity == 0:
         raise ValueError("the cluster has no GPUs")
     rnd = random.Random(seed)
     ranks = random.Random(f"priority-{seed}")
-    mean_gpu = sum(t.gpu_milli for t in templates) / len(templates)
+    teams = random.Random(f"queue-{seed}")
+    duration = _lengths(lengths, rnd)
+    if weights is None:
+        mean_gpu = sum(t.gpu_milli for t in templates) / len(templates)
+    else:
+        mean_gpu = sum(w * t.gpu_milli for w, t in zip(weights, templates, strict=True))
+        mean_gpu /= sum(weights)
     rate = load * sim.capacity / mean_gpu  # jobs per mean duration
     t = 0.0
     all_jobs: list[_Job] = []
-    for i in range(jobs):
-        t += rnd.expovariate(rate)
-        job = _Job(i, rnd.choice(templates), t, rnd.expovariate(1.0))
+    i = 0
+    while True:
+        gap = rnd.expovariate(rate)
+        if length is None and i >= jobs:
+            break
+        if length is not None and t + gap > length:
+            break
+        t += gap
+        template = rnd.choice(templates) if weights is None else rnd.choices(templates, weights)[0]
+        job = _Job(i, template, t, duration())
         all_jobs.append(job)
         sim.jobs[i] = job
         if high_share and ranks.random() < high_share:
             job.priority = HIGH_PRIORITY
+        if queues > 1:
+            job.queue = teams.randrange(queues)
         sim.push(t, _ARRIVE, job)
-    horizon = t
-    if hook is not None:
-        sim.push(hook.interval, _TICK, None)
+        i += 1
+    horizon = t if length is None else length
+    if hook is not None:  # from the end of the warm-up: every mode starts it alike
+        sim.push(warmup + hook.interval, _TICK, None)
+    base = _Counts.of(sim, 0)
+    if warmup > 0:
+        sim.push(warmup, _WARM, None)
     rounds = 0
     while sim.events:
         when, _, kind, ev_job, run = heapq.heappop(sim.events)
@@ -627,6 +762,9 @@ def run_detailed(
                 sim.apply(moves)
                 sim.try_waiting(list(sim.waiting))
             sim.push(when + hook.interval, _TICK, None)
+        elif kind == _WARM:
+            sim.area_partial = sim.area_busy = sim.area_held = 0.0
+            base = _Counts.of(sim, rounds)
         else:
             assert ev_job is not None
             if ev_job.id in sim.held and ev_job.runs == run:
@@ -634,35 +772,52 @@ def run_detailed(
                 sim.try_waiting(list(sim.waiting))
     sim.advance(horizon)
     sim.close_rooms()
-    started = [j for j in all_jobs if j.start >= 0]
+    end = _Counts.of(sim, rounds)
+    moved = {k: getattr(end, k) - getattr(base, k) for k in _Counts.__slots__}
+    lost = moved["lost"]
+    counted = [j for j in all_jobs if j.arrival >= warmup]
+    started = [j for j in counted if j.start >= 0]
     stuck = sum(1 for j in all_jobs if j.id not in sim.running and j.pods)
-    span = horizon * sim.capacity if horizon > 0 else 1.0
-    waits = [j.start - j.arrival for j in started]
-    wait = sum(waits) / len(started) if started else math.nan
+    span = (horizon - warmup) * sim.capacity if horizon > warmup else 1.0
+    waits = _waits(counted, horizon)
+    gang_jobs = [j for j in counted if j.template.size > 1]
+    single_jobs = [j for j in counted if j.template.size == 1]
+    gang_waits = _waits(gang_jobs, horizon)
+    single_waits = _waits(single_jobs, horizon)
+    asked = sum(j.duration * j.template.gpu_milli for j in counted)
     return DetailedResult(
         label=label or mode,
         mode=mode,
         load_pct=round(load * 100),
         seed=seed,
-        jobs=jobs,
+        jobs=len(counted),
         started=len(started),
         stuck_partial=stuck,
         partial_gpu_pct=round(100.0 * sim.area_partial / span, 2),
         busy_gpu_pct=round(100.0 * sim.area_busy / span, 2),
-        useful_gpu_pct=round(100.0 * (sim.area_busy - sim.lost) / span, 2),
+        useful_gpu_pct=round(100.0 * (sim.area_busy - lost) / span, 2),
         held_gpu_pct=round(100.0 * sim.area_held / span, 2),
-        mean_wait=round(wait, 3),
+        mean_wait=round(_mean(waits), 3),
         p95_wait=round(percentile(waits, 95), 3),
-        pods_moved=sim.pods_moved,
-        jobs_moved=sum(1 for j in all_jobs if j.moves),
-        lost_gpu=round(sim.lost / 1000, 3),
-        lost_pct=round(100.0 * sim.lost / sim.area_busy, 3) if sim.area_busy else 0.0,
-        rooms_made=sim.rooms_made,
-        rooms_reached=sim.rooms_reached,
-        rooms_taken=sim.rooms_taken,
-        rooms_unused=sim.rooms_unused,
-        rounds=rounds,
+        pods_moved=int(moved["pods_moved"]),
+        jobs_moved=sum(1 for j in counted if j.moves),
+        lost_gpu=round(lost / 1000, 3),
+        lost_pct=round(100.0 * lost / sim.area_busy, 3) if sim.area_busy else 0.0,
+        rooms_made=int(moved["rooms_made"]),
+        rooms_reached=int(moved["rooms_reached"]),
+        rooms_taken=int(moved["rooms_taken"]),
+        rooms_unused=int(moved["rooms_unused"]),
+        rounds=int(moved["rounds"]),
         refusals=dict(hook.refusals) if hook is not None else {},
+        offered_pct=round(100.0 * asked / span, 2),
+        never_started=len(counted) - len(started),
+        gangs=len(gang_jobs),
+        mean_wait_gang=_mean_or_none(gang_waits),
+        p95_wait_gang=_p95_or_none(gang_waits),
+        mean_wait_single=_mean_or_none(single_waits),
+        p95_wait_single=_p95_or_none(single_waits),
+        p95_wait_half=_p95_or_none(_waits(counted, warmup + (horizon - warmup) / 2)),
+        length=round(horizon - warmup, 3),
     )
 
 
