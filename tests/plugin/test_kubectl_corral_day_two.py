@@ -214,9 +214,7 @@ def test_explain_names_the_pods_the_plan_evicts_for_the_gang() -> None:
     args = ("--snapshot", "sample:small")
     _, plan_out, _ = corral("frag", "--plan", *args, "-o", "json")
     moves = [
-        m
-        for m in json.loads(plan_out)["plan"]["moves"]
-        if m["for_gang"] == "research/llm-finetune"
+        m for m in json.loads(plan_out)["plan"]["moves"] if m["for_gang"] == "research/llm-finetune"
     ]
     assert moves and all(m["gang"] is None and m["method"] == "evict" for m in moves)
     code, out, _ = corral("explain", "llm-finetune-0", "-n", "research", *args)

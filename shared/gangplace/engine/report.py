@@ -239,7 +239,7 @@ def fit_label(text: str, width: int) -> str:
     if len(text) <= room:
         return text
     head = (room - 1) // 2
-    return f"{text[:head]}~{text[len(text) - (room - 1 - head):]}"
+    return f"{text[:head]}~{text[len(text) - (room - 1 - head) :]}"
 
 
 def render_report(rep: FragmentationReport, title: str = "GPU fragmentation") -> str:
