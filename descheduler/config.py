@@ -244,8 +244,10 @@ class CapacityRoomConfig(_Section):
     what would make room fits nowhere else -- by suspending workloads without placing
     them again (opt-in). Only workloads with a suspend switch, of lower priority (and,
     with equal_priority, smaller ones of its own), least work at risk first, within the
-    limits and caps; they are resumed as every suspended workload is: once the gang is
-    bound, or after moves.resume_after."""
+    limits and caps. The room is held for the gang until it binds or hold_for ends:
+    meanwhile corral resumes no workload of lower priority than the gang that it
+    suspended. What was suspended for the gang is resumed first, once it is bound, gone,
+    or the hold ends (hold_for, not moves.resume_after)."""
 
     enabled: bool = Field(
         default=False,
@@ -259,6 +261,12 @@ class CapacityRoomConfig(_Section):
         default=False,
         description="also suspend workloads of the gang's own priority that hold fewer GPUs "
         "than it needs (never one that started on room made for it within the cool-down)",
+    )
+    hold_for: Duration = Field(
+        default=900.0,
+        gt=0,
+        description="how long the room is held for the gang: if it is not bound by then, "
+        "what was suspended for it is resumed (replaces moves.resume_after for them)",
     )
 
 
@@ -469,6 +477,7 @@ _DURATIONS = frozenset(
         "cooldown",
         "min_pod_age",
         "default_timeout",
+        "hold_for",
         "interval",
         "resume_after",
         "resume_wait",

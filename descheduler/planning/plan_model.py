@@ -69,6 +69,9 @@ class Move:
     # GPU-hours of work the move throws away: what its pods did since their last
     # checkpoint (gangplace.engine.checkpoints).
     at_risk: float = 0.0
+    # capacity_room: seconds the room is held for ``for_gang`` (0: not held); the
+    # workloads suspended stay so until it binds or the hold ends
+    hold_for: float = 0.0
 
     def workload_names(self) -> list[str]:
         """``Kind ns/name`` of each workload a suspend move suspends."""

@@ -19,7 +19,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from gangplace.engine.node_pod_records import PodRecord
@@ -158,7 +158,8 @@ class Suspender:
         refused = False
         for i, w in enumerate(r for r in records if r is not None):
             held = pg[1] if pg is not None and i == 0 else None
-            mark = mark_text(plan_id, now, move.for_gang, held)
+            until = now + timedelta(seconds=move.hold_for) if move.hold_for > 0 else None
+            mark = mark_text(plan_id, now, move.for_gang, held, priority=move.priority, until=until)
             try:
                 await self._patch_workload(w, self._switch(w, True, mark, w.resource_version))
             except REQUEST_ERRORS as e:

@@ -5,15 +5,19 @@ the Job marked never to be suspended again."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import dataclasses
 import json
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from gangplace.kube import KubeClient
 
 from descheduler import DeschedulerConfig, parse_config, plan
+from descheduler.planning.resume import due_resumptions
 from descheduler.running.cluster_view import ClusterView
 from descheduler.running.kube_io import KubeIO
 from descheduler.running.runner_port import MoveOutcome
@@ -110,3 +114,31 @@ async def test_a_switch_nobody_acts_on_is_rolled_back_and_not_tried_again(
     assert j["spec"]["suspend"] is False and "corral.dev/suspended-by" not in annotations
     assert "corral.dev/suspend-ignored" in annotations
     assert podgroup_of(api, name) is not None  # made again
+
+
+async def test_a_held_room_is_written_in_the_mark_and_ends_it_at_the_hold(
+    api: ApiServer, kube: KubeClient, loaded: list[KubeIO]
+) -> None:
+    """A capacity-room move holds its room: the mark says until when, and the resume
+    rule reads it back from the cluster (resumed at the hold's end, not before)."""
+    config = parse_config({"moves": {"suspend_grace": 0, "resume_after": "1m"}})
+    kio = await port(api, kube, config)
+    loaded.append(kio)
+    p = plan(await kio.fetch_state(), config)
+    move = dataclasses.replace(p.moves[0], hold_for=300.0)
+    await kio.begin(p)
+    results = await kio.suspend_gang(move, "held")
+    assert [r.outcome for r in results] == [MoveOutcome.SUSPENDED]
+    name = move.pods[0].name.removesuffix("-0")
+    mark = json.loads(job(api, name)["metadata"]["annotations"]["corral.dev/suspended-by"])
+    assert (mark["holdUntil"], mark["priority"]) == ("2026-12-02T12:05:00Z", move.priority)
+    key = f"default/Job/{name}"
+    for _ in range(250):  # the informer sees the suspend
+        st = await kio.view.state(NOW)
+        if key in st.workloads and st.workloads[key].suspended:
+            break
+        await asyncio.sleep(0.02)
+    for minutes, due in ((2, []), (5, [f"Job default/{name}"])):
+        st = await kio.view.state(NOW + timedelta(minutes=minutes))
+        got = [r.workload.describe() for r in due_resumptions(st, config) if r.action == "resume"]
+        assert got == due

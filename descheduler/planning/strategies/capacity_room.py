@@ -10,8 +10,12 @@ fewer GPUs than it needs, never one that started on room made for it within the
 cool-down. Never a higher priority. Every victim is within the limits, the disruption
 budgets and the work-at-risk cap; least work at risk (cost) first, queues above their
 share before others; victims the gang does not need are dropped, costliest first.
-A suspended workload is resumed as every one corral suspends: once the gang is bound,
-or after ``moves.resume_after`` (:mod:`descheduler.planning.resume`).
+The room is held for the gang for ``capacity_room.hold_for``: each move carries the hold,
+which the suspender writes in the workload's mark; until the gang binds or the hold
+ends, corral resumes no workload of lower priority than the gang, and the planner serves
+the gang ahead of waiting gangs of its priority or lower (:func:`held_first`), so no
+other gang is given its room. What was suspended for it is resumed before anything else
+(:mod:`descheduler.planning.resume`).
 """
 
 from __future__ import annotations
@@ -122,11 +126,11 @@ def capacity_room(
         ctx.moved.add(v.view.key)
         if retire is not None:
             retire(v.view)
-        out.append(_move(v, d, waited))
+        out.append(_move(v, d, waited, cfg.hold_for))
     return out
 
 
-def _move(v: Victim, d: Demand, waited: float) -> Move:
+def _move(v: Victim, d: Demand, waited: float, hold: float) -> Move:
     pg = v.view.podgroup
     return Move(
         kind="make-room",
@@ -142,9 +146,11 @@ def _move(v: Victim, d: Demand, waited: float) -> Move:
         cost=v.cost,
         reason=f"suspends {v.view.describe()} to make room for waiting gang {d.key} "
         f"({d.describe()}), which capacity has blocked for {format_duration(waited)}: it "
-        "waits, suspended, until that gang is bound",
+        f"waits, suspended, until that gang is bound or the room held for it "
+        f"({format_duration(hold)}) is released",
         for_gang=d.key,
         at_risk=v.at_risk,
+        hold_for=hold,
         podgroup=pg.name if pg is not None else None,
         podgroup_api=pg.api_group if pg is not None else None,
         **move_way(v),

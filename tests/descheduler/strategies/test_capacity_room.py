@@ -89,3 +89,13 @@ def test_the_work_at_risk_cap_holds() -> None:
     capped = {**ON, "moves": {"max_gpu_hours_at_risk": 1.0}}
     ctx = context(full_cluster(), parse_config(capped))
     assert make_room(ctx) == []
+
+
+def test_the_room_is_held_for_hold_for_whatever_resume_after_says() -> None:
+    p = plan(state_from_list(as_list(full_cluster()), NOW), parse_config(ON))
+    (m,) = p.moves
+    assert m.hold_for == 900.0
+    assert m.reason.endswith("until that gang is bound or the room held for it (15m) is released")
+    other = {"capacity_room": {"enabled": True, "hold_for": "40m"}, "moves": {"resume_after": "2h"}}
+    (m,) = plan(state_from_list(as_list(full_cluster()), NOW), parse_config(other)).moves
+    assert m.hold_for == 2400.0
