@@ -246,7 +246,8 @@ class CapacityRoomConfig(_Section):
     with equal_priority, smaller ones of its own), least work at risk first, within the
     limits and caps. The room is held for the gang until it binds or hold_for ends:
     meanwhile corral resumes no workload of lower priority than the gang that it
-    suspended. What was suspended for the gang is resumed first, once it is bound, gone,
+    suspended, and plans the room for the gang, not for waiting gangs of its priority or
+    lower. What was suspended for the gang is resumed first, once it is bound, gone,
     or the hold ends (hold_for, not moves.resume_after)."""
 
     enabled: bool = Field(

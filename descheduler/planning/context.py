@@ -42,6 +42,7 @@ from descheduler.planning.gang_views import GangView, build_views
 from descheduler.planning.move_method import Owners, Way
 from descheduler.planning.plan_model import Move, MoveKind, PodMove, Unserved
 from descheduler.planning.protect import gang_protection, node_protection, workload_protection
+from descheduler.planning.resume import held_first, held_rooms
 from descheduler.planning.state import GPU, ClusterState, EvictedPod
 
 __all__ = ["PlanContext", "Victim", "cluster_total", "move_way", "victim_move"]
@@ -239,7 +240,9 @@ class PlanContext:
         self.overused = {q for q, st in self.queue_states.items() if st.overused}
         by_key = {d.key: d for d in demands}
         ordered = order_waiting(waiting, self.queue_states, total)
-        self.demands = [by_key[w.name] for w in ordered]
+        # a gang whose capacity room is held goes ahead of those of its priority or lower
+        held = held_rooms(self.state, self.views)
+        self.demands = held_first([by_key[w.name] for w in ordered], held)
 
     def waiting_gang(self, d: Demand) -> WaitingGang:
         created = format_time(d.view.created) if d.view.created else ""

@@ -17,7 +17,7 @@ next run: the mark is on the workload, not in the process.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -26,11 +26,20 @@ from gangplace.engine.owners import ANNOTATION_SUSPENDED_BY, WorkloadRecord
 from gangplace.engine.timeparse import TimeFormatError, format_duration, format_time, parse_time
 
 from descheduler.config import DeschedulerConfig
+from descheduler.planning.gang_demand import Demand
 from descheduler.planning.gang_views import GangView, build_views
 from descheduler.planning.move_method import Owners
 from descheduler.planning.state import ClusterState
 
-__all__ = ["Mark", "Resumption", "due_resumptions", "mark_text", "read_mark"]
+__all__ = [
+    "Mark",
+    "Resumption",
+    "due_resumptions",
+    "held_first",
+    "held_rooms",
+    "mark_text",
+    "read_mark",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +144,9 @@ def _has_pods(state: ClusterState, w: WorkloadRecord) -> bool:
     return False
 
 
-def _holds(state: ClusterState, views: Mapping[str, GangView]) -> dict[str, tuple[int, datetime]]:
+def held_rooms(
+    state: ClusterState, views: Mapping[str, GangView]
+) -> dict[str, tuple[int, datetime]]:
     """The rooms held now: the waiting gang's key -> its priority and when the hold
     ends. A hold lasts while a workload suspended for it is still suspended, its gang
     waits (neither bound nor gone) and its time has not passed."""
@@ -149,6 +160,26 @@ def _holds(state: ClusterState, views: Mapping[str, GangView]) -> dict[str, tupl
             continue
         _, end = out.get(gang.key, (0, mark.until))
         out[gang.key] = (gang.priority, max(end, mark.until))
+    return out
+
+
+def held_first(
+    demands: Sequence[Demand], holds: Mapping[str, tuple[int, datetime]]
+) -> list[Demand]:
+    """The waiting gangs in the order the planner serves them: each gang whose room is
+    held (``holds``, :func:`held_rooms`) moved ahead of the gangs before it that are
+    not held and of its priority or lower, so that the planner counts the held room as
+    its own and gives it to no such gang while the hold lasts. A gang of higher priority
+    keeps its place, and a held gang never goes behind where it was."""
+    out = list(demands)
+    for i in range(len(out)):
+        if out[i].key not in holds:
+            continue
+        mine = holds[out[i].key][0]
+        j = i
+        while j > 0 and out[j - 1].key not in holds and out[j - 1].view.priority <= mine:
+            out[j - 1], out[j] = out[j], out[j - 1]
+            j -= 1
     return out
 
 
@@ -190,7 +221,7 @@ def due_resumptions(state: ClusterState, config: DeschedulerConfig) -> list[Resu
     """What to do about every workload corral suspended: what was suspended for a
     capacity room first, then oldest first."""
     views = build_views(state, config.queue_default)
-    holds = _holds(state, views)
+    holds = held_rooms(state, views)
     out: list[Resumption] = []
     for w in state.workloads.values():
         mark = read_mark(w)

@@ -6,17 +6,24 @@ than the gang is resumed; nothing stays suspended past the hold."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from descheduler import ConfigError, parse_config, state_from_list
-from descheduler.planning.resume import Mark, due_resumptions, mark_text, read_mark
+from descheduler import ConfigError, parse_config, plan, state_from_list
+from descheduler.planning.resume import (
+    Mark,
+    due_resumptions,
+    held_first,
+    mark_text,
+    read_mark,
+)
 from descheduler.planning.state import ClusterState
 from tests.builders import objects as b
-from tests.builders.descheduler_cluster import NOW, as_list, gang, gpu_node
+from tests.builders.descheduler_cluster import EARLIER, NOW, as_list, gang, gpu_node, pod
 
 
 def suspended(
@@ -123,6 +130,67 @@ def test_no_lower_priority_workload_is_resumed_while_the_room_is_held() -> None:
     after = NOW + timedelta(minutes=15)
     first, *rest = [n for n, _ in resumed(items, after)]
     assert first == "held" and sorted(rest) == ["high", "low", "peer", "unknown"]
+
+
+# --- the planner counts the held room as the gang's ------------------------------------
+
+
+def two_waiting(*, other_priority: int = 1000, hold: float | None = 15) -> list[Any]:
+    """n0 has 4 GPUs free: the room made for llm by suspending Job b; every other GPU is
+    taken by priority 2000. llm (1000) and other (older, so served first in its queue)
+    each want 4 GPUs."""
+    items: list[Any] = [gpu_node("n0"), gpu_node("n1")]
+    for name, node in (("a", "n0"), ("c", "n1"), ("d", "n1")):
+        items += [
+            b.job(name, backoff_limit=0, uid=f"uid-owner-{name}"),
+            pod(name, node, 4, owner_kind="Job", owner=name, priority=2000),
+        ]
+    items += gang("llm", [], 4, pending=1, priority=1000, created="2026-12-02T10:00:00Z")
+    items += gang("other", [], 4, pending=1, priority=other_priority, created=EARLIER)
+    items.append(suspended("b", 5, "default/llm", priority=0, hold=hold))
+    return items
+
+
+def test_the_held_room_is_planned_for_its_gang_not_for_another() -> None:
+    on = parse_config({"capacity_room": {"enabled": True}})
+    p = plan(state(two_waiting()), on)
+    assert p.waiting_after == ["default/other"] and p.moves == []
+    # no hold (an older mark): the gang served first in its queue takes the room
+    p = plan(state(two_waiting(hold=None)), on)
+    assert p.waiting_after == ["default/llm"]
+    # the hold over: the same
+    p = plan(state(two_waiting(), NOW + timedelta(minutes=11)), on)
+    assert p.waiting_after == ["default/llm"]
+    # a gang of higher priority keeps its place: a hold never inverts priority
+    p = plan(state(two_waiting(other_priority=1500)), on)
+    assert p.waiting_after == ["default/llm"]
+
+
+def fake(key: str, priority: int) -> Any:
+    return SimpleNamespace(key=key, view=SimpleNamespace(priority=priority))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.booleans()), max_size=8),
+)
+def test_held_gangs_go_ahead_only_of_their_priority_or_lower(
+    gangs: list[tuple[int, bool]],
+) -> None:
+    demands = [fake(f"g{i}", prio * 100) for i, (prio, _) in enumerate(gangs)]
+    holds = {d.key: (d.view.priority, NOW) for d, (_, h) in zip(demands, gangs, strict=True) if h}
+    out = held_first(demands, holds)
+    assert sorted(d.key for d in out) == sorted(d.key for d in demands)
+    before = {d.key: i for i, d in enumerate(demands)}
+    after = {d.key: i for i, d in enumerate(out)}
+    for x in out:
+        if x.key in holds:
+            assert after[x.key] <= before[x.key], "a held gang never goes behind"
+        for y in out[after[x.key] + 1 :]:
+            if before[y.key] < before[x.key]:  # x was moved ahead of y
+                assert x.key in holds and x.view.priority >= y.view.priority
+    if not holds:
+        assert out == demands
 
 
 # --- the invariants ----------------------------------------------------------------------

@@ -13,8 +13,9 @@ share before others; victims the gang does not need are dropped, costliest first
 The room is held for the gang for ``capacity_room.hold_for``: each move carries the hold,
 which the suspender writes in the workload's mark; until the gang binds or the hold
 ends, corral resumes no workload of lower priority than the gang, and the planner serves
-the gang ahead of waiting gangs of its priority or lower (:func:`held_first`), so no
-other gang is given its room. What was suspended for it is resumed before anything else
+the gang ahead of waiting gangs of its priority or lower
+(:func:`~descheduler.planning.resume.held_first`), so corral plans its room for no other
+such gang. What was suspended for it is resumed before anything else
 (:mod:`descheduler.planning.resume`).
 """
 
