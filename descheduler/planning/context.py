@@ -243,6 +243,12 @@ class PlanContext:
         # a gang whose capacity room is held goes ahead of those of its priority or lower
         held = held_rooms(self.state, self.views)
         self.demands = held_first([by_key[w.name] for w in ordered], held)
+        for key, (prio, until) in sorted(held.items()):
+            self.notes.append(
+                f"room held for {key} (priority {prio}) until {format_time(until)} "
+                "(capacity_room.hold_for): planned for it ahead of waiting gangs of its "
+                "priority or lower; corral resumes none of lower priority it suspended"
+            )
 
     def waiting_gang(self, d: Demand) -> WaitingGang:
         created = format_time(d.view.created) if d.view.created else ""

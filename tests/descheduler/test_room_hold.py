@@ -155,6 +155,11 @@ def test_the_held_room_is_planned_for_its_gang_not_for_another() -> None:
     on = parse_config({"capacity_room": {"enabled": True}})
     p = plan(state(two_waiting()), on)
     assert p.waiting_after == ["default/other"] and p.moves == []
+    assert p.notes == [
+        "room held for default/llm (priority 1000) until 2026-12-02T12:10:00Z "
+        "(capacity_room.hold_for): planned for it ahead of waiting gangs of its priority or "
+        "lower; corral resumes none of lower priority it suspended"
+    ]
     # no hold (an older mark): the gang served first in its queue takes the room
     p = plan(state(two_waiting(hold=None)), on)
     assert p.waiting_after == ["default/llm"]
