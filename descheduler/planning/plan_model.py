@@ -99,6 +99,7 @@ class Move:
             "for_gang": self.for_gang,
             "cost": round(self.cost, 3),
             "gpu_hours_at_risk": round(self.at_risk, 3),
+            "hold_seconds": self.hold_for,
             "gpus": self.gpus,
             "gain_gpus": round(self.gain_gpus, 3),
             "reason": self.reason,

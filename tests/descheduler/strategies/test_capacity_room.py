@@ -94,7 +94,7 @@ def test_the_work_at_risk_cap_holds() -> None:
 def test_the_room_is_held_for_hold_for_whatever_resume_after_says() -> None:
     p = plan(state_from_list(as_list(full_cluster()), NOW), parse_config(ON))
     (m,) = p.moves
-    assert m.hold_for == 900.0
+    assert m.hold_for == 900.0 and m.to_dict()["hold_seconds"] == 900.0
     assert m.reason.endswith("until that gang is bound or the room held for it (15m) is released")
     other = {"capacity_room": {"enabled": True, "hold_for": "40m"}, "moves": {"resume_after": "2h"}}
     (m,) = plan(state_from_list(as_list(full_cluster()), NOW), parse_config(other)).moves
