@@ -116,7 +116,7 @@ class CorralHook:
         refused = Counter(reason_kind(u.reason) for u in result.unserved)
         self.refusals.update(refused)
         self._last = (print_, now, refused) if not result.moves else None
-        resume = self.config.moves.resume_after / self._seconds(1.0)
+        unit = self._seconds(1.0)
         out: list[JobMove] = []
         made: set[str] = set()
         for m in result.moves:
@@ -131,7 +131,8 @@ class CorralHook:
                     tuple(p.name for p in m.pods),
                     m.method,
                     for_job,
-                    resume,
+                    # a capacity room is held for hold_for, every other suspend resume_after
+                    (m.hold_for or self.config.moves.resume_after) / unit,
                 )
             )
         for key in made:

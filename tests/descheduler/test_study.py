@@ -25,7 +25,7 @@ from gangplace.sim.gang_study import (
 from gangplace.sim.high_node_utilization import HighNodeUtilization
 
 from descheduler.cli import main
-from descheduler.config import DeschedulerConfig
+from descheduler.config import DeschedulerConfig, parse_config
 from descheduler.study import CorralHook, reason_kind
 from tests.builders.records import gpu_node, shape
 
@@ -395,3 +395,18 @@ def test_the_summary_keeps_each_seed_and_tells_a_growing_queue() -> None:
     text = render([row], gpus=16)
     assert "all-or-nothing 1/2" in text and "gangs p95" in text
     assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_a_capacity_room_is_lived_for_hold_for_not_resume_after() -> None:
+    """Both 4-GPU jobs fill the cluster; the 8-GPU job has waited 12 minutes: with the capacity
+    room both are suspended for it, and queue again after hold_for (not resume_after)."""
+    snap = Snapshot([gpu_node(f"n{i}", 64000, 4) for i in range(2)])
+    a = _run(snap, 0, 0, 1, gpus=4)
+    b = _run(snap, 1, 1, 1, gpus=4)
+    big = StudyJob(2, JobTemplate(shape(1000, 4), 2), 0.9, -1.0, ())
+    room = {"enabled": True, "equal_priority": True, "after": "5m", "hold_for": "30m"}
+    hook = CorralHook(parse_config({"capacity_room": room}), job_hours=2.0)
+    moves = hook(_state(snap, [a, b], [big]))
+    assert sorted(m.job for m in moves) == [0, 1], hook.refusals
+    assert all(m.method == "suspend" and m.for_job == 2 for m in moves)
+    assert [m.resume_after for m in moves] == [pytest.approx(1800 / 7200)] * 2
