@@ -34,8 +34,9 @@ Its rules:
   PodGroup, mark) and reported ``rolled-back``: a Warning Event, the rest of its group
   not attempted, the workload marked never to be suspended again.
 - Before planning, the suspensions corral made that are due end (``resume``): the gang
-  they made room for is bound, or ``moves.resume_after`` passed; a crash between a
-  suspend and its resume is healed there. After the moves, ``settle`` waits up to
+  they made room for is bound, or ``moves.resume_after`` passed (for a capacity room,
+  its hold ended; those are resumed first); a crash between a suspend and its resume is
+  healed there. After the moves, ``settle`` waits up to
   ``moves.resume_wait`` for the gangs room was made for, resuming as they bind.
 - Dry-run plans and reports and touches nothing.
 """
