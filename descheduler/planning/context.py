@@ -120,6 +120,8 @@ class PlanContext:
     _cost: dict[int, float] = field(default_factory=dict)
     _risk: dict[int, float] = field(default_factory=dict)
     _view_of: dict[int, GangView] = field(default_factory=dict)
+    # ``way`` by unit, pods (by id) and flags: it reads only the state's workloads.
+    _ways: dict[tuple[str, tuple[int, ...], bool], Way] = field(default_factory=dict)
 
     @property
     def snap(self) -> Snapshot:
@@ -340,12 +342,16 @@ class PlanContext:
     def way(self, view: GangView, pods: Sequence[PodRecord], *, evict_only: bool = False) -> Way:
         """How ``pods`` of ``view`` may move (see :mod:`descheduler.planning.move_method`)."""
         whole = len(pods) == len(view.running) and len(pods) == len(view.placed)
-        return self.owners.way(
-            view.key,
-            pods,
-            whole=whole and not evict_only,
-            suspend=self.config.moves.suspend,
-        )
+        key = (view.key, tuple(id(p) for p in pods), whole and not evict_only)
+        hit = self._ways.get(key)
+        if hit is None:
+            hit = self._ways[key] = self.owners.way(
+                view.key,
+                pods,
+                whole=whole and not evict_only,
+                suspend=self.config.moves.suspend,
+            )
+        return hit
 
     def victim(
         self,

@@ -164,8 +164,10 @@ def make_room(ctx: PlanContext) -> list[Move]:
     cand = Candidates(ctx)
     moves: list[Move] = []
     limit = ctx.config.make_room.max_waiting_gangs
+    no_room = _NoRoom(ctx)
     for i, d in enumerate(demands):
         if place_gang(snap, d.gang, ctx.scorer, ctx.options).ok:
+            no_room.clear()  # the snapshot changed
             continue  # it starts as things are (placed: later gangs see it)
         if not ctx.config.make_room.enabled:
             ctx.unserved.append(Unserved(d.key, "make_room is disabled"))
@@ -192,6 +194,11 @@ def make_room(ctx: PlanContext) -> list[Move]:
         if taken is not None:
             ctx.unserved.append(Unserved(d.key, taken))
             continue
+        known = no_room.get(d)
+        if known is not None:
+            ctx.limited, why = known
+            ctx.unserved.append(Unserved(d.key, why))
+            continue
         ctx.limited = False
         found = _room_or_exact(ctx, cand, d)
         if isinstance(found, str):  # capacity blocks it: suspending may (opt-in)
@@ -200,9 +207,61 @@ def make_room(ctx: PlanContext) -> list[Move]:
             if ctx.limited:
                 found = _truthful(ctx, cand, d, found)
             ctx.unserved.append(Unserved(d.key, found))
+            no_room.put(d, found, ctx.limited)
             continue
+        no_room.clear()
         moves.extend(found)  # the kept trial placed the gang too
     return moves
+
+
+class _NoRoom:
+    """Waiting gangs of one shape found no room since the plan last changed anything:
+    a later one of the same shape gets the same answer without searching again.
+
+    The search for a gang reads the snapshot, the moves, budget and candidates so far
+    (all unchanged while gangs find no room and none is placed: a failed search leaves
+    them as it found them), and of the gang only its members' shapes and counts, its
+    priority, namespace and queue -- and its name, which only keeps the gang itself
+    from being a victim (so only gangs with no pod placed are answered here) and
+    appears in reasons (an answer that names its gang is not reused). Off with
+    ``capacity_room``, which also reads how long the gang has waited."""
+
+    def __init__(self, ctx: PlanContext) -> None:
+        self.on = not ctx.config.capacity_room.enabled
+        self.known: dict[tuple[object, ...], tuple[bool, str, str]] = {}
+
+    @staticmethod
+    def _key(d: Demand) -> tuple[object, ...] | None:
+        v = d.view
+        if v.placed or v.running:
+            return None
+        g = d.gang
+        return (
+            g.roles,
+            g.min_available,
+            g.namespace,
+            g.queue,
+            g.priority,
+            v.priority,
+            v.namespace,
+            v.queue,
+            d.estimated,
+        )
+
+    def get(self, d: Demand) -> tuple[bool, str] | None:
+        key = self._key(d) if self.on else None
+        hit = self.known.get(key) if key is not None else None
+        if hit is None:
+            return None
+        return hit[0], hit[1]
+
+    def put(self, d: Demand, why: str, limited: bool) -> None:
+        key = self._key(d) if self.on else None
+        if key is not None and d.key not in why:
+            self.known[key] = (limited, why, d.key)
+
+    def clear(self) -> None:
+        self.known.clear()
 
 
 def _room_or_exact(ctx: PlanContext, cand: Candidates, d: Demand) -> list[Move] | str:
