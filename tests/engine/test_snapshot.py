@@ -160,3 +160,18 @@ def test_unknown_node_and_not_ready() -> None:
     assert s.ready.tolist() == [False, True]
     assert s.pods[0].node == -1 and not s.used.any()
     assert np.all(s.used == 0)
+
+
+def test_a_gpu_request_past_any_count_is_one_line_not_an_overflow() -> None:
+    """Found by the junk-input property: "1Ei" GPUs overflowed the per-node sums."""
+    huge = pod_json("huge", "n", gpus=1)
+    huge["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "1Ei"
+    with pytest.raises(SnapshotError) as e:
+        Snapshot.from_objects([node_json("n", gpus=8)], [huge])
+    assert str(e.value) == (
+        'pod default/huge: spec.containers[0].resources.requests["nvidia.com/gpu"]: "1Ei" '
+        "is not a GPU count a pod can ask for; allowed: a whole number up to 65536"
+    )
+    big = pod_json("big", "", gpus=300)
+    snap = Snapshot.from_objects([node_json("n", gpus=8)], [big])
+    assert [p.name for p in snap.pending] == ["big"]

@@ -314,6 +314,12 @@ def _milli_or_zero(value: Any) -> int:
         return 0
 
 
+# Far more GPUs than a node holds (MAX_GPUS_PER_NODE): a value past it is junk ("1Ei")
+# that would overflow the engine's 64-bit per-node sums. Below it, a pod too big for any
+# node is read and reported as one that cannot be placed.
+MAX_GPUS_PER_POD = 65536
+
+
 def _whole_gpu_requests(who: str, spec: Mapping[str, Any], cfg: EngineConfig) -> None:
     """A GPU is a device: the API server refuses a pod asking for a fraction of one as an
     extended resource (a share is asked for by annotation), and the engine would round
@@ -325,6 +331,12 @@ def _whole_gpu_requests(who: str, spec: Mapping[str, Any], cfg: EngineConfig) ->
                 values = res.get(kind) or {}
                 for gpu in cfg.gpu_resources:
                     value = values.get(gpu)
+                    if value is not None and _milli_or_zero(value) > MAX_GPUS_PER_POD * 1000:
+                        raise SnapshotError(
+                            f'{who}: spec.{section}[{i}].resources.{kind}["{gpu}"]: '
+                            f'"{value}" is not a GPU count a pod can ask for; allowed: a '
+                            f"whole number up to {MAX_GPUS_PER_POD}"
+                        )
                     if value is not None and _milli_or_zero(value) % 1000:
                         raise SnapshotError(
                             f'{who}: spec.{section}[{i}].resources.{kind}["{gpu}"]: '
