@@ -175,3 +175,18 @@ def test_a_gpu_request_past_any_count_is_one_line_not_an_overflow() -> None:
     big = pod_json("big", "", gpus=300)
     snap = Snapshot.from_objects([node_json("n", gpus=8)], [big])
     assert [p.name for p in snap.pending] == ["big"]
+
+
+def test_a_huge_gpu_count_annotation_is_one_line_not_an_overflow() -> None:
+    """The shape itself bounds its GPU count, whatever said it (here the share annotation)."""
+    shared = pod_json("shared", "n")
+    shared["metadata"]["annotations"] = {
+        "alibabacloud.com/gpu-milli": "1000",
+        "alibabacloud.com/gpu-count": str(2**60),
+    }
+    with pytest.raises(SnapshotError) as e:
+        Snapshot.from_objects([node_json("n", gpus=8)], [shared])
+    assert str(e.value) == (
+        f'pod default/shared: alibabacloud.com/gpu-count: "{2**60}" is not a GPU count a pod '
+        "can ask for; allowed: a whole number up to 65536"
+    )

@@ -172,12 +172,9 @@ def check_checkpoint_interval(key: str, raw: str) -> float:
     """Seconds in a ``corral.dev/checkpoint-interval``: the engine's rule (the descheduler
     reads the same value), refused here with the webhook's words."""
     try:
-        seconds = timeparse.parse_duration(raw, numbers=False)
-    except timeparse.DurationError as e:
-        raise InvalidValue(key, raw, e.problem, checkpoints.INTERVAL_ALLOWED) from None
-    if seconds < 1:
-        raise InvalidValue(key, raw, "is too short: at least 1s", checkpoints.INTERVAL_ALLOWED)
-    return seconds
+        return checkpoints.interval_seconds(raw)
+    except ValueError as e:
+        raise InvalidValue(key, raw, str(e), checkpoints.INTERVAL_ALLOWED) from None
 
 
 def _parse_duration(key: str, raw: str) -> int:

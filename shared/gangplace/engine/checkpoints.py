@@ -38,6 +38,7 @@ __all__ = [
     "ANNOTATION_LAST_CHECKPOINT",
     "CheckpointError",
     "Checkpoints",
+    "interval_seconds",
     "last_checkpoint",
     "parse_interval",
     "parse_last",
@@ -76,21 +77,27 @@ class Checkpoints:
         return self.interval is not None or self.last is not None
 
 
-def parse_interval(raw: str, where: str = "") -> float:
-    """Seconds in a ``corral.dev/checkpoint-interval`` value; a unit is required (as Go
-    requires one) and it must be at least a second."""
-    key = f"{where}{ANNOTATION_CHECKPOINT_INTERVAL}"
+def interval_seconds(raw: str) -> float:
+    """Seconds in a ``corral.dev/checkpoint-interval`` value, the one rule the webhook
+    and the descheduler share: a unit is required (as Go requires one) and it must be at
+    least a second. A bad value raises ``ValueError`` whose text is the problem alone
+    (each caller words the key, the value and :data:`INTERVAL_ALLOWED` its own way)."""
     try:
         seconds = parse_duration(raw, numbers=False)
     except DurationError as e:
-        raise CheckpointError(
-            f'{key}: "{_shown(raw)}" {e.problem}; allowed: {INTERVAL_ALLOWED}'
-        ) from None
+        raise ValueError(e.problem) from None
     if seconds < 1:
-        raise CheckpointError(
-            f'{key}: "{_shown(raw)}" is too short: at least 1s; allowed: {INTERVAL_ALLOWED}'
-        )
+        raise ValueError("is too short: at least 1s")
     return seconds
+
+
+def parse_interval(raw: str, where: str = "") -> float:
+    """:func:`interval_seconds`, with a bad value named by its key (``where`` before it)."""
+    try:
+        return interval_seconds(raw)
+    except ValueError as e:
+        key = f"{where}{ANNOTATION_CHECKPOINT_INTERVAL}"
+        raise CheckpointError(f'{key}: "{_shown(raw)}" {e}; allowed: {INTERVAL_ALLOWED}') from None
 
 
 def parse_last(raw: str, where: str = "") -> datetime:

@@ -36,6 +36,10 @@ DEFAULT_GPU_RESOURCES: tuple[str, ...] = ("nvidia.com/gpu", "amd.com/gpu")
 # trace uses: a pod asks for gpu-count GPUs with gpu-milli thousandths of each.
 GPU_SHARE_MILLI = "alibabacloud.com/gpu-milli"
 GPU_SHARE_COUNT = "alibabacloud.com/gpu-count"
+# Far more GPUs than a node holds: a count past it is junk ("1Ei", a huge gpu-count
+# annotation) that would overflow the engine's 64-bit per-node sums. Below it, a pod too
+# big for any node is read and reported as one that cannot be placed.
+MAX_GPUS_PER_POD = 65536
 GPU_SHARE_MODEL = "alibabacloud.com/gpu-card-model"
 GPU_SHARE_INDEX = "alibabacloud.com/gpu-index"
 
@@ -118,6 +122,11 @@ class PodShape:
     )
 
     def __post_init__(self) -> None:
+        if self.gpu_count > MAX_GPUS_PER_POD:
+            raise ShapeError(
+                f"{self.gpu_count} GPUs is not a GPU count a pod can ask for; allowed: a "
+                f"whole number up to {MAX_GPUS_PER_POD}"
+            )
         if self.gpu_count < 0 or not 0 <= self.gpu_milli <= 1000:
             raise ShapeError(
                 f"GPU demand {self.gpu_count} x {self.gpu_milli} milli is out of range "
@@ -341,6 +350,11 @@ def _read_shape(
     share_milli = _int_annotation(annotations, GPU_SHARE_MILLI)
     if share_milli is not None and gpu_res is None:
         count = _int_annotation(annotations, GPU_SHARE_COUNT)
+        if count is not None and count > MAX_GPUS_PER_POD:
+            raise ShapeError(
+                f'{GPU_SHARE_COUNT}: "{count}" is not a GPU count a pod can ask for; allowed: '
+                f"a whole number up to {MAX_GPUS_PER_POD}"
+            )
         gpu_count = 1 if count is None else count
         gpu_milli = min(max(share_milli, 0), 1000)
         if gpu_count and gpu_milli == 0:

@@ -16,6 +16,7 @@ from typing import Any
 
 from gangplace.engine.model import (
     GPU_SHARE_INDEX,
+    MAX_GPUS_PER_POD,
     PodShape,
     ShapeError,
     Taint,
@@ -314,21 +315,19 @@ def _milli_or_zero(value: Any) -> int:
         return 0
 
 
-# Far more GPUs than a node holds (MAX_GPUS_PER_NODE): a value past it is junk ("1Ei")
-# that would overflow the engine's 64-bit per-node sums. Below it, a pod too big for any
-# node is read and reported as one that cannot be placed.
-MAX_GPUS_PER_POD = 65536
-
-
 def _whole_gpu_requests(who: str, spec: Mapping[str, Any], cfg: EngineConfig) -> None:
     """A GPU is a device: the API server refuses a pod asking for a fraction of one as an
     extended resource (a share is asked for by annotation), and the engine would round
     it up; refused here, naming the container and the value."""
     for section in ("initContainers", "containers"):
-        for i, c in enumerate(spec.get(section) or ()):
-            res = c.get("resources") or {}
+        containers = spec.get(section)
+        for i, c in enumerate(containers if isinstance(containers, list) else ()):
+            # Wrong types are the shape's to name (it runs next).
+            res = c.get("resources") if isinstance(c, Mapping) else None
             for kind in ("requests", "limits"):
-                values = res.get(kind) or {}
+                values = res.get(kind) if isinstance(res, Mapping) else None
+                if not isinstance(values, Mapping):
+                    continue
                 for gpu in cfg.gpu_resources:
                     value = values.get(gpu)
                     if value is not None and _milli_or_zero(value) > MAX_GPUS_PER_POD * 1000:
@@ -355,13 +354,16 @@ def _pod_from_json(
     meta = obj.get("metadata") or {}
     name = meta.get("name") or meta.get("generateName") or ""
     ns = meta.get("namespace") or "default"
+    spec = obj.get("spec") or {}
+    if isinstance(spec, Mapping):
+        # First, so that a bad GPU value is named by its container, not by the shape.
+        _whole_gpu_requests(f"pod {ns}/{name}", spec, cfg)
     try:
         shape = shape_from_pod(obj, cfg.gpu_resources)
     except ShapeError as e:
         raise SnapshotError(f"pod {ns}/{name}: {e}") from None
     if shapes is not None:
         shape = shapes.setdefault(shape, shape)
-    spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     annotations = _as_str_map(meta.get("annotations"), f"pod {ns}/{name}: annotations")
     for k in _DROP_ANNOTATIONS & annotations.keys():
@@ -377,7 +379,6 @@ def _pod_from_json(
             ) from None
     kind, owner, owner_uid, owner_group = _owner(meta)
     native_group, native_gang = native_reference(spec)
-    _whole_gpu_requests(f"pod {ns}/{name}", spec, cfg)
     started = _started(status)
     return PodRecord(
         namespace=ns,
