@@ -54,6 +54,7 @@ from gangplace.engine.fragmentation import TargetWorkload
 from gangplace.engine.node_pod_records import NodeRecord
 from gangplace.engine.policies import POLICIES, PolicyContext, make_policy
 from gangplace.engine.timeparse import DurationError, parse_duration
+from gangplace.plotting import PlotUnavailable, pyplot
 from gangplace.sim.gang_study import (
     LENGTHS,
     DeschedulerHook,
@@ -221,11 +222,8 @@ def run(
 def write_png(summary: Sequence[dict[str, Any]], path: Path) -> None:
     """Busy GPU % and p95 wait (all jobs, gangs) against load, one line per mode."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+        plt = pyplot()
+    except PlotUnavailable:
         raise CliError(
             f"--png {path}: not written: matplotlib is not installed "
             "(pip install -c constraints.txt -e '.[plot]'); the table above is the run's"
