@@ -220,6 +220,14 @@ async def descheduler_workload_calls(api: ApiServer, kube: KubeClient) -> None:
         await view.stop()
     # after a suspend: whether the gang's pods went
     await kube.get(PODS, "first", namespace="ns1")
+    # capacity_room.nominate: the waiting gang's pod nominated to its room, and cleared
+    from descheduler.planning.nominate import Nomination
+    from descheduler.running.suspender import Suspender
+
+    suspender = Suspender(kube, view, DeschedulerConfig(), clock=lambda: datetime.now(UTC))
+    for node in ("n1", None):
+        nominated = Nomination("ns1", "first", "", node, "ns1/g", "a test")
+        assert await suspender.nominate([nominated]) == []
     merge = "application/merge-patch+json"
     for r in SUSPENDABLE_WORKLOADS:
         body: dict[str, Any] = {
