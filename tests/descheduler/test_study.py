@@ -16,6 +16,7 @@ import pytest
 from gangplace.engine import PodRecord, Snapshot
 from gangplace.engine.scoring import BinpackScorer
 from gangplace.sim.gang_study import (
+    DetailedResult,
     JobMove,
     JobTemplate,
     StudyJob,
@@ -138,7 +139,7 @@ def test_a_nominated_room_is_held_against_its_priority_or_lower_only() -> None:
     """hold_higher (capacity_room.nominate): as the kube-scheduler keeps a nominated pod's
     room, a job of higher priority may take it; one of the room's priority may not."""
 
-    def run(high_share: float, higher: bool) -> Any:
+    def run(high_share: float, higher: bool) -> DetailedResult:
         return run_detailed(
             small_cluster(),
             TEMPLATES,

@@ -22,6 +22,7 @@ import pytest
 from descheduler import parse_config
 from tests.controllers.pod_scheduler import PodScheduler
 from tests.kubeapi import ApiServer
+from tests.kubeapi.versions import Versions
 from tests.scenarios.story import (
     DESCHED_NS,
     NS,
@@ -148,3 +149,14 @@ async def test_a_pod_of_higher_priority_still_takes_the_room(cluster: Cluster) -
     # llm failed on n1: the scheduler cleared the nomination; corral's next run writes
     # it again while the hold lasts (the pod waits for room that is no longer there)
     assert where(cluster, "llm") == ("", "")
+
+
+@pytest.mark.parametrize(("kube", "cleared"), [("1.34", False), ("1.35", True)])
+async def test_binding_clears_the_nomination_from_1_35(
+    cluster: Cluster, kube: str, cleared: bool
+) -> None:
+    """The API server clears a bound pod's nomination from 1.35
+    (ClearingNominatedNodeNameAfterBinding, beta): corral has nothing to clear then."""
+    cluster.api.store.versions = Versions.of(kube)
+    await room_made_then(cluster, nominate=True, other_priority=0)
+    assert where(cluster, "llm") == ("n1", "" if cleared else "n1")
