@@ -114,18 +114,20 @@ def due_nominations(state: ClusterState, config: DeschedulerConfig) -> list[Nomi
     """The nominations to write now: for each room held, its gang's waiting pods whose
     nomination is empty get the node the plan put them on; for each room no longer held
     whose gang is not bound, the waiting pods still nominated where corral put them are
-    cleared. Nothing when ``capacity_room.nominate`` is off; a pod nominated elsewhere
+    cleared. With ``capacity_room.nominate`` off nothing is written, but what corral
+    wrote while it was on is still cleared when its hold ends. A pod nominated elsewhere
     (by the scheduler's preemption, another component) is never touched."""
-    if not config.capacity_room.nominate:
-        return []
-    views = build_views(state, config.queue_default)
-    holds = held_rooms(state, views)
+    write = config.capacity_room.nominate
     wanted: dict[str, dict[str, str]] = {}  # gang -> pod name -> node
     for w in state.workloads.values():
         mark = read_mark(w)
         if mark is None or mark.for_gang is None or not mark.nominate:
             continue
         wanted.setdefault(mark.for_gang, {}).update(mark.nominate)
+    if not wanted:
+        return []
+    views = build_views(state, config.queue_default)
+    holds = held_rooms(state, views)
     out: list[Nomination] = []
     for gang_key in sorted(wanted):
         view = views.get(gang_key)
@@ -138,7 +140,7 @@ def due_nominations(state: ClusterState, config: DeschedulerConfig) -> list[Nomi
             node = nodes.get(p.name)
             if node is None or not _waiting(p):
                 continue
-            if held and not p.nominated_node:
+            if held and write and not p.nominated_node:
                 why = f"the room held for gang {gang_key} (capacity_room.nominate)"
                 out.append(Nomination(p.namespace, p.name, p.uid, node, gang_key, why))
             elif not held and not bound and p.nominated_node == node:
