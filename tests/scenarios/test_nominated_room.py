@@ -14,6 +14,7 @@ take the room (the scheduler's rule: no priority is inverted)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -160,3 +161,44 @@ async def test_binding_clears_the_nomination_from_1_35(
     cluster.api.store.versions = Versions.of(kube)
     await room_made_then(cluster, nominate=True, other_priority=0)
     assert where(cluster, "llm") == ("n1", "" if cleared else "n1")
+
+
+def nominate_config(**room: Any) -> Any:
+    return parse_config(
+        {
+            "capacity_room": {"enabled": True, "after": "0s", "nominate": True, **room},
+            "moves": {"suspend_grace": 0, "resume_wait": 0},
+        }
+    )
+
+
+async def test_each_run_writes_again_what_the_scheduler_cleared(cluster: Cluster) -> None:
+    c = cluster
+    await run_descheduler(c.api, nominate_config())
+    (llm,) = c.pods("llm")
+    assert where(c, "llm") == ("", "n1")
+    # the scheduler clears it after a failed cycle (preemption found no victims)
+    name = llm["metadata"]["name"]
+    await c.rest.patch(
+        "v1", "pods", NS, name, {"status": {"nominatedNodeName": None}}, subresource="status"
+    )
+    assert where(c, "llm") == ("", "")
+    doc = await run_descheduler(c.api, nominate_config())
+    assert doc["moves"] == []  # the room is held: nothing more is moved for it
+    assert where(c, "llm") == ("", "n1")
+    # a nomination another component wrote is left as it is
+    await c.rest.patch(
+        "v1", "pods", NS, name, {"status": {"nominatedNodeName": "n2"}}, subresource="status"
+    )
+    await run_descheduler(c.api, nominate_config())
+    assert where(c, "llm") == ("", "n2")
+
+
+async def test_the_hold_ends_unbound_the_nomination_is_cleared(cluster: Cluster) -> None:
+    c = cluster
+    await run_descheduler(c.api, nominate_config(hold_for="1s"))
+    assert where(c, "llm") == ("", "n1") and c.job("low")["spec"]["suspend"] is True
+    await asyncio.sleep(1.2)  # the hold ends (wall clock: the descheduler's)
+    await run_descheduler(c.api, nominate_config(hold_for="1s"))
+    assert c.job("low")["spec"]["suspend"] is False  # resumed first
+    assert where(c, "llm")[1] == ""
