@@ -60,7 +60,8 @@ _OTHER_SCHEDULERS = {"volcano": "Volcano", "yunikorn": "YuniKorn", "kai-schedule
 
 @dataclass(frozen=True, slots=True)
 class Nomination:
-    """One write to a pod's ``status.nominatedNodeName``: ``node`` None clears it."""
+    """One write to a pod's ``status.nominatedNodeName``: ``node`` None clears it; made
+    only while the pod still carries ``was`` ('' none) and waits."""
 
     namespace: str
     name: str
@@ -68,6 +69,7 @@ class Nomination:
     node: str | None
     gang: str
     reason: str
+    was: str = ""
 
     @property
     def key(self) -> str:
@@ -145,5 +147,5 @@ def due_nominations(state: ClusterState, config: DeschedulerConfig) -> list[Nomi
                 out.append(Nomination(p.namespace, p.name, p.uid, node, gang_key, why))
             elif not held and not bound and p.nominated_node == node:
                 why = f"the room held for gang {gang_key} is released"
-                out.append(Nomination(p.namespace, p.name, p.uid, None, gang_key, why))
+                out.append(Nomination(p.namespace, p.name, p.uid, None, gang_key, why, node))
     return out

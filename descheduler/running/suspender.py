@@ -384,13 +384,29 @@ class Suspender:
         return Resumed(w.describe(), res.action, res.reason)
 
     async def nominate(self, nominations: Sequence[Nomination]) -> list[str]:
-        """Write each nomination to its pod's ``status.nominatedNodeName`` (a merge patch
-        of the status subresource; None clears it); what could not be written. A pod gone
-        is passed over."""
+        """Write each nomination to its pod's ``status.nominatedNodeName``: the pod read
+        again, then a merge patch of the status subresource with the resourceVersion read
+        (None clears it), so that a nomination the scheduler wrote meanwhile is never
+        overwritten (409: passed over, the next run looks again). A pod gone, replaced,
+        bound, or nominated otherwise than ``was`` is passed over. What could not be
+        written."""
         errors: list[str] = []
         for n in nominations:
-            body: Json = {"status": {"nominatedNodeName": n.node}}
             try:
+                pod = await self.client.get(PODS, n.name, namespace=n.namespace)
+                meta = pod.get("metadata") or {}
+                current = str((pod.get("status") or {}).get("nominatedNodeName") or "")
+                if (
+                    (n.uid and meta.get("uid") != n.uid)
+                    or meta.get("deletionTimestamp")
+                    or (pod.get("spec") or {}).get("nodeName")
+                    or current != n.was
+                ):
+                    continue
+                body: Json = {
+                    "metadata": {"resourceVersion": meta.get("resourceVersion")},
+                    "status": {"nominatedNodeName": n.node},
+                }
                 await self.client.patch(
                     PODS,
                     n.name,
