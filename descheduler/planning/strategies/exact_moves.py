@@ -1,5 +1,5 @@
 """Where the planner's own search finds no move: the mover's exact neighbourhood moves
-(:mod:`gangplace.sim.mover`, the moves the trace replay measures), under every rule the
+(:mod:`gangplace.mover.place_with_moves`, the moves the trace replay measures), under every rule the
 planner's own moves obey.
 
 The rules are the planner's, asked through its context, not restated here: a unit
@@ -30,8 +30,8 @@ from collections.abc import Callable, Hashable, Sequence
 from gangplace.engine import PodRecord, PodShape, place_gang
 from gangplace.engine.feasibility import fits
 from gangplace.engine.fragmentation import TargetWorkload
-from gangplace.sim.limit import needs_at_least
-from gangplace.sim.mover import MoverLimits, MoveRules, make_room
+from gangplace.mover.place_with_moves import MoverLimits, MoveRules, make_room
+from gangplace.mover.shape_dominance import needs_at_least
 
 from descheduler.planning.budget import PER_RUN
 from descheduler.planning.context import PlanContext, Victim, victim_move

@@ -41,11 +41,11 @@ from scipy.sparse import coo_matrix, csr_matrix
 from gangplace.engine.model import PodShape
 from gangplace.engine.node_pod_records import PodRecord
 from gangplace.engine.snapshot import Snapshot
-from gangplace.sim.exact_layout import apply_plan, verify_nodes
+from gangplace.mover.lp_rows import Rows
+from gangplace.sim.exact_layout import apply_plan
 from gangplace.sim.fit_bound import FEASIBLE, INFEASIBLE, TIMEOUT, node_types
-from gangplace.sim.lp_rows import Rows
 
-__all__ = ["Config", "ExactFit", "ExactPlan", "ExactResult", "verify_nodes"]
+__all__ = ["Config", "ExactFit", "ExactPlan", "ExactResult"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

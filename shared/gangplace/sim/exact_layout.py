@@ -6,20 +6,20 @@ which only decides; this is the part that moves pods."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gangplace.engine.feasibility import static_mask
 from gangplace.engine.model import PodShape
 from gangplace.engine.node_pod_records import PodRecord
 from gangplace.engine.snapshot import Snapshot
+from gangplace.mover.packing_check import verify_nodes
 
 if TYPE_CHECKING:
     from gangplace.sim.exact import Config, ExactFit, ExactPlan
 
-__all__ = ["apply_plan", "lay_out", "verify_nodes"]
+__all__ = ["apply_plan", "lay_out"]
 
 
 def apply_plan(
@@ -220,24 +220,3 @@ def lay_out(
                     raise RuntimeError("a configuration uses more GPUs than its node has")
                 free_gpus.difference_update(gpus)
             snap.place(fit.shapes[j], n, gpus, pod=p)
-
-
-def verify_nodes(
-    snap: Snapshot,
-    nodes: Iterable[int],
-    what: str,
-    moved: Callable[[PodRecord], bool] | None = None,
-) -> None:
-    """Every one of ``nodes`` within its allocatable and its GPUs, and each pod on a node
-    its shape may use (the static filters): ``what`` (a plan just carried out) left a
-    real packing, or this raises RuntimeError naming the node or pod. ``moved``: only the
-    pods it says the plan placed are held to the filters; a pod that stayed where it was
-    may run where no pod is placed now (a node cordoned since, a taint added)."""
-    for n in nodes:
-        if (snap.used[n] > snap.alloc[n]).any():
-            raise RuntimeError(f"node {snap.node_names[n]} overcommitted by {what}")
-        if (snap.gpu_free[n, : int(snap.gpu_total[n])] < 0).any():
-            raise RuntimeError(f"node {snap.node_names[n]}: a GPU overcommitted by {what}")
-        for p in snap.pods_on(n):
-            if (moved is None or moved(p)) and not static_mask(snap, p.shape)[n]:
-                raise RuntimeError(f"pod {p.key} placed by {what} on a node its shape may not use")

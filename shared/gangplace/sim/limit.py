@@ -6,7 +6,7 @@ nowhere is placed if *any* rearrangement of the pods already placed plus it fits
 such check ends one of three ways, all counted:
 
 * **placed**: the engine's move search (:func:`fit_with_moves`), optionally the fewest
-  moves on small neighbourhoods (the mover, :func:`~gangplace.sim.mover.make_room`), or
+  moves on small neighbourhoods (the mover, :func:`~gangplace.mover.place_with_moves.make_room`), or
   the configuration
   model (:class:`~gangplace.sim.exact.ExactFit`) found a packing, and it is carried out;
 * **proved infeasible**: the configuration LP's bound, or an earlier proof for a shape
@@ -29,16 +29,16 @@ from typing import Any
 
 import numpy as np
 
-from gangplace.engine.feasibility import static_mask
 from gangplace.engine.model import PodShape
 from gangplace.engine.node_pod_records import PodRecord
 from gangplace.engine.snapshot import Snapshot
+from gangplace.mover.hood_moves import DEFAULT_NODE_LIMIT, DEFAULT_SIZES, HoodStats
+from gangplace.mover.place_with_moves import MoverLimits, make_room
+from gangplace.mover.search_moves import fit_with_moves
+from gangplace.mover.shape_dominance import needs_at_least
 from gangplace.sim.arrivals import TracePod
 from gangplace.sim.exact import ExactFit
 from gangplace.sim.fit_bound import FEASIBLE, INFEASIBLE, FitModel
-from gangplace.sim.hood_moves import DEFAULT_NODE_LIMIT, DEFAULT_SIZES, HoodStats
-from gangplace.sim.mover import MoverLimits, make_room
-from gangplace.sim.moves import fit_with_moves
 from gangplace.sim.replay import ReplayContext, ReplayResult, summarise
 
 __all__ = [
@@ -47,29 +47,8 @@ __all__ = [
     "MovesHook",
     "OracleHook",
     "RelaxedGreedy",
-    "needs_at_least",
     "relaxed_greedy",
 ]
-
-
-def needs_at_least(snap: Snapshot, p: PodShape, q: PodShape) -> bool:
-    """Whether a pod of shape ``p`` fits only where one of ``q`` would: it asks for at
-    least as much of every resource and GPU, on no node that ``q`` may not use. Then
-    "q fits nowhere, whatever the arrangement" carries over to p."""
-    vp, _ = snap.vector(p)
-    vq, _ = snap.vector(q)
-    if not (vp >= vq).all():
-        return False
-    if q.is_gpu:
-        if not p.is_gpu:
-            return False
-        if q.gpu_milli >= 1000:
-            if p.gpu_milli < 1000 or p.gpu_count < q.gpu_count:
-                return False
-        elif p.gpu_milli < q.gpu_milli:
-            return False
-    mp, mq = static_mask(snap, p), static_mask(snap, q)
-    return bool((mp <= mq).all())
 
 
 @dataclass(slots=True)
@@ -301,7 +280,7 @@ class MovesHook:
     ``method`` says how the moves are found: ``"search"``, the engine's search
     (:func:`fit_with_moves`: evictions on the nodes nearest to fitting, the evicted pods
     placed again by the policy, ``depth`` levels down); ``"exact"``, the mover
-    (:func:`~gangplace.sim.mover.make_room`: the fewest moves on neighbourhoods of
+    (:func:`~gangplace.mover.place_with_moves.make_room`: the fewest moves on neighbourhoods of
     ``sizes`` nodes solved exactly, ``node_limit`` branch-and-bound nodes per
     neighbourhood), which the descheduler's planner uses too; ``"both"``, the search
     first and the mover when it finds nothing."""

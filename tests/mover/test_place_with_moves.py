@@ -1,5 +1,5 @@
-"""The mover (gangplace.sim.mover): several pods placed all or none, the caller's rules
-kept on every move, and the same room however busy the machine is."""
+"""The mover (gangplace.mover.place_with_moves): several pods placed all or none, the
+caller's rules kept on every move, and the same room however busy the machine is."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from gangplace.engine import PodShape, Snapshot
 from gangplace.engine.node_pod_records import PodRecord
-from gangplace.sim.mover import MoverLimits, MoveRules, make_room
+from gangplace.mover.place_with_moves import MoverLimits, MoveRules, make_room
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.sim.test_hood_moves import clusters, node, shape, valid
+from tests.mover.test_hood_moves import clusters, node, shape, valid
 
 pytestmark = pytest.mark.slow
 
