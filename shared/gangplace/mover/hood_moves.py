@@ -37,7 +37,7 @@ from gangplace.engine.node_pod_records import PodRecord
 from gangplace.engine.snapshot import Snapshot
 from gangplace.mover.lp_rows import Rows
 from gangplace.mover.packing_check import verify_nodes
-from gangplace.mover.search_moves import Repair, shortlist
+from gangplace.mover.search_moves import Repair, nearest_to_fitting
 
 __all__ = [
     "DEFAULT_NODE_LIMIT",
@@ -73,7 +73,7 @@ def neighbourhood(snap: Snapshot, shape: PodShape, k: int) -> list[int]:
     hold (the most of their pods' shapes fit there now, then the most idle GPU, then
     CPU), so that a pod moved off the first has somewhere to go. Never a node left out
     of moves (:mod:`gangplace.engine.node_checks`): nothing moves off it or onto it."""
-    near = shortlist(snap, shape, k)
+    near = nearest_to_fitting(snap, shape, k)
     out: dict[int, None] = dict.fromkeys(near[: max(1, (k + 1) // 2)])
     if len(out) >= k:
         return list(out)[:k]

@@ -25,7 +25,7 @@ from gangplace.engine.snapshot import Snapshot
 from gangplace.mover.hood_moves import DEFAULT_NODE_LIMIT, DEFAULT_SIZES, HoodStats, Movable, UnitOf
 from gangplace.mover.hood_moves import fit_in_neighbourhood as _fit
 
-__all__ = ["MoveRules", "MoverLimits", "RoomFound", "make_room"]
+__all__ = ["MoveRules", "MoverLimits", "RoomFound", "place_with_moves"]
 
 # Why a set of moved pods may not move together (None: it may).
 Allows = Callable[[Sequence[PodRecord]], "str | None"]
@@ -69,7 +69,7 @@ class RoomFound:
     moved: list[PodRecord] = field(default_factory=list)
 
 
-def make_room(
+def place_with_moves(
     snap: Snapshot,
     pods: Sequence[PodRecord],
     rules: MoveRules | None = None,
