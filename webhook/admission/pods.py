@@ -5,13 +5,14 @@ configured default for other pods."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gangplace.engine.kinds import kind_of
 
 from webhook.admission import keys as K
-from webhook.admission.cluster_fit import ClusterCapacity
-from webhook.admission.dialects import GangInfo, dialect_for, foreign_gang
+from webhook.admission.backends.base import GangInfo, foreign_gang
+from webhook.admission.backends.registry import dialect_for
+from webhook.admission.decision import Decision, Denied, Patched, Unchanged, cap
 from webhook.admission.gang_decision import (
     GangShapes,
     controller,
@@ -20,17 +21,17 @@ from webhook.admission.gang_decision import (
     read_values,
 )
 from webhook.admission.mutation import apply_keys, foreign_scheduler, pin_to_pool, set_scheduler
-from webhook.admission.native_backend import native_gang_of
-from webhook.admission.native_gangs import Served
 from webhook.admission.patch import Editor
-from webhook.admission.responses import allow, cap, deny, finish
-from webhook.admission.review import AdmitResult, Request
+from webhook.admission.review import Request
 from webhook.admission.roles import ResolvedRole
 from webhook.admission.spark import spark_pod
 from webhook.admission.validate import derived_name
-from webhook.admission.volcano_fields import spec_fields
-from webhook.config import Backend, WebhookConfig
 from webhook.podgroups.intent import OwnerRef
+
+if TYPE_CHECKING:
+    from webhook.admission.cluster_fit import ClusterCapacity
+    from webhook.admission.native_gangs import Served
+    from webhook.config import WebhookConfig
 
 __all__ = ["admit_pod"]
 
@@ -45,56 +46,51 @@ def admit_pod(
     cluster: ClusterCapacity | None,
     config: WebhookConfig,
     served: Served | None = None,
-) -> AdmitResult:
+) -> Decision:
     """``given``: the pod's corral.dev keys (:func:`keys.user_values`)."""
-    dialect = dialect_for(config, served)
+    dialect = dialect_for(config.backend, served)
     owner = controller(meta)
     by_workload = owner is not None and config.table.owns(owner.api_version, owner.kind)
-    if config.backend is Backend.KUEUE and by_workload:
-        return allow(req, "Pod", "unchanged", "pod of a workload that Kueue manages")
+    if by_workload and (why := dialect.left_to_parent(pod=True)) is not None:
+        return Unchanged(why)
     chosen = foreign_scheduler(obj.get("spec"), config.effective_scheduler_name)
     if chosen is not None:
-        return allow(req, "Pod", "unchanged", f"asks for scheduler {chosen}")
+        return Unchanged(f"asks for scheduler {chosen}")
     existing = dialect.membership(meta)
     has_keys = not given.keys().isdisjoint(K.USER_KEYS)
     spark = None
     if existing is None:
-        theirs = foreign_gang(meta, config.backend) or native_gang_of(obj.get("spec"))
+        theirs = foreign_gang(meta, obj.get("spec"), dialect.name)
         if theirs is not None:
-            return allow(req, "Pod", "unchanged", f"already in a gang ({theirs})")
+            return Unchanged(f"already in a gang ({theirs})")
     if existing is not None:
         mode = "consistent"
     elif has_keys:
         mode = "gang"
     elif by_workload:
         # Its workload was left alone (skipped, or made before corral): so is it.
-        return allow(req, "Pod", "unchanged", "pod of a workload that is not a gang")
+        return Unchanged("pod of a workload that is not a gang")
     elif owner is not None and _runs_steps(owner.api_version, owner.kind):
-        return allow(
-            req,
-            "Pod",
-            "unchanged",
+        return Unchanged(
             f"a step of {owner.kind} {owner.name}: steps are not a gang unless their "
             f"template sets {K.GANG}",
         )
     elif (spark := spark_pod(meta)) is not None:
         if spark.app is not None:
             # The operator copies a ganged SparkApplication's keys to its pods.
-            return allow(req, "Pod", "unchanged", "pod of a SparkApplication that is not a gang")
+            return Unchanged("pod of a SparkApplication that is not a gang")
         mode = "spark"
     elif config.non_gang_pods == "single-pod-gang":
         mode = "single"
     else:
-        return allow(req, "Pod", "unchanged", "not a gang member")
+        return Unchanged("not a gang member")
     if mode == "gang" and by_workload and owner is not None:
         raw_min = given.get(K.MIN_AVAILABLE, "").strip()
         if raw_min.endswith("%"):
             # Its workload was not made a gang (made before corral, or while the webhook
             # was away): a percentage needs the workload's size, which a pod cannot
             # know. Refusing would block the workload for good; it runs as it is.
-            return finish(
-                req,
-                "Pod",
+            return Patched(
                 Editor(obj),
                 [
                     f'{K.MIN_AVAILABLE}: "{raw_min}" left alone: this pod\'s '
@@ -103,7 +99,7 @@ def admit_pod(
                 ],
             )
 
-    values = read_values([given], None, config, req.namespace, check_min=mode == "gang")
+    values = read_values([given], None, config, dialect, req.namespace, check_min=mode == "gang")
     split = None
     if existing is not None:
         name = existing
@@ -129,15 +125,17 @@ def admit_pod(
     )
     gang = GangInfo(name, min_member, None, values.queue, values.timeout)
     extra_warnings: list[str] = []
-    if config.backend is Backend.VOLCANO and mode != "consistent":
-        gang.spec_extra, extra_warnings = spec_fields(served, values.topology, [], False)
+    if mode != "consistent":
+        gang.spec_extra, extra_warnings = dialect.gang_fields(
+            values.topology, req.group, req.kind, obj, False
+        )
 
     ed = Editor(obj)
     pin_to_pool(ed, ("spec",), config.node_pool)
     # A pod on its own: one role of min_member pods shaped like it.
     shaped = GangShapes(name, [ResolvedRole(_ROLE, (), obj, min_member)], ed, config, min_member)
     task_groups = None
-    if config.backend is Backend.YUNIKORN and mode != "consistent" and min_member > 1:
+    if dialect.uses_task_groups and mode != "consistent" and min_member > 1:
         task_groups = shaped.task_groups()
     apply_keys(
         ed,
@@ -154,14 +152,14 @@ def admit_pod(
         if owner is not None and owner.uid:
             hints = dialect.hints(req.namespace, name, existing or name, owner)
         # Made from a template admitted before: its warnings were given then.
-        return finish(req, "Pod", ed, [], hints=hints)
+        return Patched(ed, hints=hints)
     if (why := dialect.unusable()) is not None:
         warnings.append(cap(f"corral: no native gang written for {name}: {why}"))
 
     if cluster is not None and shaped.shapes() is not None:
         refusal, more = feasibility(cluster, config, name, shaped.roles_for_engine(), min_member)
         if refusal is not None:
-            return deny(req, "Pod", 403, "Forbidden", refusal)
+            return Denied(403, refusal)
         warnings.extend(more)
 
     intents = []
@@ -181,7 +179,7 @@ def admit_pod(
             intents.extend(
                 dialect.gang_intents(gang, req.namespace, pod_owner, None, shaped.priority_class())
             )
-    return finish(req, "Pod", ed, warnings, intents)
+    return Patched(ed, warnings, intents)
 
 
 def _runs_steps(api_version: str, kind: str) -> bool:

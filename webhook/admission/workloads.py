@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webhook.admission import keys as K
-from webhook.admission.cluster_fit import ClusterCapacity
-from webhook.admission.dialects import Dialect, GangInfo, dialect_for
+from webhook.admission.backends.base import Dialect, GangInfo
+from webhook.admission.backends.registry import dialect_for
+from webhook.admission.decision import Decision, Denied, JobRule, Patched, Unchanged, cap
 from webhook.admission.gang_decision import (
     GangShapes,
     Values,
@@ -26,10 +27,8 @@ from webhook.admission.mutation import (
     pin_to_pool,
     set_scheduler,
 )
-from webhook.admission.native_gangs import Served
 from webhook.admission.patch import Editor
-from webhook.admission.responses import JobRule, allow, cap, deny, finish
-from webhook.admission.review import AdmitResult, Request
+from webhook.admission.review import Request
 from webhook.admission.roles import (
     ResolvedRole,
     WorkloadError,
@@ -41,9 +40,12 @@ from webhook.admission.roles import (
 from webhook.admission.spark import pod_view
 from webhook.admission.suspension import change, is_suspended, suspended_by_descheduler
 from webhook.admission.validate import InvalidValue, derived_name, parse_min_available
-from webhook.admission.volcano_fields import repeated_groups, spec_fields
-from webhook.config import Backend, WebhookConfig
 from webhook.podgroups.intent import OwnerRef, PodGroupIntent
+
+if TYPE_CHECKING:
+    from webhook.admission.cluster_fit import ClusterCapacity
+    from webhook.admission.native_gangs import Served
+    from webhook.config import WebhookConfig
 
 __all__ = ["admit_workload"]
 
@@ -127,6 +129,7 @@ def _plan(
     roles: list[ResolvedRole],
     existing: str | None,
     config: WebhookConfig,
+    dialect: Dialect,
 ) -> _Plan | None:
     """The gang a workload makes, from the object as it is (None: no pods to gang)."""
     instances, one = _per_instance(entry, obj, roles)
@@ -137,7 +140,7 @@ def _plan(
     sources = [K.user_values(m) for m in (meta, *templates)]
     rescale = req.operation == "UPDATE"
     values = read_values(
-        sources, size, config, req.namespace, check_min=existing is None or rescale
+        sources, size, config, dialect, req.namespace, check_min=existing is None or rescale
     )
     warnings = list(values.warnings)
     if existing is not None:
@@ -171,24 +174,6 @@ def _plan(
     return _Plan(name, one, size, min_member, reserve, values, instances, warnings)
 
 
-def _kueue_warnings(entry: WorkloadKind, plan: _Plan) -> list[str]:
-    """What a Kueue workload cannot say: Kueue admits a workload whole."""
-    if plan.min_member >= plan.size:
-        return []
-    given = plan.values.min_available
-    if given is not None:
-        shown = given.count if given.count is not None else f"{given.percent}%"
-        key = f'{K.MIN_AVAILABLE} "{shown}"'
-    else:
-        key = f"the {entry.kind} minMember of {plan.min_member}"
-    return [
-        cap(
-            f"corral: {key} is not applied: Kueue admits a workload whole (all {plan.size} "
-            "pods) and has no key for a smaller minimum"
-        )
-    ]
-
-
 def admit_workload(
     req: Request,
     obj: Mapping[str, Any],
@@ -198,35 +183,34 @@ def admit_workload(
     config: WebhookConfig,
     job_rule: JobRule = (None, []),
     served: Served | None = None,
-) -> AdmitResult:
-    dialect = dialect_for(config, served)
+) -> Decision:
+    dialect = dialect_for(config.backend, served)
     kind = entry.kind
-    if config.backend is Backend.KUEUE and controller(meta) is not None:
-        # A child (a JobSet's Job): Kueue manages the parent, which carries the queue.
-        return allow(req, kind, "unchanged", "owned by a workload that Kueue manages")
+    if controller(meta) is not None and (why := dialect.left_to_parent(pod=False)) is not None:
+        return Unchanged(why)
     for path in entry.left_alone_when:
         if is_set(obj, path):
-            return allow(req, kind, "unchanged", f"{path} is set: left to that integration")
+            return Unchanged(f"{path} is set: left to that integration")
     if (why := dialect.left_alone(req.group, kind, obj)) is not None:
-        return allow(req, kind, "unchanged", why)
+        return Unchanged(why)
     roles = resolve_roles(entry, obj)
     if not roles:
-        return allow(req, kind, "unchanged", "no pod templates")
+        return Unchanged("no pod templates")
     for r in roles:
         if r.format == "sparkPod":
             pod_view(r.template, obj.get("spec") or {}, dotted(r.pointer))  # checks it
         chosen = foreign_scheduler(_role_spec(r), config.effective_scheduler_name)
         if chosen is not None:
-            return allow(req, kind, "unchanged", f"a pod template asks for scheduler {chosen}")
+            return Unchanged(f"a pod template asks for scheduler {chosen}")
     if _templates_skipped(roles, strict=req.operation == "CREATE"):
-        return allow(req, kind, "skipped", f"{K.SKIP} is set on its pod templates")
+        return Unchanged(f"{K.SKIP} is set on its pod templates", "skipped")
     existing = next((g for g in (dialect.membership(_role_meta(r)) for r in roles) if g), None)
     if req.operation == "UPDATE":
         return _rescale(req, obj, meta, entry, roles, existing, config, dialect)
     dialect.check_templates([_role_spec(r) for r in roles], entry.gang_per is not None)
-    plan = _plan(req, obj, meta, entry, roles, existing, config)
+    plan = _plan(req, obj, meta, entry, roles, existing, config, dialect)
     if plan is None:
-        return allow(req, kind, "unchanged", "no pods to gang (size 0)")
+        return Unchanged("no pods to gang (size 0)")
     # A workload whose templates already name a gang (made by a gang-forming parent)
     # is only made consistent: no new gang, no size checks, no PodGroup.
     ed = Editor(obj)
@@ -241,16 +225,13 @@ def admit_workload(
     shaped = GangShapes(name, plan.roles, ed, config, min_member, plan.reserve)
 
     warnings = plan.warnings
-    if config.backend is Backend.VOLCANO and not fill_only:
-        groups = repeated_groups(req.group, kind, obj)
-        gang.spec_extra, more = spec_fields(
-            served, values.topology, groups, min_member >= plan.size
+    if not fill_only:
+        gang.spec_extra, more = dialect.gang_fields(
+            values.topology, req.group, kind, obj, min_member >= plan.size
         )
         warnings.extend(more)
     if dialect.templates_carry_keys:
-        task_groups = (
-            shaped.task_groups() if config.backend is Backend.YUNIKORN and not fill_only else None
-        )
+        task_groups = shaped.task_groups() if dialect.uses_task_groups and not fill_only else None
         split = entry.gang_per is not None and not fill_only
         for r in roles:
             keys = dialect.member_keys(gang, role=r.name, task_groups=task_groups)
@@ -266,7 +247,9 @@ def admit_workload(
             apply_keys(ed, ("metadata",), dialect.workload_keys(gang), fill_only=False)
     elif not fill_only:
         apply_keys(ed, ("metadata",), dialect.workload_keys(gang), fill_only=False)
-        warnings.extend(_kueue_warnings(entry, plan))
+        warnings.extend(
+            dialect.unapplied_minimum(kind, plan.min_member, plan.size, values.min_available)
+        )
 
     warnings.extend(job_rule[1])
     if fill_only:
@@ -277,7 +260,7 @@ def admit_workload(
         parent = controller(meta)
         if parent is not None and parent.uid:
             hints = dialect.hints(req.namespace, name, name, parent)
-        return finish(req, kind, ed, job_rule[1], hints=hints, job_rule=job_rule)
+        return Patched(ed, job_rule[1], hints=hints, job_rule=job_rule)
     if (why := dialect.unusable()) is not None:
         warnings.append(cap(f"corral: no native gang written for {name}: {why}"))
 
@@ -286,7 +269,7 @@ def admit_workload(
             cluster, config, name, shaped.roles_for_engine(), max(min_member, plan.reserve)
         )
         if refusal is not None:
-            return deny(req, kind, 403, "Forbidden", refusal)
+            return Denied(403, refusal)
         warnings.extend(more)
 
     # A workload created suspended has no pods: its PodGroup is made when it is resumed.
@@ -295,7 +278,7 @@ def admit_workload(
         if is_suspended(entry.group, kind, obj, config.kinds)
         else _intents(req, obj, meta, entry, dialect, gang, plan, shaped, update=False)
     )
-    return finish(req, kind, ed, warnings, intents, job_rule=job_rule)
+    return Patched(ed, warnings, intents, job_rule=job_rule)
 
 
 def _intents(
@@ -381,43 +364,43 @@ def _rescale(
     existing: str | None,
     config: WebhookConfig,
     dialect: Dialect,
-) -> AdmitResult:
+) -> Decision:
     """An UPDATE of a workload: when its replica counts (or templates or corral.dev
     values) changed, its PodGroup's minMember and minResources follow, through the
     reconciler. The object itself is never patched on UPDATE (a Job's template and
     podFailurePolicy cannot change once made)."""
     kind = entry.kind
     if existing is None:
-        return allow(req, kind, "unchanged", "not a gang (it was not made one when created)")
+        return Unchanged("not a gang (it was not made one when created)")
     if meta.get("deletionTimestamp"):
-        return allow(req, kind, "unchanged", "being deleted")
+        return Unchanged("being deleted")
     parent = controller(meta)
     if parent is not None and config.table.owns(parent.api_version, parent.kind):
-        return allow(req, kind, "unchanged", "its gang is its parent's")
+        return Unchanged("its gang is its parent's")
     if not dialect.makes_objects:
-        return allow(req, kind, "unchanged", "the backend has no gang object to update")
+        return Unchanged("the backend has no gang object to update")
     turned = change(entry.group, kind, req.old, obj, config.kinds)
     if turned == "suspended" and dialect.podgroup is None:
         # A native gang's objects wait without pods; nothing to hold them off.
-        return allow(req, kind, "unchanged", "a native gang's objects stay while suspended")
+        return Unchanged("a native gang's objects stay while suspended")
     if turned == "suspended":
         if suspended_by_descheduler(meta):
-            return allow(req, kind, "unchanged", "the descheduler removes its PodGroup itself")
+            return Unchanged("the descheduler removes its PodGroup itself")
         removals = _removals(req, obj, meta, entry, roles, dialect, existing)
-        return finish(req, kind, Editor(obj), [], removals)
+        return Patched(Editor(obj), (), removals)
     if turned is None and is_suspended(entry.group, kind, obj, config.kinds):
-        return allow(req, kind, "unchanged", "suspended: no PodGroup until it is resumed")
+        return Unchanged("suspended: no PodGroup until it is resumed")
     if turned is None and _same_gang(req.old, obj, meta, entry, roles):
-        return allow(req, kind, "unchanged", "the gang did not change")
-    plan = _plan(req, obj, meta, entry, roles, existing, config)
+        return Unchanged("the gang did not change")
+    plan = _plan(req, obj, meta, entry, roles, existing, config, dialect)
     if plan is None:
-        return allow(req, kind, "unchanged", "no pods to gang (size 0)")
+        return Unchanged("no pods to gang (size 0)")
     values = plan.values
     name = existing
     gang = GangInfo(name, plan.min_member, plan.size, values.queue, values.timeout)
     shaped = GangShapes(name, plan.roles, Editor(obj), config, plan.min_member, plan.reserve)
     intents = _intents(req, obj, meta, entry, dialect, gang, plan, shaped, update=True)
-    return finish(req, kind, Editor(obj), [], intents)
+    return Patched(Editor(obj), (), intents)
 
 
 def _removals(

@@ -1,40 +1,36 @@
-"""One gang policy, written in the keys of the scheduler in use (docs/backends.md's table).
+"""What every backend shares: one gang policy, written in the keys of the scheduler in
+use (docs/backends.md's table).
 
-A :class:`Dialect` says which labels and annotations make a pod a gang member, which
-keys a workload itself carries, and what the gang object (a PodGroup) looks like for
-the backends that have one. The keys themselves are the engine's one table
-(:mod:`gangplace.engine.membership`), which the descheduler reads back. Everything here is
-pure data in, data out.
+A :class:`Dialect` is one backend: which labels and annotations make a pod a gang member,
+which keys a workload itself carries, what the gang object (a PodGroup) looks like for the
+backends that have one, and every other way the backend differs (queues, a timeout key,
+task groups, Volcano's extra PodGroup fields, what it leaves to a parent). Each backend is
+a subclass in its own module of this package; :mod:`.registry` names them all. The keys
+themselves are the engine's one table (:mod:`gangplace.engine.membership`), which the
+descheduler reads back. Everything here is pure data in, data out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-import orjson
 from gangplace.engine import membership
 from gangplace.engine.membership import read_membership
 
 from webhook.admission.keys import MANAGED_BY
 from webhook.admission.patch import Editor
-from webhook.admission.validate import format_duration
-from webhook.config import Backend, WebhookConfig
 from webhook.podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
 
 if TYPE_CHECKING:
     from webhook.admission.native_gangs import Served
+    from webhook.admission.validate import MinAvailable
 
-__all__ = [
-    "Dialect",
-    "GangInfo",
-    "Keys",
-    "PodGroupKind",
-    "TaskGroup",
-    "dialect_for",
-    "foreign_gang",
-]
+__all__ = ["POD_FIELDS", "Dialect", "GangInfo", "Keys", "PodGroupKind", "TaskGroup", "foreign_gang"]
+
+# The pod fields that name a native gang, in every version (set at CREATE, immutable).
+POD_FIELDS: Final = ("workloadRef", "schedulingGroup")
 
 
 @dataclass(slots=True)
@@ -102,21 +98,56 @@ class PodGroupKind:
 
 
 class Dialect:
-    """The keys of one backend. Subclasses override what differs."""
+    """One backend: its keys and every way it differs. Subclasses override what differs."""
 
-    backend: Backend
-    podgroup: PodGroupKind | None = None
+    # The config's name of the backend (``backend:``), also its membership dialect.
+    name: ClassVar[str]
+    podgroup: ClassVar[PodGroupKind | None] = None
     # Kueue gangs workloads through its own integrations: their pods are left alone.
-    templates_carry_keys: bool = True
+    templates_carry_keys: ClassVar[bool] = True
+    # Whether the scheduler has queues (corral.dev/queue and the config's queues).
+    has_queues: ClassVar[bool] = True
+    # Why corral.dev/gang-timeout is ignored (the scheduler has no per-gang key), else None.
+    no_timeout: ClassVar[str | None] = None
+    # Whether corral.dev/network-topology is written (a field of the gang object).
+    writes_topology: ClassVar[bool] = False
+    # Whether every member carries the gang's task groups (one per role).
+    uses_task_groups: ClassVar[bool] = False
 
-    def __init__(self, config: WebhookConfig) -> None:
-        self.config = config
+    def __init__(self, served: Served | None = None) -> None:
+        # What the API server serves (found once at start): the fields and versions
+        # a backend writes for.
+        self.served = served
+
+    def left_to_parent(self, *, pod: bool) -> str | None:
+        """Why a workload with a controller (``pod``: a pod of a workload in the table) is
+        left alone because the backend gangs its parent instead, else None."""
+        return None
+
+    def gang_fields(
+        self,
+        topology: Mapping[str, Any] | None,
+        group: str,
+        kind: str,
+        obj: Mapping[str, Any],
+        whole: bool,
+    ) -> tuple[dict[str, Any] | None, list[str]]:
+        """The gang object's spec fields beyond the common ones (:attr:`GangInfo.spec_extra`)
+        for ``obj``, and warnings for what cannot be written. ``whole``: the gang needs
+        every pod."""
+        return None, []
+
+    def unapplied_minimum(
+        self, kind: str, min_member: int, size: int, given: MinAvailable | None
+    ) -> list[str]:
+        """Warnings for a minimum the backend cannot say (a workload's gang of ``size``)."""
+        return []
 
     def membership(self, meta: Mapping[str, Any] | None) -> str | None:
         """The gang an object already belongs to by this backend's keys, if any: the
         engine's one reader (:func:`gangplace.engine.membership.read_membership`) in this
         backend's dialect."""
-        m = read_membership(self.backend.value, *_keys_of(meta), application=True)
+        m = read_membership(self.name, *_keys_of(meta), application=True)
         return m.gang if m is not None else None
 
     def member_keys(
@@ -219,163 +250,21 @@ def _keys_of(meta: Mapping[str, Any] | None) -> tuple[dict[str, str], dict[str, 
     return out[0], out[1]
 
 
-def foreign_gang(meta: Mapping[str, Any] | None, backend: Backend) -> str | None:
+def foreign_gang(meta: Mapping[str, Any] | None, spec: Any, own: str) -> str | None:
     """The key of another scheduler's group an object is in, if any: a pod in another
     scheduler's gang is left alone, and so is a pod of a YuniKorn application (YuniKorn
-    schedules it, as a gang only with task groups)."""
+    schedules it, as a gang only with task groups) and a pod whose spec names a native
+    gang someone else set (the Job controller's). ``own``: the backend in use."""
     labels, annotations = _keys_of(meta)
     for dialect in membership.DIALECTS:
-        if dialect in (backend.value, "corral"):
+        if dialect in (own, "corral"):
             continue
         m = read_membership(dialect, labels, annotations)
         if m is not None:
             return m.key
     app = membership.yunikorn_app_id(labels, annotations)
-    if app is not None and backend is not Backend.YUNIKORN:
+    if app is not None and own != "yunikorn":
         return app[1]
+    if isinstance(spec, dict):
+        return next((f for f in POD_FIELDS if spec.get(f)), None)
     return None
-
-
-class Volcano(Dialect):
-    backend = Backend.VOLCANO
-    podgroup = PodGroupKind("scheduling.volcano.sh", "v1beta1")
-
-    def member_keys(
-        self, gang: GangInfo, *, role: str | None, task_groups: Sequence[TaskGroup] | None
-    ) -> Keys:
-        ann = {membership.VOLCANO_GROUP_NAME: gang.name}
-        if gang.queue:
-            ann[membership.VOLCANO_QUEUE_NAME] = gang.queue
-        if gang.timeout_seconds:
-            ann[membership.VOLCANO_SLA_WAITING_TIME] = format_duration(gang.timeout_seconds)
-        return Keys(annotations=ann)
-
-    def podgroup_body(
-        self,
-        gang: GangInfo,
-        namespace: str,
-        priority_class: str | None,
-        min_resources: Mapping[str, str],
-    ) -> dict[str, Any]:
-        spec: dict[str, Any] = {"minMember": gang.min_member}
-        if gang.queue:
-            spec["queue"] = gang.queue
-        if priority_class:
-            spec["priorityClassName"] = priority_class
-        if min_resources:
-            spec["minResources"] = dict(min_resources)
-        if gang.spec_extra:
-            spec.update(gang.spec_extra)
-        timeout = gang.timeout_seconds
-        ann = {membership.VOLCANO_SLA_WAITING_TIME: format_duration(timeout)} if timeout else None
-        return self._podgroup_object(gang, namespace, spec, ann)
-
-
-class Coscheduling(Dialect):
-    backend = Backend.COSCHEDULING
-    podgroup = PodGroupKind("scheduling.x-k8s.io", "v1alpha1")
-
-    def member_keys(
-        self, gang: GangInfo, *, role: str | None, task_groups: Sequence[TaskGroup] | None
-    ) -> Keys:
-        return Keys(labels={membership.COSCHED_POD_GROUP_LABEL: gang.name})
-
-    def podgroup_body(
-        self,
-        gang: GangInfo,
-        namespace: str,
-        priority_class: str | None,
-        min_resources: Mapping[str, str],
-    ) -> dict[str, Any]:
-        spec: dict[str, Any] = {"minMember": gang.min_member}
-        if min_resources:
-            spec["minResources"] = dict(min_resources)
-        if gang.timeout_seconds:
-            spec["scheduleTimeoutSeconds"] = gang.timeout_seconds
-        return self._podgroup_object(gang, namespace, spec)
-
-
-def task_groups_json(groups: Sequence[TaskGroup]) -> str:
-    """The ``yunikorn.apache.org/task-groups`` value; byte-stable so that a second
-    admission of the same object compares equal and patches nothing."""
-    return orjson.dumps([g.to_json() for g in groups], option=orjson.OPT_SORT_KEYS).decode()
-
-
-class YuniKorn(Dialect):
-    backend = Backend.YUNIKORN
-
-    def member_keys(
-        self, gang: GangInfo, *, role: str | None, task_groups: Sequence[TaskGroup] | None
-    ) -> Keys:
-        labels = {membership.YUNIKORN_APP_ID_LABEL: gang.name}
-        if gang.queue:
-            labels[membership.YUNIKORN_QUEUE_LABEL] = gang.queue
-        ann: dict[str, str] = {}
-        if task_groups and role:
-            ann[membership.YUNIKORN_TASK_GROUP_NAME] = role
-            ann[membership.YUNIKORN_TASK_GROUPS] = task_groups_json(task_groups)
-            if gang.timeout_seconds:
-                ann[membership.YUNIKORN_POLICY] = (
-                    f"placeholderTimeoutInSeconds={gang.timeout_seconds}"
-                )
-        return Keys(labels=labels, annotations=ann)
-
-
-class Kueue(Dialect):
-    backend = Backend.KUEUE
-    templates_carry_keys = False
-
-    def member_keys(
-        self, gang: GangInfo, *, role: str | None, task_groups: Sequence[TaskGroup] | None
-    ) -> Keys:
-        # A plain pod group: every pod names the group and its total count. A gang of
-        # one is just a pod in a queue.
-        labels: dict[str, str] = {}
-        ann: dict[str, str] = {}
-        if gang.queue:
-            labels[membership.KUEUE_QUEUE_LABEL] = gang.queue
-        total = gang.size if gang.size is not None else gang.min_member
-        if total > 1:
-            labels[membership.KUEUE_POD_GROUP_LABEL] = gang.name
-            ann[membership.KUEUE_TOTAL_COUNT] = str(total)
-        return Keys(labels=labels, annotations=ann)
-
-    def workload_keys(self, gang: GangInfo) -> Keys:
-        return Keys(labels={membership.KUEUE_QUEUE_LABEL: gang.queue} if gang.queue else {})
-
-
-_DIALECTS: dict[Backend, type[Dialect]] = {
-    Backend.VOLCANO: Volcano,
-    Backend.COSCHEDULING: Coscheduling,
-    Backend.YUNIKORN: YuniKorn,
-    Backend.KUEUE: Kueue,
-}
-
-
-# The dialect of each config in use (and what the API server serves), by id (a config is
-# immutable once loaded): admit() asks for it on every request.
-_CACHE: dict[tuple[int, Served | None], tuple[WebhookConfig, Dialect]] = {}
-
-
-def _make(config: WebhookConfig, served: Served | None) -> Dialect:
-    if config.backend is Backend.KAI:
-        from webhook.admission.kai import Kai  # its own module, built on this one
-
-        return Kai(config)
-    if config.backend is Backend.KUBERNETES:
-        from webhook.admission.native_backend import Kubernetes
-
-        return Kubernetes(config, served)
-    return _DIALECTS[config.backend](config)
-
-
-def dialect_for(config: WebhookConfig, served: Served | None = None) -> Dialect:
-    """The configured backend's dialect, made once per config; ``served``: what the API
-    server serves (:mod:`webhook.served`), which the ``kubernetes`` backend writes for."""
-    hit = _CACHE.get((id(config), served))
-    if hit is None or hit[0] is not config:
-        if len(_CACHE) > 16:
-            _CACHE.clear()
-        hit = (config, _make(config, served))
-        _CACHE[(id(config), served)] = hit
-    return hit[1]

@@ -17,7 +17,7 @@ from typing import Any, Final
 from gangplace.engine.membership import NATIVE_GANG
 
 from webhook.admission import keys as K
-from webhook.admission.dialects import Dialect, GangInfo, Keys, TaskGroup
+from webhook.admission.backends.base import POD_FIELDS, Dialect, GangInfo, Keys, TaskGroup
 from webhook.admission.native_gangs import (
     MAX_TEMPLATES,
     TEMPLATE,
@@ -32,26 +32,24 @@ from webhook.admission.native_gangs import (
 )
 from webhook.admission.patch import Editor
 from webhook.admission.validate import InvalidValue, derived_name
-from webhook.config import Backend, WebhookConfig
 from webhook.podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
 
-__all__ = ["NATIVE_GANG", "NATIVE_GROUP", "POD_FIELDS", "Kubernetes", "native_gang_of"]
+__all__ = ["NATIVE_GANG", "NATIVE_GROUP", "POD_FIELDS", "Kubernetes"]
 
 # On the pod templates (and pods) of a native gang: the gang's name (NATIVE_GANG, read
 # by the one membership reader, gangplace.engine.membership).
 # On the pod templates of a gang of several roles under a CompositePodGroup (1.37): the
 # role's pod group template; its pods join the PodGroup ``<gang>-<template>``.
 NATIVE_GROUP: Final = "corral.dev/native-group"
-# The pod fields that name a native gang, in every version.
-POD_FIELDS: Final = ("workloadRef", "schedulingGroup")
 
 
 class Kubernetes(Dialect):
-    backend = Backend.KUBERNETES
+    name = "kubernetes"
+    has_queues = False
+    no_timeout = "the native gang API has no per-gang timeout (the scheduler's Permit wait applies)"
 
-    def __init__(self, config: WebhookConfig, served: Served | None) -> None:
-        super().__init__(config)
-        self.served = served
+    def __init__(self, served: Served | None = None) -> None:
+        super().__init__(served)
         self.api: NativeApi | None = served.native if served is not None else None
 
     @property
@@ -234,10 +232,3 @@ def _instance(meta: Mapping[str, Any]) -> str | None:
     by = ann.get(K.SPLIT_BY)
     v = labels.get(by) if isinstance(by, str) else None
     return v if isinstance(v, str) and v else None
-
-
-def native_gang_of(spec: Any) -> str | None:
-    """The pod field naming a native gang someone else set (the Job controller's)."""
-    if not isinstance(spec, dict):
-        return None
-    return next((f for f in POD_FIELDS if spec.get(f)), None)
