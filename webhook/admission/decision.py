@@ -42,10 +42,11 @@ class Denied:
 
 @dataclass(frozen=True, slots=True)
 class Patched:
-    """Allowed with the edits made in ``edits`` (and the Job rule's fields, set whole),
-    the warnings, and what the reconciler makes or learns off the request path."""
+    """Allowed with the edits made in ``edits`` (None: none) and the Job rule's fields
+    (set whole), the warnings, and what the reconciler makes or learns off the request
+    path."""
 
-    edits: Editor
+    edits: Editor | None
     warnings: Sequence[str] = ()
     intents: Sequence[PodGroupIntent] = ()
     hints: Sequence[OwnerHint] = ()

@@ -11,9 +11,9 @@ from gangplace.engine.kinds import KINDS
 from webhook.admission import keys as K
 from webhook.admission.decision import Decision, Denied, JobRule, Patched, Unchanged
 from webhook.admission.disruption import disruption_rule
-from webhook.admission.gang_decision import Invalid
+from webhook.admission.gang_decision import Invalid, controller
 from webhook.admission.mutation import foreign_scheduler
-from webhook.admission.patch import Editor, PatchError
+from webhook.admission.patch import PatchError
 from webhook.admission.pods import admit_pod
 from webhook.admission.responses import answer
 from webhook.admission.review import (
@@ -99,9 +99,11 @@ def _decide(
         return Unchanged(
             f"kind {req.group}/{req.version} {req.kind} is not in the table", "unhandled"
         )
+    # Its controller (the workload of a pod, the JobSet of a Job), read once.
+    owner = controller(meta)
     try:
         if is_pod:
-            return admit_pod(req, obj, meta, given, cluster, config, served)
+            return admit_pod(req, obj, meta, given, owner, cluster, config, served)
         assert entry is not None
         job_rule: JobRule = (None, [])
         if (
@@ -111,14 +113,14 @@ def _decide(
             and not _chose_other_scheduler(obj, config)
         ):
             job_rule = disruption_rule(obj)
-        decision = admit_workload(req, obj, meta, entry, cluster, config, job_rule, served)
+        decision = admit_workload(req, obj, meta, owner, entry, cluster, config, job_rule, served)
         if (
             isinstance(decision, Unchanged)
             and decision.outcome == "unchanged"
             and (job_rule[0] is not None or job_rule[1])
         ):
             # A Job that is no gang (size 0, a Kueue child), not skipped: it still gets the rule.
-            return Patched(Editor(obj), job_rule[1], job_rule=job_rule)
+            return Patched(None, job_rule[1], job_rule=job_rule)
         return decision
     except (Invalid, InvalidValue, WorkloadError, PatchError) as e:
         return Denied(400, str(e))

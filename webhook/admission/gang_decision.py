@@ -13,7 +13,7 @@ from gangplace.engine import Gang, PodShape, ShapeError, TaskRole, shape_from_po
 from gangplace.engine.model import GPU_SHARE_COUNT, GPU_SHARE_MILLI, GPU_SHARE_MODEL
 
 from webhook.admission import keys as K
-from webhook.admission.backends.base import Dialect, GangInfo, TaskGroup
+from webhook.admission.backends.base import Dialect, TaskGroup
 from webhook.admission.cluster_fit import ClusterCapacity, check_gang
 from webhook.admission.decision import cap
 from webhook.admission.mutation import view
@@ -30,7 +30,7 @@ from webhook.admission.validate import (
     parse_min_available,
 )
 from webhook.admission.volcano_fields import parse_network_topology
-from webhook.podgroups.intent import OwnerRef, PodGroupIntent
+from webhook.podgroups.intent import OwnerRef
 
 if TYPE_CHECKING:
     from webhook.config import WebhookConfig
@@ -41,7 +41,6 @@ __all__ = [
     "Values",
     "controller",
     "feasibility",
-    "podgroup_intent",
     "read_values",
     "shape",
 ]
@@ -234,32 +233,6 @@ def feasibility(
     if v.now:
         return None, [cap(f"corral: gang {gang} cannot start now: {v.now}")]
     return None, []
-
-
-def podgroup_intent(
-    dialect: Dialect,
-    gang: GangInfo,
-    namespace: str,
-    shaped: GangShapes,
-    owner: OwnerRef | None,
-    *,
-    update: bool = False,
-) -> PodGroupIntent:
-    """The gang's PodGroup for the reconciler; its body is rendered when it is made.
-    ``update``: a workload was scaled; an existing PodGroup of this owner follows."""
-    assert dialect.podgroup is not None
-
-    def body() -> dict[str, Any]:
-        out = dialect.podgroup_body(
-            gang, namespace, shaped.priority_class(), shaped.min_resources()
-        )
-        assert out is not None
-        return out
-
-    kind = dialect.podgroup
-    return PodGroupIntent(
-        kind.api_version, kind.plural, namespace, gang.name, body, owner, update=update
-    )
 
 
 class GangShapes:

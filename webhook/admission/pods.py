@@ -15,9 +15,7 @@ from webhook.admission.backends.registry import dialect_for
 from webhook.admission.decision import Decision, Denied, Patched, Unchanged, cap
 from webhook.admission.gang_decision import (
     GangShapes,
-    controller,
     feasibility,
-    podgroup_intent,
     read_values,
 )
 from webhook.admission.mutation import apply_keys, foreign_scheduler, pin_to_pool, set_scheduler
@@ -43,13 +41,14 @@ def admit_pod(
     obj: Mapping[str, Any],
     meta: Mapping[str, Any],
     given: Mapping[str, str],
+    owner: OwnerRef | None,
     cluster: ClusterCapacity | None,
     config: WebhookConfig,
     served: Served | None = None,
 ) -> Decision:
-    """``given``: the pod's corral.dev keys (:func:`keys.user_values`)."""
+    """``given``: the pod's corral.dev keys (:func:`keys.user_values`); ``owner``: its
+    controller."""
     dialect = dialect_for(config.backend, served)
-    owner = controller(meta)
     by_workload = owner is not None and config.table.owns(owner.api_version, owner.kind)
     if by_workload and (why := dialect.left_to_parent(pod=True)) is not None:
         return Unchanged(why)
@@ -91,7 +90,7 @@ def admit_pod(
             # was away): a percentage needs the workload's size, which a pod cannot
             # know. Refusing would block the workload for good; it runs as it is.
             return Patched(
-                Editor(obj),
+                None,
                 [
                     f'{K.MIN_AVAILABLE}: "{raw_min}" left alone: this pod\'s '
                     f"{owner.kind} {owner.name} was not made a gang when it was created, and "
@@ -173,12 +172,7 @@ def admit_pod(
             pod_owner = (
                 OwnerRef("v1", "Pod", pod_name) if isinstance(pod_name, str) and pod_name else None
             )
-        if dialect.podgroup is not None:
-            intents.append(podgroup_intent(dialect, gang, req.namespace, shaped, pod_owner))
-        else:
-            intents.extend(
-                dialect.gang_intents(gang, req.namespace, pod_owner, None, shaped.priority_class())
-            )
+        intents = dialect.gang_intents(gang, req.namespace, pod_owner, shaped)
     return Patched(ed, warnings, intents)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from webhook.admission.decision import Decision, Denied, Unchanged
+from webhook.admission.decision import Decision, Denied, Patched, Unchanged
 from webhook.admission.patch import PatchError
 from webhook.admission.review import API_VERSION, AdmitResult, Request
 
@@ -24,6 +24,12 @@ def _review_of(response: dict[str, Any]) -> dict[str, Any]:
 
 def answer(req: Request, kind: str, decision: Decision) -> AdmitResult:
     """The AdmissionReview answering ``req`` with ``decision``; ``kind`` labels the metrics."""
+    ops: list[dict[str, Any]] = []
+    if isinstance(decision, Patched):
+        try:
+            ops = decision.edits.ops() if decision.edits is not None else []
+        except PatchError as e:  # an edit where the object has no place for it
+            decision = Denied(400, str(e))
     if isinstance(decision, Unchanged):
         return AdmitResult(
             _review_of({"uid": req.uid, "allowed": True}),
@@ -35,11 +41,20 @@ def answer(req: Request, kind: str, decision: Decision) -> AdmitResult:
             reason=decision.reason,
         )
     if isinstance(decision, Denied):
-        return _denied(req, kind, decision.code, decision.message)
-    try:
-        ops = decision.edits.ops()
-    except PatchError as e:  # an edit where the object has no place for it
-        return _denied(req, kind, 400, str(e))
+        status = {
+            "code": decision.code,
+            "reason": _STATUS_REASONS[decision.code],
+            "message": decision.message,
+        }
+        return AdmitResult(
+            _review_of({"uid": req.uid, "allowed": False, "status": status}),
+            req.uid,
+            req.operation,
+            kind,
+            "denied",
+            dry_run=req.dry_run,
+            reason=decision.message,
+        )
     if decision.job_rule is not None and decision.job_rule[0] is not None:
         # Their own operations: the Editor's diff is not needed for fields set whole
         # ("add" replaces a value that is there).
@@ -63,17 +78,4 @@ def answer(req: Request, kind: str, decision: Decision) -> AdmitResult:
         () if req.dry_run else tuple(decision.intents),
         () if req.dry_run else tuple(decision.hints),
         req.dry_run,
-    )
-
-
-def _denied(req: Request, kind: str, code: int, message: str) -> AdmitResult:
-    status = {"code": code, "reason": _STATUS_REASONS[code], "message": message}
-    return AdmitResult(
-        _review_of({"uid": req.uid, "allowed": False, "status": status}),
-        req.uid,
-        req.operation,
-        kind,
-        "denied",
-        dry_run=req.dry_run,
-        reason=message,
     )

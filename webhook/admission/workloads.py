@@ -15,9 +15,7 @@ from webhook.admission.decision import Decision, Denied, JobRule, Patched, Uncha
 from webhook.admission.gang_decision import (
     GangShapes,
     Values,
-    controller,
     feasibility,
-    podgroup_intent,
     read_values,
 )
 from webhook.admission.mutation import (
@@ -50,15 +48,6 @@ if TYPE_CHECKING:
 __all__ = ["admit_workload"]
 
 
-def _role_meta(r: ResolvedRole) -> Mapping[str, Any] | None:
-    m = r.template if r.format == "sparkPod" else r.template.get("metadata")
-    return m if isinstance(m, dict) else None
-
-
-def _role_spec(r: ResolvedRole) -> Any:
-    return r.template if r.format == "sparkPod" else r.template.get("spec")
-
-
 def _templates_skipped(roles: list[ResolvedRole], strict: bool) -> bool:
     """``corral.dev/skip: "true"`` on every pod template skips the workload too: its
     pods are left alone, so a gang made of it would wait for members that never join.
@@ -68,7 +57,7 @@ def _templates_skipped(roles: list[ResolvedRole], strict: bool) -> bool:
     marks: list[bool] = []
     for r in roles:
         try:
-            marks.append(K.is_skipped(K.user_values(_role_meta(r)), f"{r.name} template: "))
+            marks.append(K.is_skipped(K.user_values(r.meta), f"{r.name} template: "))
         except InvalidValue:
             if strict:
                 raise
@@ -136,7 +125,7 @@ def _plan(
     size = sum(r.count for r in one)
     if existing is None and size < 1:
         return None
-    templates = [_role_meta(r) for r in roles]
+    templates = [r.meta for r in roles]
     sources = [K.user_values(m) for m in (meta, *templates)]
     rescale = req.operation == "UPDATE"
     values = read_values(
@@ -147,9 +136,9 @@ def _plan(
         name = existing
     elif values.gang is not None:
         name = values.gang
-    elif entry.gang_per is not None:
+    elif entry.gang_per is not None and meta.get("name"):
         # Each instance's gang is named after it: <name>-<i>, as its first pod is.
-        name = str(meta.get("name") or "") or _workload_gang_name(entry.kind, meta, req.uid)
+        name = str(meta["name"])
     else:
         name = _workload_gang_name(entry.kind, meta, req.uid)
     if entry.min_member is not None:
@@ -178,6 +167,7 @@ def admit_workload(
     req: Request,
     obj: Mapping[str, Any],
     meta: Mapping[str, Any],
+    parent: OwnerRef | None,
     entry: WorkloadKind,
     cluster: ClusterCapacity | None,
     config: WebhookConfig,
@@ -185,8 +175,9 @@ def admit_workload(
     served: Served | None = None,
 ) -> Decision:
     dialect = dialect_for(config.backend, served)
+    """``parent``: the workload's controller (the JobSet of its Jobs), if any."""
     kind = entry.kind
-    if controller(meta) is not None and (why := dialect.left_to_parent(pod=False)) is not None:
+    if parent is not None and (why := dialect.left_to_parent(pod=False)) is not None:
         return Unchanged(why)
     for path in entry.left_alone_when:
         if is_set(obj, path):
@@ -199,15 +190,15 @@ def admit_workload(
     for r in roles:
         if r.format == "sparkPod":
             pod_view(r.template, obj.get("spec") or {}, dotted(r.pointer))  # checks it
-        chosen = foreign_scheduler(_role_spec(r), config.effective_scheduler_name)
+        chosen = foreign_scheduler(r.spec, config.effective_scheduler_name)
         if chosen is not None:
             return Unchanged(f"a pod template asks for scheduler {chosen}")
     if _templates_skipped(roles, strict=req.operation == "CREATE"):
         return Unchanged(f"{K.SKIP} is set on its pod templates", "skipped")
-    existing = next((g for g in (dialect.membership(_role_meta(r)) for r in roles) if g), None)
+    existing = next((g for g in (dialect.membership(r.meta) for r in roles) if g), None)
     if req.operation == "UPDATE":
-        return _rescale(req, obj, meta, entry, roles, existing, config, dialect)
-    dialect.check_templates([_role_spec(r) for r in roles], entry.gang_per is not None)
+        return _rescale(req, obj, meta, entry, roles, existing, parent, config, dialect)
+    dialect.check_templates([r.spec for r in roles], entry.gang_per is not None)
     plan = _plan(req, obj, meta, entry, roles, existing, config, dialect)
     if plan is None:
         return Unchanged("no pods to gang (size 0)")
@@ -257,7 +248,6 @@ def admit_workload(
         # child made by its parent's controller names the parent with its uid: the
         # PodGroup reconciler learns the owner's uid from it without a lookup.
         hints = []
-        parent = controller(meta)
         if parent is not None and parent.uid:
             hints = dialect.hints(req.namespace, name, name, parent)
         return Patched(ed, job_rule[1], hints=hints, job_rule=job_rule)
@@ -293,6 +283,7 @@ def _intents(
     *,
     update: bool,
 ) -> list[PodGroupIntent]:
+    """The backend's gang objects, owned by the workload."""
     if not dialect.makes_objects:
         return []
     api_version = obj.get("apiVersion") if isinstance(obj.get("apiVersion"), str) else None
@@ -302,31 +293,9 @@ def _intents(
         str(meta.get("name") or ""),
         str(meta.get("uid") or ""),
     )
-    if dialect.podgroup is None:
-        # The native gang objects, made where missing (a Workload's template does not
-        # follow a scaled workload: it is immutable, minCount changes from v1beta1 only).
-        per_role = shaped.required_per_role()
-        roles = [
-            (r.name, per_role[i] if per_role is not None else r.count)
-            for i, r in enumerate(plan.roles)
-        ]
-        return dialect.gang_intents(
-            gang, req.namespace, owner, plan.instances, shaped.priority_class(), roles
-        )
-    if plan.instances is None:
-        return [podgroup_intent(dialect, gang, req.namespace, shaped, owner, update=update)]
-    out = []
-    for i in range(plan.instances):
-        one = GangInfo(
-            derived_name(gang.name, str(i)),
-            gang.min_member,
-            gang.size,
-            gang.queue,
-            gang.timeout_seconds,
-            gang.spec_extra,
-        )
-        out.append(podgroup_intent(dialect, one, req.namespace, shaped, owner, update=update))
-    return out
+    return dialect.gang_intents(
+        gang, req.namespace, owner, shaped, instances=plan.instances, update=update
+    )
 
 
 def _same_gang(
@@ -362,6 +331,7 @@ def _rescale(
     entry: WorkloadKind,
     roles: list[ResolvedRole],
     existing: str | None,
+    parent: OwnerRef | None,
     config: WebhookConfig,
     dialect: Dialect,
 ) -> Decision:
@@ -374,7 +344,6 @@ def _rescale(
         return Unchanged("not a gang (it was not made one when created)")
     if meta.get("deletionTimestamp"):
         return Unchanged("being deleted")
-    parent = controller(meta)
     if parent is not None and config.table.owns(parent.api_version, parent.kind):
         return Unchanged("its gang is its parent's")
     if not dialect.makes_objects:
@@ -387,7 +356,7 @@ def _rescale(
         if suspended_by_descheduler(meta):
             return Unchanged("the descheduler removes its PodGroup itself")
         removals = _removals(req, obj, meta, entry, roles, dialect, existing)
-        return Patched(Editor(obj), (), removals)
+        return Patched(None, (), removals)
     if turned is None and is_suspended(entry.group, kind, obj, config.kinds):
         return Unchanged("suspended: no PodGroup until it is resumed")
     if turned is None and _same_gang(req.old, obj, meta, entry, roles):
@@ -400,7 +369,7 @@ def _rescale(
     gang = GangInfo(name, plan.min_member, plan.size, values.queue, values.timeout)
     shaped = GangShapes(name, plan.roles, Editor(obj), config, plan.min_member, plan.reserve)
     intents = _intents(req, obj, meta, entry, dialect, gang, plan, shaped, update=True)
-    return Patched(Editor(obj), (), intents)
+    return Patched(None, (), intents)
 
 
 def _removals(
@@ -412,25 +381,18 @@ def _removals(
     dialect: Dialect,
     name: str,
 ) -> list[PodGroupIntent]:
-    """The removal of a suspended workload's PodGroups (one per instance, for a kind
-    with one gang per instance), made by corral and owned by this workload."""
-    assert dialect.podgroup is not None
+    """The removal of a suspended workload's gang objects, owned by this workload."""
     try:
         instances = _per_instance(entry, obj, roles)[0]
     except WorkloadError:
         instances = None
-    names = [name] if instances is None else [derived_name(name, str(i)) for i in range(instances)]
     owner = OwnerRef(
         str(obj.get("apiVersion") or f"{req.group}/{req.version}"),
         entry.kind,
         str(meta.get("name") or ""),
         str(meta.get("uid") or ""),
     )
-    pg = dialect.podgroup
-    return [
-        PodGroupIntent(pg.api_version, pg.plural, req.namespace, n, {}, owner, remove=True)
-        for n in names
-    ]
+    return dialect.removals(req.namespace, name, instances, owner)
 
 
 def _default_min(raw: str, size: int) -> int:

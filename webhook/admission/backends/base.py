@@ -12,22 +12,33 @@ descheduler reads back. Everything here is pure data in, data out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol
 
 from gangplace.engine import membership
 from gangplace.engine.membership import read_membership
 
 from webhook.admission.keys import MANAGED_BY
 from webhook.admission.patch import Editor
+from webhook.admission.roles import ResolvedRole
+from webhook.admission.validate import derived_name
 from webhook.podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
 
 if TYPE_CHECKING:
     from webhook.admission.native_gangs import Served
     from webhook.admission.validate import MinAvailable
 
-__all__ = ["POD_FIELDS", "Dialect", "GangInfo", "Keys", "PodGroupKind", "TaskGroup", "foreign_gang"]
+__all__ = [
+    "POD_FIELDS",
+    "Dialect",
+    "GangInfo",
+    "GangView",
+    "Keys",
+    "PodGroupKind",
+    "TaskGroup",
+    "foreign_gang",
+]
 
 # The pod fields that name a native gang, in every version (set at CREATE, immutable).
 POD_FIELDS: Final = ("workloadRef", "schedulingGroup")
@@ -45,6 +56,20 @@ class GangInfo:
     timeout_seconds: int | None
     # Backend fields of the gang object's spec beyond the common ones (Volcano 1.12+).
     spec_extra: dict[str, Any] | None = None
+
+
+class GangView(Protocol):
+    """The engine's reading of a gang's pod templates, as a backend's gang objects use it
+    (:class:`webhook.admission.gang_decision.GangShapes`)."""
+
+    @property
+    def roles(self) -> Sequence[ResolvedRole]: ...
+
+    def priority_class(self) -> str | None: ...
+
+    def min_resources(self) -> dict[str, str]: ...
+
+    def required_per_role(self) -> list[int] | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +197,8 @@ class Dialect:
         known); None for backends without one."""
         return None
 
-    # --- the native gang API's hooks (webhook.admission.native_backend); nothing for the others
+    # --- the native gang API's hooks (webhook.admission.backends.kubernetes); nothing for the
+    # others
 
     @property
     def makes_objects(self) -> bool:
@@ -202,13 +228,64 @@ class Dialect:
         gang: GangInfo,
         namespace: str,
         owner: OwnerRef | None,
-        instances: int | None,
-        priority_class: str | None,
-        roles: Sequence[tuple[str, int]] = (),
+        shaped: GangView,
+        *,
+        instances: int | None = None,
+        update: bool = False,
     ) -> list[PodGroupIntent]:
-        """Gang objects other than a PodGroup (:attr:`podgroup`) for the reconciler;
-        ``roles``: each role's name and how many of it the gang needs."""
-        return []
+        """The gang objects for the reconciler: here one PodGroup (:attr:`podgroup`) per
+        gang, ``<gang>-<i>`` for each of ``instances``; its body is rendered when it is
+        made. ``update``: a workload was scaled; an existing PodGroup of this owner
+        follows."""
+        kind = self.podgroup
+        if kind is None:
+            return []
+        if instances is None:
+            gangs = [gang]
+        else:
+            gangs = [replace(gang, name=derived_name(gang.name, str(i))) for i in range(instances)]
+        return [
+            PodGroupIntent(
+                kind.api_version,
+                kind.plural,
+                namespace,
+                one.name,
+                self._podgroup_later(one, namespace, shaped),
+                owner,
+                update=update,
+            )
+            for one in gangs
+        ]
+
+    def removals(
+        self, namespace: str, gang: str, instances: int | None, owner: OwnerRef
+    ) -> list[PodGroupIntent]:
+        """The removal of a suspended workload's PodGroups (one per instance, for a kind
+        with one gang per instance), made by corral and owned by ``owner``."""
+        kind = self.podgroup
+        if kind is None:
+            return []
+        names = (
+            [gang] if instances is None else [derived_name(gang, str(i)) for i in range(instances)]
+        )
+        return [
+            PodGroupIntent(kind.api_version, kind.plural, namespace, n, {}, owner, remove=True)
+            for n in names
+        ]
+
+    def _podgroup_later(
+        self, gang: GangInfo, namespace: str, shaped: GangView
+    ) -> Callable[[], dict[str, Any]]:
+        """The PodGroup's body, rendered on first use (off the request path)."""
+
+        def body() -> dict[str, Any]:
+            out = self.podgroup_body(
+                gang, namespace, shaped.priority_class(), shaped.min_resources()
+            )
+            assert out is not None
+            return out
+
+        return body
 
     def hints(self, namespace: str, gang: str, workload: str, owner: OwnerRef) -> list[OwnerHint]:
         """The owner of the gang objects a pod (or child workload) of ``workload`` names."""

@@ -17,7 +17,14 @@ from typing import Any, Final
 from gangplace.engine.membership import NATIVE_GANG
 
 from webhook.admission import keys as K
-from webhook.admission.backends.base import POD_FIELDS, Dialect, GangInfo, Keys, TaskGroup
+from webhook.admission.backends.base import (
+    POD_FIELDS,
+    Dialect,
+    GangInfo,
+    GangView,
+    Keys,
+    TaskGroup,
+)
 from webhook.admission.native_gangs import (
     MAX_TEMPLATES,
     TEMPLATE,
@@ -143,13 +150,15 @@ class Kubernetes(Dialect):
         gang: GangInfo,
         namespace: str,
         owner: OwnerRef | None,
-        instances: int | None,
-        priority_class: str | None,
-        roles: Sequence[tuple[str, int]] = (),
+        shaped: GangView,
+        *,
+        instances: int | None = None,
+        update: bool = False,
     ) -> list[PodGroupIntent]:
         """The gang's Workload and runtime PodGroups (and, for a gang of several roles
-        on 1.37, its CompositePodGroup), for the reconciler. ``roles``: each role's
-        name and the members of it the gang needs."""
+        on 1.37, its CompositePodGroup), made where missing: a Workload's template does
+        not follow a scaled workload (it is immutable, minCount changes from v1beta1
+        only), so ``update`` changes nothing."""
         api = self.api
         if api is None:
             return []
@@ -160,58 +169,21 @@ class Kubernetes(Dialect):
                 "kind": owner.kind,
                 "name": owner.name,
             }
-        name = gang.name
-        if self.composite_for(len(roles), instances is not None):
-            return self._composite(api, gang, namespace, owner, ctrl, priority_class, roles)
-        body = workload_object(api, name, namespace, [(TEMPLATE, gang.min_member)], ctrl)
-        out = [PodGroupIntent(api.api_version, "workloads", namespace, name, body, owner)]
-        if not api.runtime_groups:
-            return out
-        names = (
-            [name] if instances is None else [derived_name(name, str(i)) for i in range(instances)]
-        )
-        for n in names:
-            body = podgroup_object(
-                api, n, name, TEMPLATE, namespace, gang.min_member, priority_class
-            )
-            out.append(PodGroupIntent(api.api_version, "podgroups", namespace, n, body, owner))
-        return out
-
-    def _composite(
-        self,
-        api: NativeApi,
-        gang: GangInfo,
-        namespace: str,
-        owner: OwnerRef | None,
-        ctrl: Mapping[str, str] | None,
-        priority_class: str | None,
-        roles: Sequence[tuple[str, int]],
-    ) -> list[PodGroupIntent]:
-        """One PodGroup per role (its share of the gang's minimum) under one
-        CompositePodGroup that needs every role: all or nothing across roles."""
-        name = gang.name
-        templates = [(derived_name(r), max(n, 1)) for r, n in roles]
-        body = workload_object(api, name, namespace, templates, ctrl, composite=len(templates))
-        out = [PodGroupIntent(api.api_version, "workloads", namespace, name, body, owner)]
-        top = composite_object(
-            api,
-            name,
-            name,
-            namespace,
-            len(templates),
-            priority_class,
-            composite_template_name([t for t, _ in templates]),
-        )
-        out.append(
-            PodGroupIntent(
-                api.composite_api_version, "compositepodgroups", namespace, name, top, owner
-            )
-        )
-        for t, n in templates:
-            pg = derived_name(name, t)
-            body = podgroup_object(api, pg, name, t, namespace, n, priority_class, parent=name)
-            out.append(PodGroupIntent(api.api_version, "podgroups", namespace, pg, body, owner))
-        return out
+        priority_class = shaped.priority_class()
+        if self.composite_for(len(shaped.roles), instances is not None):
+            # Each role and how many of it the gang needs.
+            per_role = shaped.required_per_role()
+            roles = [
+                (r.name, per_role[i] if per_role is not None else r.count)
+                for i, r in enumerate(shaped.roles)
+            ]
+            objects = _composite(api, gang, namespace, ctrl, priority_class, roles)
+        else:
+            objects = _one_group(api, gang, namespace, ctrl, instances, priority_class)
+        return [
+            PodGroupIntent(api_version, plural, namespace, name, body, owner)
+            for api_version, plural, name, body in objects
+        ]
 
     def hints(self, namespace: str, gang: str, workload: str, owner: OwnerRef) -> list[OwnerHint]:
         """The owner (with its uid) of the gang objects a pod of a workload belongs to."""
@@ -232,3 +204,62 @@ def _instance(meta: Mapping[str, Any]) -> str | None:
     by = ann.get(K.SPLIT_BY)
     v = labels.get(by) if isinstance(by, str) else None
     return v if isinstance(v, str) and v else None
+
+
+# A gang object to make: (apiVersion, plural, name, body).
+_Object = tuple[str, str, str, dict[str, Any]]
+
+
+def _one_group(
+    api: NativeApi,
+    gang: GangInfo,
+    namespace: str,
+    ctrl: Mapping[str, str] | None,
+    instances: int | None,
+    priority_class: str | None,
+) -> list[_Object]:
+    """The Workload and, where served, one runtime PodGroup per gang (per instance, for
+    a kind with one gang per instance)."""
+    name = gang.name
+    body = workload_object(api, name, namespace, [(TEMPLATE, gang.min_member)], ctrl)
+    out: list[_Object] = [(api.api_version, "workloads", name, body)]
+    if not api.runtime_groups:
+        return out
+    names = [name] if instances is None else [derived_name(name, str(i)) for i in range(instances)]
+    for n in names:
+        body = podgroup_object(api, n, name, TEMPLATE, namespace, gang.min_member, priority_class)
+        out.append((api.api_version, "podgroups", n, body))
+    return out
+
+
+def _composite(
+    api: NativeApi,
+    gang: GangInfo,
+    namespace: str,
+    ctrl: Mapping[str, str] | None,
+    priority_class: str | None,
+    roles: Sequence[tuple[str, int]],
+) -> list[_Object]:
+    """One PodGroup per role (its share of the gang's minimum) under one
+    CompositePodGroup that needs every role: all or nothing across roles."""
+    name = gang.name
+    templates = [(derived_name(r), max(n, 1)) for r, n in roles]
+    body = workload_object(api, name, namespace, templates, ctrl, composite=len(templates))
+    top = composite_object(
+        api,
+        name,
+        name,
+        namespace,
+        len(templates),
+        priority_class,
+        composite_template_name([t for t, _ in templates]),
+    )
+    out: list[_Object] = [
+        (api.api_version, "workloads", name, body),
+        (api.composite_api_version, "compositepodgroups", name, top),
+    ]
+    for t, n in templates:
+        pg = derived_name(name, t)
+        body = podgroup_object(api, pg, name, t, namespace, n, priority_class, parent=name)
+        out.append((api.api_version, "podgroups", pg, body))
+    return out
