@@ -69,7 +69,9 @@ def admit_pod(
     elif by_workload:
         # Its workload was left alone (skipped, or made before corral): so is it.
         return Unchanged("pod of a workload that is not a gang")
-    elif owner is not None and _runs_steps(owner.api_version, owner.kind):
+    elif owner is not None and (step := kind_of(owner.api_version, owner.kind)) and step.steps:
+        # Its owner's pods run one after another (workflow steps, the registry's
+        # ``steps``), not as a gang: left alone unless they carry a corral.dev key.
         return Unchanged(
             f"a step of {owner.kind} {owner.name}: steps are not a gang unless their "
             f"template sets {K.GANG}",
@@ -117,8 +119,12 @@ def admit_pod(
         name = derived_name(spark.selector)
     elif owner is not None:
         name = derived_name(owner.kind, owner.name)
+    elif isinstance(pod_name := meta.get("name"), str) and pod_name:
+        name = derived_name(pod_name)
     else:
-        name = _pod_gang_name(meta, req.uid)
+        # generateName only: the request uid keeps the gang's name unique.
+        prefix = str(meta.get("generateName") or "pod").rstrip("-")
+        name = derived_name(prefix, req.uid[:8])
     min_member = (
         values.min_available.count if values.min_available and values.min_available.count else 1
     )
@@ -165,7 +171,6 @@ def admit_pod(
     if dialect.makes_objects:
         pod_owner: OwnerRef | None = owner
         if pod_owner is None:
-            pod_name = meta.get("name")
             # A bare pod owns its gang's PodGroup. Without a name (generateName only)
             # there is no way to find it again, and a PodGroup nobody owns beats pods
             # that wait for one forever.
@@ -174,14 +179,6 @@ def admit_pod(
             )
         intents = dialect.gang_intents(gang, req.namespace, pod_owner, shaped)
     return Patched(ed, warnings, intents)
-
-
-def _runs_steps(api_version: str, kind: str) -> bool:
-    """Whether the owner's pods run one after another (workflow steps, the registry's
-    ``steps``), not as a gang: they are left alone unless they carry a corral.dev key
-    (set on the step's template)."""
-    record = kind_of(api_version, kind)
-    return record is not None and record.steps
 
 
 def _split_name(meta: Mapping[str, Any], gang: str) -> str | None:
@@ -198,11 +195,3 @@ def _split_name(meta: Mapping[str, Any], gang: str) -> str | None:
     if not isinstance(value, str) or not value:
         return None
     return derived_name(gang, value)
-
-
-def _pod_gang_name(meta: Mapping[str, Any], uid: str) -> str:
-    name = meta.get("name")
-    if isinstance(name, str) and name:
-        return derived_name(name)
-    prefix = str(meta.get("generateName") or "pod").rstrip("-")
-    return derived_name(prefix, uid[:8])

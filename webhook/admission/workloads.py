@@ -38,7 +38,7 @@ from webhook.admission.roles import (
 from webhook.admission.spark import pod_view
 from webhook.admission.suspension import change, is_suspended, suspended_by_descheduler
 from webhook.admission.validate import InvalidValue, derived_name, parse_min_available
-from webhook.podgroups.intent import OwnerRef, PodGroupIntent
+from webhook.podgroups.intent import OwnerRef
 
 if TYPE_CHECKING:
     from webhook.admission.cluster_fit import ClusterCapacity
@@ -139,8 +139,13 @@ def _plan(
     elif entry.gang_per is not None and meta.get("name"):
         # Each instance's gang is named after it: <name>-<i>, as its first pod is.
         name = str(meta["name"])
+    elif isinstance(own := meta.get("name"), str) and own:
+        name = derived_name(entry.kind, own)
     else:
-        name = _workload_gang_name(entry.kind, meta, req.uid)
+        # generateName only: the final name is not known yet; the request uid keeps it
+        # unique, and reinvocation reads the name back from the keys written now.
+        prefix = str(meta.get("generateName") or "").rstrip("-")
+        name = derived_name(entry.kind, prefix, req.uid[:8])
     if entry.min_member is not None:
         min_member = min(entry.min_member, max(size, 1))
         reserve = size
@@ -158,7 +163,12 @@ def _plan(
         ):
             min_member = min(max(n, 1), size)
         else:
-            min_member = _default_min(config.min_available_for(entry, entry.kind), size)
+            # The configured default, clamped to the gang: "8" on a gang of 4 means all 4
+            # (the config was checked at load, so it parses).
+            default = config.min_available_for(entry, entry.kind)
+            min_member = min(
+                size, parse_min_available("defaultMinAvailable", default, 2**62).resolve(size)
+            )
         reserve = min_member
     return _Plan(name, one, size, min_member, reserve, values, instances, warnings)
 
@@ -266,35 +276,25 @@ def admit_workload(
     intents = (
         []
         if is_suspended(entry.group, kind, obj, config.kinds)
-        else _intents(req, obj, meta, entry, dialect, gang, plan, shaped, update=False)
+        else dialect.gang_intents(
+            gang, req.namespace, _owner_ref(req, obj, meta, entry), shaped, instances=plan.instances
+        )
     )
     return Patched(ed, warnings, intents, job_rule=job_rule)
 
 
-def _intents(
-    req: Request,
-    obj: Mapping[str, Any],
-    meta: Mapping[str, Any],
-    entry: WorkloadKind,
-    dialect: Dialect,
-    gang: GangInfo,
-    plan: _Plan,
-    shaped: GangShapes,
-    *,
-    update: bool,
-) -> list[PodGroupIntent]:
-    """The backend's gang objects, owned by the workload."""
-    if not dialect.makes_objects:
-        return []
-    api_version = obj.get("apiVersion") if isinstance(obj.get("apiVersion"), str) else None
-    owner = OwnerRef(
-        api_version or f"{req.group}/{req.version}",
+def _owner_ref(
+    req: Request, obj: Mapping[str, Any], meta: Mapping[str, Any], entry: WorkloadKind
+) -> OwnerRef:
+    """The workload as the owner of its gang objects."""
+    api_version = obj.get("apiVersion")
+    return OwnerRef(
+        api_version
+        if isinstance(api_version, str) and api_version
+        else f"{req.group}/{req.version}",
         entry.kind,
         str(meta.get("name") or ""),
         str(meta.get("uid") or ""),
-    )
-    return dialect.gang_intents(
-        gang, req.namespace, owner, shaped, instances=plan.instances, update=update
     )
 
 
@@ -349,15 +349,22 @@ def _rescale(
     if not dialect.makes_objects:
         return Unchanged("the backend has no gang object to update")
     turned = change(entry.group, kind, req.old, obj, config.kinds)
+    suspended = is_suspended(entry.group, kind, obj, config.kinds)
     if turned == "suspended" and dialect.podgroup is None:
         # A native gang's objects wait without pods; nothing to hold them off.
         return Unchanged("a native gang's objects stay while suspended")
     if turned == "suspended":
         if suspended_by_descheduler(meta):
             return Unchanged("the descheduler removes its PodGroup itself")
-        removals = _removals(req, obj, meta, entry, roles, dialect, existing)
+        try:
+            instances = _per_instance(entry, obj, roles)[0]
+        except WorkloadError:
+            instances = None
+        removals = dialect.removals(
+            req.namespace, existing, instances, _owner_ref(req, obj, meta, entry)
+        )
         return Patched(None, (), removals)
-    if turned is None and is_suspended(entry.group, kind, obj, config.kinds):
+    if turned is None and suspended:
         return Unchanged("suspended: no PodGroup until it is resumed")
     if turned is None and _same_gang(req.old, obj, meta, entry, roles):
         return Unchanged("the gang did not change")
@@ -368,44 +375,8 @@ def _rescale(
     name = existing
     gang = GangInfo(name, plan.min_member, plan.size, values.queue, values.timeout)
     shaped = GangShapes(name, plan.roles, Editor(obj), config, plan.min_member, plan.reserve)
-    intents = _intents(req, obj, meta, entry, dialect, gang, plan, shaped, update=True)
-    return Patched(None, (), intents)
-
-
-def _removals(
-    req: Request,
-    obj: Mapping[str, Any],
-    meta: Mapping[str, Any],
-    entry: WorkloadKind,
-    roles: list[ResolvedRole],
-    dialect: Dialect,
-    name: str,
-) -> list[PodGroupIntent]:
-    """The removal of a suspended workload's gang objects, owned by this workload."""
-    try:
-        instances = _per_instance(entry, obj, roles)[0]
-    except WorkloadError:
-        instances = None
-    owner = OwnerRef(
-        str(obj.get("apiVersion") or f"{req.group}/{req.version}"),
-        entry.kind,
-        str(meta.get("name") or ""),
-        str(meta.get("uid") or ""),
+    owner = _owner_ref(req, obj, meta, entry)
+    intents = dialect.gang_intents(
+        gang, req.namespace, owner, shaped, instances=plan.instances, update=True
     )
-    return dialect.removals(req.namespace, name, instances, owner)
-
-
-def _default_min(raw: str, size: int) -> int:
-    """A configured default, clamped to the gang: a default of "8" on a gang of 4 means
-    all 4 (the config was checked at load, so it parses)."""
-    return min(size, parse_min_available("defaultMinAvailable", raw, 2**62).resolve(size))
-
-
-def _workload_gang_name(kind: str, meta: Mapping[str, Any], uid: str) -> str:
-    name = meta.get("name")
-    if isinstance(name, str) and name:
-        return derived_name(kind, name)
-    # generateName only: the final name is not known yet; the request uid keeps it
-    # unique, and reinvocation reads the name back from the keys written now.
-    prefix = str(meta.get("generateName") or "").rstrip("-")
-    return derived_name(kind, prefix, uid[:8])
+    return Patched(None, (), intents)

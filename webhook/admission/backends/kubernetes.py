@@ -30,12 +30,10 @@ from webhook.admission.native_gangs import (
     TEMPLATE,
     NativeApi,
     Served,
-    composite_object,
-    composite_template_name,
+    composite_objects,
+    gang_objects,
     pod_reference,
-    podgroup_object,
     scheduler_names,
-    workload_object,
 )
 from webhook.admission.patch import Editor
 from webhook.admission.validate import InvalidValue, derived_name
@@ -177,9 +175,11 @@ class Kubernetes(Dialect):
                 (r.name, per_role[i] if per_role is not None else r.count)
                 for i, r in enumerate(shaped.roles)
             ]
-            objects = _composite(api, gang, namespace, ctrl, priority_class, roles)
+            objects = composite_objects(api, gang.name, namespace, ctrl, priority_class, roles)
         else:
-            objects = _one_group(api, gang, namespace, ctrl, instances, priority_class)
+            objects = gang_objects(
+                api, gang.name, gang.min_member, namespace, ctrl, instances, priority_class
+            )
         return [
             PodGroupIntent(api_version, plural, namespace, name, body, owner)
             for api_version, plural, name, body in objects
@@ -204,62 +204,3 @@ def _instance(meta: Mapping[str, Any]) -> str | None:
     by = ann.get(K.SPLIT_BY)
     v = labels.get(by) if isinstance(by, str) else None
     return v if isinstance(v, str) and v else None
-
-
-# A gang object to make: (apiVersion, plural, name, body).
-_Object = tuple[str, str, str, dict[str, Any]]
-
-
-def _one_group(
-    api: NativeApi,
-    gang: GangInfo,
-    namespace: str,
-    ctrl: Mapping[str, str] | None,
-    instances: int | None,
-    priority_class: str | None,
-) -> list[_Object]:
-    """The Workload and, where served, one runtime PodGroup per gang (per instance, for
-    a kind with one gang per instance)."""
-    name = gang.name
-    body = workload_object(api, name, namespace, [(TEMPLATE, gang.min_member)], ctrl)
-    out: list[_Object] = [(api.api_version, "workloads", name, body)]
-    if not api.runtime_groups:
-        return out
-    names = [name] if instances is None else [derived_name(name, str(i)) for i in range(instances)]
-    for n in names:
-        body = podgroup_object(api, n, name, TEMPLATE, namespace, gang.min_member, priority_class)
-        out.append((api.api_version, "podgroups", n, body))
-    return out
-
-
-def _composite(
-    api: NativeApi,
-    gang: GangInfo,
-    namespace: str,
-    ctrl: Mapping[str, str] | None,
-    priority_class: str | None,
-    roles: Sequence[tuple[str, int]],
-) -> list[_Object]:
-    """One PodGroup per role (its share of the gang's minimum) under one
-    CompositePodGroup that needs every role: all or nothing across roles."""
-    name = gang.name
-    templates = [(derived_name(r), max(n, 1)) for r, n in roles]
-    body = workload_object(api, name, namespace, templates, ctrl, composite=len(templates))
-    top = composite_object(
-        api,
-        name,
-        name,
-        namespace,
-        len(templates),
-        priority_class,
-        composite_template_name([t for t, _ in templates]),
-    )
-    out: list[_Object] = [
-        (api.api_version, "workloads", name, body),
-        (api.composite_api_version, "compositepodgroups", name, top),
-    ]
-    for t, n in templates:
-        pg = derived_name(name, t)
-        body = podgroup_object(api, pg, name, t, namespace, n, priority_class, parent=name)
-        out.append((api.api_version, "podgroups", pg, body))
-    return out
