@@ -171,11 +171,14 @@ def admit_pod(
     if dialect.makes_objects:
         pod_owner: OwnerRef | None = owner
         if pod_owner is None:
+            bare_name = meta.get("name")
             # A bare pod owns its gang's PodGroup. Without a name (generateName only)
             # there is no way to find it again, and a PodGroup nobody owns beats pods
             # that wait for one forever.
             pod_owner = (
-                OwnerRef("v1", "Pod", pod_name) if isinstance(pod_name, str) and pod_name else None
+                OwnerRef("v1", "Pod", bare_name)
+                if isinstance(bare_name, str) and bare_name
+                else None
             )
         intents = dialect.gang_intents(gang, req.namespace, pod_owner, shaped)
     return Patched(ed, warnings, intents)
