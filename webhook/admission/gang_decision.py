@@ -28,8 +28,8 @@ from webhook.admission.validate import (
     check_queue,
     parse_duration,
     parse_min_available,
+    parse_network_topology,
 )
-from webhook.admission.volcano_fields import parse_network_topology
 from webhook.podgroups.intent import OwnerRef
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ def read_values(
     topology = None
     if (raw := given.get(K.NETWORK_TOPOLOGY)) is not None:
         try:
-            topology = parse_network_topology(raw)
+            topology = parse_network_topology(K.NETWORK_TOPOLOGY, raw)
         except InvalidValue as e:
             errors.append(e)
         if not backend.writes_topology:

@@ -37,7 +37,7 @@ from webhook.admission.roles import (
 )
 from webhook.admission.spark import pod_view
 from webhook.admission.suspension import change, is_suspended, suspended_by_descheduler
-from webhook.admission.validate import InvalidValue, derived_name, parse_min_available
+from webhook.admission.validate import derived_name, parse_min_available
 from webhook.podgroups.intent import OwnerRef
 
 if TYPE_CHECKING:
@@ -46,33 +46,6 @@ if TYPE_CHECKING:
     from webhook.config import WebhookConfig
 
 __all__ = ["admit_workload"]
-
-
-def _templates_skipped(roles: list[ResolvedRole], strict: bool) -> bool:
-    """``corral.dev/skip: "true"`` on every pod template skips the workload too: its
-    pods are left alone, so a gang made of it would wait for members that never join.
-    On some templates only, it is refused (InvalidValue) for the same reason, as is a
-    value other than "true"/"false" -- when ``strict`` (at CREATE); an UPDATE of a
-    workload made before is not refused for what it was created with."""
-    marks: list[bool] = []
-    for r in roles:
-        try:
-            marks.append(K.is_skipped(K.user_values(r.meta), f"{r.name} template: "))
-        except InvalidValue:
-            if strict:
-                raise
-            marks.append(False)
-    if all(marks):
-        return True
-    if any(marks) and strict:
-        on = ", ".join(r.name for r, m in zip(roles, marks, strict=True) if m)
-        raise InvalidValue(
-            K.SKIP,
-            "true",
-            f"is on some pod templates only ({on}): a gang cannot leave some of its members out",
-            "on every pod template, or on the workload, to leave the whole workload alone",
-        )
-    return False
 
 
 def _per_instance(
@@ -184,16 +157,20 @@ def admit_workload(
     job_rule: JobRule = (None, []),
     served: Served | None = None,
 ) -> Decision:
-    dialect = dialect_for(config.backend, served)
     """``parent``: the workload's controller (the JobSet of its Jobs), if any."""
+    dialect = dialect_for(config.backend, served)
+    # The workload as the owner of its gang objects.
+    me = _owner_ref(req, obj, meta, entry)
     kind = entry.kind
+    # What the backend leaves to another controller's gang, then what the kind hands to
+    # another integration (no kind is both).
     if parent is not None and (why := dialect.left_to_parent(pod=False)) is not None:
+        return Unchanged(why)
+    if (why := dialect.left_alone(req.group, kind, obj)) is not None:
         return Unchanged(why)
     for path in entry.left_alone_when:
         if is_set(obj, path):
             return Unchanged(f"{path} is set: left to that integration")
-    if (why := dialect.left_alone(req.group, kind, obj)) is not None:
-        return Unchanged(why)
     roles = resolve_roles(entry, obj)
     if not roles:
         return Unchanged("no pod templates")
@@ -203,11 +180,11 @@ def admit_workload(
         chosen = foreign_scheduler(r.spec, config.effective_scheduler_name)
         if chosen is not None:
             return Unchanged(f"a pod template asks for scheduler {chosen}")
-    if _templates_skipped(roles, strict=req.operation == "CREATE"):
+    if K.templates_skipped(roles, strict=req.operation == "CREATE"):
         return Unchanged(f"{K.SKIP} is set on its pod templates", "skipped")
     existing = next((g for g in (dialect.membership(r.meta) for r in roles) if g), None)
     if req.operation == "UPDATE":
-        return _rescale(req, obj, meta, entry, roles, existing, parent, config, dialect)
+        return _rescale(req, obj, meta, me, entry, roles, existing, parent, config, dialect)
     dialect.check_templates([r.spec for r in roles], entry.gang_per is not None)
     plan = _plan(req, obj, meta, entry, roles, existing, config, dialect)
     if plan is None:
@@ -276,9 +253,7 @@ def admit_workload(
     intents = (
         []
         if is_suspended(entry.group, kind, obj, config.kinds)
-        else dialect.gang_intents(
-            gang, req.namespace, _owner_ref(req, obj, meta, entry), shaped, instances=plan.instances
-        )
+        else dialect.gang_intents(gang, req.namespace, me, shaped, instances=plan.instances)
     )
     return Patched(ed, warnings, intents, job_rule=job_rule)
 
@@ -328,6 +303,7 @@ def _rescale(
     req: Request,
     obj: Mapping[str, Any],
     meta: Mapping[str, Any],
+    me: OwnerRef,
     entry: WorkloadKind,
     roles: list[ResolvedRole],
     existing: str | None,
@@ -360,9 +336,7 @@ def _rescale(
             instances = _per_instance(entry, obj, roles)[0]
         except WorkloadError:
             instances = None
-        removals = dialect.removals(
-            req.namespace, existing, instances, _owner_ref(req, obj, meta, entry)
-        )
+        removals = dialect.removals(req.namespace, existing, instances, me)
         return Patched(None, (), removals)
     if turned is None and suspended:
         return Unchanged("suspended: no PodGroup until it is resumed")
@@ -375,8 +349,7 @@ def _rescale(
     name = existing
     gang = GangInfo(name, plan.min_member, plan.size, values.queue, values.timeout)
     shaped = GangShapes(name, plan.roles, Editor(obj), config, plan.min_member, plan.reserve)
-    owner = _owner_ref(req, obj, meta, entry)
     intents = dialect.gang_intents(
-        gang, req.namespace, owner, shaped, instances=plan.instances, update=True
+        gang, req.namespace, me, shaped, instances=plan.instances, update=True
     )
     return Patched(None, (), intents)
