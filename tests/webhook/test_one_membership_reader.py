@@ -12,7 +12,7 @@ from gangplace.engine import PodRecord
 from gangplace.engine import membership as G
 from gangplace.engine.membership import DIALECTS, membership, read_membership
 
-from webhook.admission.backends.base import GangInfo, TaskGroup, foreign_gang
+from webhook.admission.backends.dialect import GangInfo, TaskGroup, foreign_gang
 from webhook.admission.backends.registry import BACKENDS, dialect_for
 from webhook.admission.native_gangs import Served
 from webhook.config import Backend

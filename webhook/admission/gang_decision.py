@@ -13,7 +13,7 @@ from gangplace.engine import Gang, PodShape, ShapeError, TaskRole, shape_from_po
 from gangplace.engine.model import GPU_SHARE_COUNT, GPU_SHARE_MILLI, GPU_SHARE_MODEL
 
 from webhook.admission import keys as K
-from webhook.admission.backends.base import Dialect, TaskGroup
+from webhook.admission.backends.dialect import Dialect, TaskGroup
 from webhook.admission.cluster_fit import ClusterCapacity, check_gang
 from webhook.admission.decision import cap
 from webhook.admission.mutation import view

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from webhook.admission.backends.base import Keys
+from webhook.admission.backends.dialect import Keys
 from webhook.admission.patch import Editor, PatchError, Pointer
 from webhook.admission.roles import ResolvedRole
 from webhook.admission.spark import pod_view

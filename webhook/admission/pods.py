@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from gangplace.engine.kinds import kind_of
 
 from webhook.admission import keys as K
-from webhook.admission.backends.base import GangInfo, foreign_gang
+from webhook.admission.backends.dialect import GangInfo, foreign_gang
 from webhook.admission.backends.registry import dialect_for
 from webhook.admission.decision import Decision, Denied, Patched, Unchanged, cap
 from webhook.admission.gang_decision import (

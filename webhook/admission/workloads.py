@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from webhook.admission import keys as K
-from webhook.admission.backends.base import Dialect, GangInfo
+from webhook.admission.backends.dialect import Dialect, GangInfo
 from webhook.admission.backends.registry import dialect_for
 from webhook.admission.decision import Decision, Denied, JobRule, Patched, Unchanged, cap
 from webhook.admission.gang_decision import (

@@ -8,7 +8,7 @@ from typing import Any
 
 from gangplace.engine import membership
 
-from webhook.admission.backends.base import Dialect, GangInfo, Keys, PodGroupKind, TaskGroup
+from webhook.admission.backends.dialect import Dialect, GangInfo, Keys, PodGroupKind, TaskGroup
 
 __all__ = ["Coscheduling"]
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from gangplace.engine.membership import KAI_MIN_MEMBER, KAI_POD_GROUP, KAI_QUEUE_LABEL
 
-from webhook.admission.backends.base import Dialect, GangInfo, Keys, TaskGroup
+from webhook.admission.backends.dialect import Dialect, GangInfo, Keys, TaskGroup
 
 __all__ = ["KAI_MIN_MEMBER", "KAI_POD_GROUP", "KAI_QUEUE_LABEL", "Kai"]
 

@@ -17,11 +17,11 @@ from typing import Any, Final
 from gangplace.engine.membership import NATIVE_GANG
 
 from webhook.admission import keys as K
-from webhook.admission.backends.base import (
+from webhook.admission.backends.dialect import (
     POD_FIELDS,
     Dialect,
     GangInfo,
-    GangView,
+    GangReading,
     Keys,
     TaskGroup,
 )
@@ -148,7 +148,7 @@ class Kubernetes(Dialect):
         gang: GangInfo,
         namespace: str,
         owner: OwnerRef | None,
-        shaped: GangView,
+        shaped: GangReading,
         *,
         instances: int | None = None,
         update: bool = False,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from gangplace.engine import membership
 
-from webhook.admission.backends.base import Dialect, GangInfo, Keys, TaskGroup
+from webhook.admission.backends.dialect import Dialect, GangInfo, Keys, TaskGroup
 from webhook.admission.decision import cap
 from webhook.admission.keys import MIN_AVAILABLE
 

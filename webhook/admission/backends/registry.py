@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from webhook.admission.backends.base import Dialect
 from webhook.admission.backends.coscheduling import Coscheduling
+from webhook.admission.backends.dialect import Dialect
 from webhook.admission.backends.kai import Kai
 from webhook.admission.backends.kubernetes import Kubernetes
 from webhook.admission.backends.kueue import Kueue

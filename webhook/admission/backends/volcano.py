@@ -9,7 +9,7 @@ from typing import Any
 
 from gangplace.engine import membership
 
-from webhook.admission.backends.base import Dialect, GangInfo, Keys, PodGroupKind, TaskGroup
+from webhook.admission.backends.dialect import Dialect, GangInfo, Keys, PodGroupKind, TaskGroup
 from webhook.admission.validate import format_duration
 from webhook.admission.volcano_fields import repeated_groups, spec_fields
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import orjson
 from gangplace.engine import membership
 
-from webhook.admission.backends.base import Dialect, GangInfo, Keys, TaskGroup
+from webhook.admission.backends.dialect import Dialect, GangInfo, Keys, TaskGroup
 
 __all__ = ["YuniKorn", "task_groups_json"]
 

@@ -33,7 +33,7 @@ __all__ = [
     "POD_FIELDS",
     "Dialect",
     "GangInfo",
-    "GangView",
+    "GangReading",
     "Keys",
     "PodGroupKind",
     "TaskGroup",
@@ -58,7 +58,7 @@ class GangInfo:
     spec_extra: dict[str, Any] | None = None
 
 
-class GangView(Protocol):
+class GangReading(Protocol):
     """The engine's reading of a gang's pod templates, as a backend's gang objects use it
     (:class:`webhook.admission.gang_decision.GangShapes`)."""
 
@@ -228,7 +228,7 @@ class Dialect:
         gang: GangInfo,
         namespace: str,
         owner: OwnerRef | None,
-        shaped: GangView,
+        shaped: GangReading,
         *,
         instances: int | None = None,
         update: bool = False,
@@ -274,7 +274,7 @@ class Dialect:
         ]
 
     def _podgroup_later(
-        self, gang: GangInfo, namespace: str, shaped: GangView
+        self, gang: GangInfo, namespace: str, shaped: GangReading
     ) -> Callable[[], dict[str, Any]]:
         """The PodGroup's body, rendered on first use (off the request path)."""
 
