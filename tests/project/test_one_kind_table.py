@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from gangplace.engine import PodRecord
-from gangplace.engine.kinds import KINDS, KindRecord, gang_kinds
+from gangplace.engine.kinds import KINDS, WorkloadKind, gang_kinds
 from gangplace.engine.model import PodShape
 from gangplace.engine.owners import WorkloadRecord, workload_from_json
 from gangplace.kube import rbac
@@ -85,7 +85,7 @@ def test_the_registry_refuses_a_kind_twice() -> None:
         registry([job, job])
 
 
-def _calls(verb: str, r: KindRecord) -> bool:
+def _calls(verb: str, r: WorkloadKind) -> bool:
     return any(
         (c.verb, c.group, c.resource) == (verb, r.group, r.plural) and not c.subresource
         for c in API_CALLS
@@ -93,9 +93,9 @@ def _calls(verb: str, r: KindRecord) -> bool:
 
 
 @pytest.mark.parametrize("record", list(KINDS.values()), ids=lambda r: f"{r.group}/{r.kind}")
-def test_every_kind_has_what_its_entry_promises(record: KindRecord) -> None:
+def test_every_kind_has_what_its_entry_promises(record: WorkloadKind) -> None:
     res = (record.group, record.plural, record.kind)
-    if record.gang is not None:
+    if record.makes_gangs:
         # the webhook reads the gang's owner (its uid) when no pod named it
         assert res in {(r.group, r.plural, r.kind) for r in WORKLOADS}
         assert _calls("get", record)
@@ -140,7 +140,7 @@ def _pod(group: str, kind: str, name: str = "p") -> PodRecord:
 
 
 @pytest.mark.parametrize("record", list(KINDS.values()), ids=lambda r: f"{r.group}/{r.kind}")
-def test_every_kind_has_a_move_method(record: KindRecord) -> None:
+def test_every_kind_has_a_move_method(record: WorkloadKind) -> None:
     """How an evicted pod of each kind comes back decides whether it may be evicted."""
     job = WorkloadRecord(
         "Job", "batch", "ns", "owner", backoff_limit=6, suspend_path=("spec", "suspend")

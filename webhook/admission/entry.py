@@ -6,11 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gangplace.engine.kinds import KINDS
-
 from webhook.admission import keys as K
 from webhook.admission.cluster_fit import ClusterCapacity
-from webhook.admission.disruption import disruption_rule
 from webhook.admission.gang_decision import Invalid
 from webhook.admission.mutation import foreign_scheduler
 from webhook.admission.native_gangs import Served
@@ -93,10 +90,9 @@ def admit(
         if (
             config.jobs_ignore_disruptions
             and req.operation == "CREATE"
-            and _evictions_fail_it(req.group, req.kind)
             and not _chose_other_scheduler(obj, config)
         ):
-            job_rule = disruption_rule(obj)
+            job_rule = entry.hooks.disruption_rule(obj)  # the batch/v1 Job's: its kind's hook
         result = admit_workload(req, obj, meta, entry, cluster, config, job_rule, served)
         if result.outcome == "unchanged" and (job_rule[0] is not None or job_rule[1]):
             # A Job that is no gang (size 0, a Kueue child): it still gets the rule.
@@ -104,14 +100,6 @@ def admit(
         return result
     except (Invalid, InvalidValue, WorkloadError, PatchError) as e:
         return deny(req, kind_label, 400, "BadRequest", str(e))
-
-
-def _evictions_fail_it(group: str, kind: str) -> bool:
-    """Whether an evicted pod counts as a failure of a workload of this kind (the
-    registry's batch/v1 Job): such a workload gets the rule that keeps evictions from
-    burning its retries."""
-    record = KINDS.get((group, kind))
-    return record is not None and record.evicted == "job-failures"
 
 
 def _chose_other_scheduler(job: Mapping[str, Any], config: WebhookConfig) -> bool:

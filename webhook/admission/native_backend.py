@@ -77,19 +77,12 @@ class Kubernetes(Dialect):
         )
 
     def left_alone(self, group: str, kind: str, obj: Mapping[str, Any]) -> str | None:
-        """A Job the Job controller gangs itself (KEP-5547, WorkloadWithJob: Indexed, with
-        parallelism equal to completions, where the runtime PodGroup is served)."""
-        if (group, kind) != ("batch", "Job") or self.api is None or not self.api.runtime_groups:
+        """A workload its own controller gangs where the runtime PodGroup is served (its
+        kind's ``self_ganged`` hook: the Job controller's Indexed Jobs, KEP-5547)."""
+        entry = self.config.kinds.get((group, kind))
+        if entry is None or self.api is None or not self.api.runtime_groups:
             return None
-        spec = obj.get("spec")
-        if not isinstance(spec, dict) or spec.get("completionMode") != "Indexed":
-            return None
-        par, comp = spec.get("parallelism", 1), spec.get("completions")
-        if isinstance(comp, int) and par == comp:
-            return (
-                "an Indexed Job with parallelism == completions: the Job controller makes its gang"
-            )
-        return None
+        return entry.hooks.self_ganged(obj)
 
     def composite_for(self, roles: int, per_instance: bool) -> bool:
         """Whether a gang of ``roles`` roles is a CompositePodGroup over one PodGroup per

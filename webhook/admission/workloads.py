@@ -41,7 +41,7 @@ from webhook.admission.roles import (
 from webhook.admission.spark import pod_view
 from webhook.admission.suspension import change, is_suspended, suspended_by_descheduler
 from webhook.admission.validate import InvalidValue, derived_name, parse_min_available
-from webhook.admission.volcano_fields import repeated_groups, spec_fields
+from webhook.admission.volcano_fields import spec_fields
 from webhook.config import Backend, WebhookConfig
 from webhook.podgroups.intent import OwnerRef, PodGroupIntent
 
@@ -242,7 +242,7 @@ def admit_workload(
 
     warnings = plan.warnings
     if config.backend is Backend.VOLCANO and not fill_only:
-        groups = repeated_groups(req.group, kind, obj)
+        groups = entry.hooks.subgroups(obj)
         gang.spec_extra, more = spec_fields(
             served, values.topology, groups, min_member >= plan.size
         )
