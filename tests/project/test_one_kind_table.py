@@ -77,6 +77,72 @@ def test_the_scan_finds_a_second_table(tmp_path: Path) -> None:
     assert found.startswith("webhook/extra.py:1:") and "'JobSet'" in found
 
 
+QUIRKS = ROOT / "shared/gangplace/engine/quirks"
+# What pip installs. The scripts and the bench are left out: they build sample clusters
+# of named kinds (a trace's Jobs), data rather than a kind's behaviour.
+SHIPPED = ("webhook", "descheduler", "kubectl_corral", "shared/gangplace")
+
+
+def _names_in(node: ast.AST) -> list[str]:
+    """The registered kind names ``node`` is, or a literal of it lists."""
+    if isinstance(node, ast.Constant):
+        return [node.value] if isinstance(node.value, str) and node.value in NAMES else []
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [n for e in node.elts for n in _names_in(e)]
+    return []
+
+
+def kind_tests(root: Path = ROOT) -> list[str]:
+    """``path:line: names`` of each comparison (``==``, ``!=``, ``in``, a ``match``
+    case) with a registered kind's name outside the registry and its quirks: a quirk
+    decided by the kind's name instead of its entry's hook."""
+    found = []
+    for top in SHIPPED:
+        for path in sorted((root / top).rglob("*.py")):
+            if path == REGISTRY or path.is_relative_to(QUIRKS) or ".venv" in path.parts:
+                continue
+            tree = ast.parse(path.read_text(), str(path))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Compare):
+                    operands = [node.left, *node.comparators]
+                elif isinstance(node, ast.MatchValue):
+                    operands = [node.value]
+                else:
+                    continue
+                names = sorted({n for o in operands for n in _names_in(o)})
+                if names:
+                    rel = path.relative_to(root)
+                    found.append(f"{rel}:{getattr(node, 'lineno', 0)}: {names}")
+    return found
+
+
+def test_no_quirk_tests_a_kinds_name() -> None:
+    assert kind_tests() == [], "ask the kind's entry (its hooks in gangplace.engine.kinds)"
+
+
+def test_the_scan_finds_a_kind_test(tmp_path: Path) -> None:
+    """The shapes the quirks had before they moved into the registry's hooks."""
+    mod = tmp_path / "shared/gangplace/engine/extra.py"
+    mod.parent.mkdir(parents=True)
+    mod.write_text(
+        'def f(kind, group, obj):\n'
+        '    if kind != "RayJob":\n'
+        '        return ""\n'
+        '    if (group, kind) != ("jobset.x-k8s.io", "JobSet"):\n'
+        '        return []\n'
+        '    match kind:\n'
+        '        case "SparkApplication":\n'
+        '            return 1\n'
+        '    return obj.get("kind") in {"Pod", "MPIJob"} or kind == "Pod"\n'
+    )
+    assert kind_tests(tmp_path) == [
+        "shared/gangplace/engine/extra.py:2: ['RayJob']",
+        "shared/gangplace/engine/extra.py:4: ['JobSet']",
+        "shared/gangplace/engine/extra.py:7: ['SparkApplication']",
+        "shared/gangplace/engine/extra.py:9: ['MPIJob']",
+    ]
+
+
 def test_the_registry_refuses_a_kind_twice() -> None:
     from gangplace.engine.kinds import registry
 
