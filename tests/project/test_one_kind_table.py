@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from gangplace.engine import PodRecord
-from gangplace.engine.kinds import KINDS, WorkloadKind, gang_kinds
+from gangplace.engine.kinds import KINDS, KindHooks, WorkloadKind, gang_kinds, with_added
 from gangplace.engine.model import PodShape
 from gangplace.engine.owners import WorkloadRecord, workload_from_json
 from gangplace.kube import rbac
@@ -23,7 +25,9 @@ from gangplace.kube.resources import (
     WORKLOADS,
     workload_resource,
 )
+from gangplace.thirdparty import crds_dir
 
+from descheduler import parse_config as descheduler_config
 from descheduler.planning.move_method import Owners
 from webhook.config import parse_config
 
@@ -248,3 +252,86 @@ def test_the_webhook_table_is_the_registrys_plus_the_config() -> None:
     assert [(k.group, k.kind) for k in config.table.kinds()] == [
         (k.group, k.kind) for k in gang_kinds()
     ]
+
+
+# --- one record type per kind -----------------------------------------------------------
+
+TRAINJOB: dict[str, Any] = {
+    "group": "example.com",
+    "versions": ["v1"],
+    "kind": "TrainJob",
+    "suspendPath": "spec.suspend",
+    "roles": [{"at": "spec.replicatedJobs.*", "template": "template", "count": ["replicas"]}],
+}
+
+
+def test_one_record_type_describes_a_kind() -> None:
+    """The registry's records and both configs' ``workloads:`` entries are one type: an
+    added entry is itself the record the registry holds (nothing converts one into
+    another), and the same entry in both configs is the same record."""
+    assert {type(r) for r in KINDS.values()} == {WorkloadKind}
+    web = parse_config({"workloads": [TRAINJOB]})
+    desched = descheduler_config({"workloads": [TRAINJOB]})
+    for cfg in (web, desched):
+        (added,) = cfg.workloads
+        assert type(added) is WorkloadKind and cfg.kinds[added.key] is added
+        assert (added.plural, added.version, added.suspend_path) == (
+            "trainjobs",
+            "v1",
+            ("spec", "suspend"),
+        )
+    assert web.workloads == desched.workloads
+
+
+def test_an_added_kind_has_no_quirks() -> None:
+    """A kind added in a config gets the hooks' defaults, even one shaped like a
+    JobSet: its name and shape say nothing."""
+    like_jobset = {**TRAINJOB, "group": "example.com", "kind": "JobSet"}
+    (added,) = parse_config({"workloads": [like_jobset]}).workloads
+    assert added.hooks == KindHooks() and added.read and not added.steps
+    jobset = {"spec": {"replicatedJobs": [{"name": "w", "replicas": 2, "template": {}}]}}
+    assert KINDS[("jobset.x-k8s.io", "JobSet")].hooks.subgroups(jobset) != []
+    assert added.hooks.subgroups(jobset) == []
+    assert added.hooks.suspend_refusal({"spec": {}}, "TrainJob ns/t") == ""
+    assert added.hooks.self_ganged({"spec": {"completionMode": "Indexed"}}) is None
+    assert added.hooks.disruption_rule({"spec": {}}) == (None, [])
+
+
+def test_only_the_built_in_table_says_read_steps_and_hooks() -> None:
+    """What a config cannot say is no config key: it is refused like any unknown one."""
+    for key in ("read", "steps", "hooks"):
+        with pytest.raises(ValueError, match=rf"workloads\.0\.{key}: unknown key"):
+            descheduler_config({"workloads": [{**TRAINJOB, key: True}]})
+
+
+def test_the_webhook_needs_an_added_kinds_roles() -> None:
+    entry = {k: v for k, v in TRAINJOB.items() if k != "roles"}
+    with pytest.raises(ValueError) as e:
+        parse_config({"workloads": [entry]})
+    msg = str(e.value)
+    assert "workloads[0].roles: missing for TrainJob of group 'example.com'" in msg, msg
+    assert "\n" not in msg
+    # the descheduler reads no roles: the same entry is whole there
+    assert with_added(descheduler_config({"workloads": [entry]}).workloads)
+
+
+@pytest.mark.crds
+def test_corral_reads_each_kind_in_a_version_its_crd_stores() -> None:
+    """The version corral reads and writes a kind in (the first of its versions: its
+    informers, suspend patches and RBAC) is the one the published CRD stores. MPIJob:
+    mpi-operator's CRD serves v2beta1 only; the webhook admits the training
+    operator's kubeflow.org/v1 too."""
+    found = crds_dir(ROOT)
+    assert found is not None
+    seen = {}
+    for path in sorted(found.glob("*.yaml")):
+        spec = yaml.safe_load(path.read_text())["spec"]
+        record = KINDS.get((spec["group"], spec["names"]["kind"]))
+        if record is None:
+            continue
+        stored = [v["name"] for v in spec["versions"] if v.get("storage") and v.get("served")]
+        seen[record.kind] = stored
+        assert stored == [record.version], (record.kind, stored, record.versions)
+        assert record.plural == spec["names"]["plural"]
+    assert seen["MPIJob"] == ["v2beta1"]
+    assert KINDS[("kubeflow.org", "MPIJob")].versions == ("v2beta1", "v1")

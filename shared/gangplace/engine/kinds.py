@@ -26,15 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    field_validator,
-    model_validator,
-)
-from pydantic_core import PydanticCustomError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from gangplace.engine.quirks.job_disruption import disruption_rule
 from gangplace.engine.quirks.job_self_ganged import indexed_job_self_ganged
@@ -200,8 +192,8 @@ class WorkloadKind(_Frozen):
     group: str
     versions: tuple[str, ...] = Field(min_length=1)
     kind: str = Field(min_length=1)
-    plural: str = ""
-    suspend_path: tuple[str, ...] = Field(default=(), alias="suspendPath")
+    plural_given: str | None = Field(default=None, alias="plural")
+    suspend_at: str = Field(default="", alias="suspendPath")
     suspend_takes_effect: SuspendTakesEffect = Field(
         default="servedSchema", alias="suspendTakesEffect"
     )
@@ -216,22 +208,15 @@ class WorkloadKind(_Frozen):
     _steps: bool = PrivateAttr(default=False)
     _hooks: KindHooks = PrivateAttr(default=_NO_HOOKS)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _default_plural(cls, v: Any) -> Any:
-        if isinstance(v, dict) and v.get("plural") is None and isinstance(v.get("kind"), str):
-            return {**v, "plural": f"{v['kind'].lower()}s"}
-        return v
+    @property
+    def plural(self) -> str:
+        """Its REST resource: ``plural``, else the kind in lower case with an ``s``."""
+        return self.plural_given if self.plural_given is not None else f"{self.kind.lower()}s"
 
-    @field_validator("suspend_path", mode="before")
-    @classmethod
-    def _dot_path(cls, v: Any) -> Any:
-        """A dot path in the config (``spec.suspend``), its parts in the record."""
-        if isinstance(v, str):
-            return tuple(v.split(".")) if v else ()
-        if isinstance(v, tuple):
-            return v
-        raise PydanticCustomError("string_type", "Input should be a valid string")
+    @property
+    def suspend_path(self) -> tuple[str, ...]:
+        """The suspend switch's field names (empty: none)."""
+        return tuple(self.suspend_at.split(".")) if self.suspend_at else ()
 
     @property
     def read(self) -> bool:
@@ -374,8 +359,8 @@ def split_api_version(api_version: str) -> tuple[str, str]:
     return group, version
 
 
-_SUSPEND = ("spec", "suspend")
-_RUN_POLICY_SUSPEND = ("spec", "runPolicy", "suspend")
+_SUSPEND = "spec.suspend"
+_RUN_POLICY_SUSPEND = "spec.runPolicy.suspend"
 
 KINDS: Kinds = registry(
     (
@@ -519,7 +504,7 @@ def _checked(entry: WorkloadKind, where: str) -> WorkloadKind:
     path = entry.suspend_path
     if path and (len(path) < 2 or path[0] != "spec" or not all(map(_PATH_PART.match, path))):
         raise ValueError(
-            f"{where}.suspendPath: {'.'.join(path)!r} is not a dot path of field names "
+            f"{where}.suspendPath: {entry.suspend_at!r} is not a dot path of field names "
             "under spec (allowed: such as spec.suspend)"
         )
     return entry
