@@ -131,9 +131,7 @@ def admit_pod(
     gang = GangInfo(name, min_member, None, values.queue, values.timeout)
     extra_warnings: list[str] = []
     if mode != "consistent":
-        gang.spec_extra, extra_warnings = dialect.gang_fields(
-            values.topology, req.group, req.kind, obj, False
-        )
+        gang.spec_extra, extra_warnings = dialect.gang_fields(values.topology, [], False)
 
     ed = Editor(obj)
     pin_to_pool(ed, ("spec",), config.node_pool)

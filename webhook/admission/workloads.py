@@ -166,7 +166,7 @@ def admit_workload(
     # another integration (no kind is both).
     if parent is not None and (why := dialect.left_to_parent(pod=False)) is not None:
         return Unchanged(why)
-    if (why := dialect.left_alone(req.group, kind, obj)) is not None:
+    if (why := dialect.left_alone(entry, obj)) is not None:
         return Unchanged(why)
     for path in entry.left_alone_when:
         if is_set(obj, path):
@@ -205,7 +205,7 @@ def admit_workload(
     warnings = plan.warnings
     if not fill_only:
         gang.spec_extra, more = dialect.gang_fields(
-            values.topology, req.group, kind, obj, min_member >= plan.size
+            values.topology, entry.hooks.subgroups(obj), min_member >= plan.size
         )
         warnings.extend(more)
     if dialect.templates_carry_keys:
