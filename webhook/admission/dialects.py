@@ -21,7 +21,7 @@ from webhook.admission.keys import MANAGED_BY
 from webhook.admission.patch import Editor
 from webhook.admission.validate import format_duration
 from webhook.config import Backend, WebhookConfig
-from webhook.podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
+from webhook.podgroup_intent import OwnerHint, OwnerRef, PodGroupIntent
 
 if TYPE_CHECKING:
     from webhook.admission.native_gangs import Served

@@ -31,7 +31,7 @@ from webhook.admission.validate import (
 )
 from webhook.admission.volcano_fields import parse_network_topology
 from webhook.config import NO_QUEUES, Backend, WebhookConfig
-from webhook.podgroups.intent import OwnerRef, PodGroupIntent
+from webhook.podgroup_intent import OwnerRef, PodGroupIntent
 
 __all__ = [
     "GangShapes",

@@ -33,7 +33,7 @@ from webhook.admission.native_gangs import (
 from webhook.admission.patch import Editor
 from webhook.admission.validate import InvalidValue, derived_name
 from webhook.config import Backend, WebhookConfig
-from webhook.podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
+from webhook.podgroup_intent import OwnerHint, OwnerRef, PodGroupIntent
 
 __all__ = ["NATIVE_GANG", "NATIVE_GROUP", "POD_FIELDS", "Kubernetes", "native_gang_of"]
 

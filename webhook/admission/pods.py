@@ -30,7 +30,7 @@ from webhook.admission.spark import spark_pod
 from webhook.admission.validate import derived_name
 from webhook.admission.volcano_fields import spec_fields
 from webhook.config import Backend, WebhookConfig
-from webhook.podgroups.intent import OwnerRef
+from webhook.podgroup_intent import OwnerRef
 
 __all__ = ["admit_pod"]
 

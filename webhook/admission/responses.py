@@ -11,7 +11,7 @@ import orjson
 
 from webhook.admission.patch import Editor
 from webhook.admission.review import API_VERSION, AdmitResult, Request
-from webhook.podgroups.intent import OwnerHint, PodGroupIntent
+from webhook.podgroup_intent import OwnerHint, PodGroupIntent
 
 __all__ = ["JobRule", "allow", "cap", "deny", "finish", "review_of"]
 

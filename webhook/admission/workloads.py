@@ -43,7 +43,7 @@ from webhook.admission.suspension import change, is_suspended, suspended_by_desc
 from webhook.admission.validate import InvalidValue, derived_name, parse_min_available
 from webhook.admission.volcano_fields import repeated_groups, spec_fields
 from webhook.config import Backend, WebhookConfig
-from webhook.podgroups.intent import OwnerRef, PodGroupIntent
+from webhook.podgroup_intent import OwnerRef, PodGroupIntent
 
 __all__ = ["admit_workload"]
 

@@ -1,7 +1,9 @@
 """The gangs' PodGroups, made off the request path. One job per module:
 
-* :mod:`~webhook.podgroups.intent` -- what admission asks for, as plain data: the
-  PodGroup it wants, its owner, and what a PodGroup already there is to it.
+What admission asks for -- the PodGroup it wants, its owner, and what a PodGroup
+already there is to it -- is plain data in :mod:`webhook.podgroup_intent`, outside this
+package: this package calls admission (``from_workload``), never the other way round.
+
 * :mod:`~webhook.podgroups.reconciler` -- makes, updates and removes them in the
   background, with retries, owner hints and parking.
   Beside it: :mod:`~webhook.podgroups.reconciler_port` (the calls it is given, its

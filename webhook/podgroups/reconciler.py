@@ -1,7 +1,7 @@
 """Making sure each gang's PodGroup exists, off the request path.
 
 Admission only *describes* the PodGroup it wants (a
-:class:`~webhook.podgroups.intent.PodGroupIntent`); the
+:class:`~webhook.podgroup_intent.PodGroupIntent`); the
 :class:`PodGroupReconciler` creates it in the background through an injected async
 ``create`` function, so an admission answer never waits on the API server.
 
@@ -57,7 +57,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
-from webhook.podgroups.intent import Existing, OwnerHint, OwnerRef, PodGroupIntent
+from webhook.podgroup_intent import Existing, OwnerHint, OwnerRef, PodGroupIntent
 from webhook.podgroups.known import KnownPodGroups
 from webhook.podgroups.owner_lookup import find_owner
 from webhook.podgroups.reconciler_port import (
