@@ -11,7 +11,7 @@ gang's first pod, bounded by ``podGroupWait``). One job per module:
   :mod:`~webhook.podgroups.create`, :mod:`~webhook.podgroups.conflict`,
   :mod:`~webhook.podgroups.removal`, :mod:`~webhook.podgroups.unowned` and
   :mod:`~webhook.podgroups.missing`.
-* What they share: :mod:`~webhook.podgroups.context` (the calls, memory and queue),
+* What they share: :mod:`~webhook.podgroups.reconcile_context` (the calls, memory and queue),
   :mod:`~webhook.podgroups.work_queue` and :mod:`~webhook.podgroups.work_item` (the queue
   and its unit of work), :mod:`~webhook.podgroups.known` (what is remembered between
   admissions), :mod:`~webhook.podgroups.owner_lookup` (the owner's uid, from a hint or a

@@ -11,7 +11,7 @@ existing PodGroup of the same owner to the new minMember and minResources instea
 from __future__ import annotations
 
 from webhook.podgroup_intent import Existing, OwnerRef, PodGroupIntent
-from webhook.podgroups.context import ReconcileContext
+from webhook.podgroups.reconcile_context import ReconcileContext
 from webhook.podgroups.reconciler_port import PodGroupOutcome
 
 __all__ = ["EXISTING_OUTCOME", "inspect"]

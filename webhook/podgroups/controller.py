@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 
-from webhook.podgroups.context import ReconcileContext, log
 from webhook.podgroups.create import make
 from webhook.podgroups.missing import make_from_workload
+from webhook.podgroups.reconcile_context import ReconcileContext
 from webhook.podgroups.removal import remove_suspended
 from webhook.podgroups.work_item import WorkItem, podgroup_name
 
 __all__ = ["PodGroupController", "reconcile"]
+
+log = logging.getLogger(__name__)
 
 
 async def reconcile(ctx: ReconcileContext, pend: WorkItem) -> None:

@@ -18,16 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 
 from webhook.podgroup_intent import Existing, OwnerRef
 from webhook.podgroups.conflict import EXISTING_OUTCOME, inspect
-from webhook.podgroups.context import ReconcileContext, log
 from webhook.podgroups.owner_lookup import find_owner
+from webhook.podgroups.reconcile_context import ReconcileContext
 from webhook.podgroups.reconciler_port import retryable, status_of
 from webhook.podgroups.unowned import discard_unowned
 from webhook.podgroups.work_item import WorkItem, podgroup_name
 
 __all__ = ["make"]
+
+log = logging.getLogger(__name__)
 
 
 async def make(ctx: ReconcileContext, pend: WorkItem) -> None:

@@ -22,14 +22,17 @@ second."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Sequence
 
 from webhook.podgroup_intent import OwnerHint, OwnerRef, PodGroupIntent
-from webhook.podgroups.context import ReconcileContext, log
+from webhook.podgroups.reconcile_context import ReconcileContext
 from webhook.podgroups.reconciler_port import Wait, retryable, status_of
 from webhook.podgroups.work_item import WorkItem, is_pod, podgroup_name, settled, slot_of
 
 __all__ = ["before_answer"]
+
+log = logging.getLogger(__name__)
 
 
 async def before_answer(

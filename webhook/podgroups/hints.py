@@ -14,8 +14,8 @@ and made again under the same name has a new uid)."""
 from __future__ import annotations
 
 from webhook.podgroup_intent import OwnerHint, PodGroupIntent
-from webhook.podgroups.context import ReconcileContext
 from webhook.podgroups.intake import submit
+from webhook.podgroups.reconcile_context import ReconcileContext
 from webhook.podgroups.work_item import WorkItem, is_pod, names_owner
 
 __all__ = ["hint"]

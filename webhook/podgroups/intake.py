@@ -9,11 +9,15 @@
 
 from __future__ import annotations
 
+import logging
+
 from webhook.podgroup_intent import PodGroupIntent
-from webhook.podgroups.context import ReconcileContext, log
+from webhook.podgroups.reconcile_context import ReconcileContext
 from webhook.podgroups.work_item import WorkItem, podgroup_name, slot_of
 
 __all__ = ["submit"]
+
+log = logging.getLogger(__name__)
 
 
 def submit(ctx: ReconcileContext, intent: PodGroupIntent, *, dry_run: bool) -> bool:

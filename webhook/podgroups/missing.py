@@ -12,12 +12,15 @@ remembered, so its other pods make no more reads."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
-from webhook.podgroups.context import ReconcileContext, log
 from webhook.podgroups.create import make
+from webhook.podgroups.reconcile_context import ReconcileContext
 from webhook.podgroups.work_item import WorkItem, podgroup_name
 
 __all__ = ["make_from_workload"]
+
+log = logging.getLogger(__name__)
 
 
 async def make_from_workload(ctx: ReconcileContext, pend: WorkItem) -> None:

@@ -6,7 +6,7 @@ makes it through injected async calls (:mod:`~webhook.podgroups.reconciler_port`
 an admission answer never waits on the API server -- except, bounded by
 ``podGroupWait``, a gang's first pod. It is the one object the server holds: the
 request path's entry points and the background controller's lifecycle over one shared
-state (:class:`~webhook.podgroups.context.ReconcileContext`, its queue
+state (:class:`~webhook.podgroups.reconcile_context.ReconcileContext`, its queue
 :class:`~webhook.podgroups.work_queue.WorkQueue` of
 :class:`~webhook.podgroups.work_item.WorkItem`). Each behaviour is a module:
 
@@ -49,9 +49,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from webhook.podgroup_intent import OwnerHint, PodGroupIntent
 from webhook.podgroups import first_pod, intake
 from webhook.podgroups import hints as owner_hints
-from webhook.podgroups.context import Calls, ReconcileContext
 from webhook.podgroups.controller import PodGroupController
 from webhook.podgroups.known import KnownPodGroups
+from webhook.podgroups.reconcile_context import Calls, ReconcileContext
 from webhook.podgroups.reconciler_port import (
     CreateFn,
     EnsureFn,

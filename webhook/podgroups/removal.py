@@ -9,13 +9,16 @@ again. A suspended workload has no PodGroup: Volcano would hold one without pods
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from webhook.podgroup_intent import PodGroupIntent
-from webhook.podgroups.context import ReconcileContext, log
+from webhook.podgroups.reconcile_context import ReconcileContext
 from webhook.podgroups.reconciler_port import retryable, status_of
 from webhook.podgroups.work_item import podgroup_name
 
 __all__ = ["remove_suspended"]
+
+log = logging.getLogger(__name__)
 
 
 async def remove_suspended(ctx: ReconcileContext, intent: PodGroupIntent) -> None:

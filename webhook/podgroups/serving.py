@@ -23,8 +23,7 @@ from webhook.podgroups.reconciler import PodGroupReconciler
 
 __all__ = ["RECONCILER", "after_admit", "setup"]
 
-# The name the server has always logged this step under.
-log = logging.getLogger("webhook.server")
+log = logging.getLogger(__name__)
 
 RECONCILER = web.AppKey("reconciler", PodGroupReconciler)
 

@@ -9,12 +9,15 @@ pods, Inqueue. So it is deleted again, if it still has no owner."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from webhook.podgroup_intent import OwnerRef, PodGroupIntent
-from webhook.podgroups.context import ReconcileContext, log
+from webhook.podgroups.reconcile_context import ReconcileContext
 from webhook.podgroups.work_item import is_pod, podgroup_name
 
 __all__ = ["discard_unowned"]
+
+log = logging.getLogger(__name__)
 
 
 async def discard_unowned(ctx: ReconcileContext, intent: PodGroupIntent) -> None:

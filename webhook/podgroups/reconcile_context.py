@@ -28,11 +28,9 @@ from webhook.podgroups.reconciler_port import (
 from webhook.podgroups.work_item import Key
 from webhook.podgroups.work_queue import WorkQueue
 
-__all__ = ["Calls", "ReconcileContext", "log"]
+__all__ = ["Calls", "ReconcileContext"]
 
-# One logger for every behaviour, under the name the controller's log lines have always
-# had, so a filter on it keeps working.
-log = logging.getLogger("webhook.podgroups.reconciler")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
