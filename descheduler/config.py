@@ -21,7 +21,7 @@ from gangplace.engine import EngineConfig
 from gangplace.engine.kinds import AddedKind, Kinds, with_added
 from gangplace.engine.policies import DEFAULT_POLICY, check_policy
 from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_duration
-from gangplace.sim.hood_moves import DEFAULT_NODE_LIMIT
+from gangplace.mover.hood_moves import DEFAULT_NODE_LIMIT
 from gangplace.yamlfile import YamlFileError, read_yaml
 from pydantic import (
     BaseModel,
