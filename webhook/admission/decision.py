@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from webhook.admission.patch import Editor
-from webhook.podgroups.intent import OwnerHint, PodGroupIntent
+from webhook.podgroup_intent import OwnerHint, PodGroupIntent
 
 __all__ = ["Decision", "Denied", "JobRule", "Patched", "Unchanged", "cap"]
 

@@ -24,7 +24,7 @@ from webhook.admission.review import Request
 from webhook.admission.roles import ResolvedRole
 from webhook.admission.spark import spark_pod
 from webhook.admission.validate import derived_name
-from webhook.podgroups.intent import OwnerRef
+from webhook.podgroup_intent import OwnerRef
 
 if TYPE_CHECKING:
     from webhook.admission.cluster_fit import ClusterCapacity

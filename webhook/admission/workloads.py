@@ -38,7 +38,7 @@ from webhook.admission.roles import (
 from webhook.admission.spark import pod_view
 from webhook.admission.suspension import change, is_suspended, suspended_by_descheduler
 from webhook.admission.validate import derived_name, parse_min_available
-from webhook.podgroups.intent import OwnerRef
+from webhook.podgroup_intent import OwnerRef
 
 if TYPE_CHECKING:
     from webhook.admission.cluster_fit import ClusterCapacity

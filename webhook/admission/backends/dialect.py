@@ -23,7 +23,7 @@ from webhook.admission.keys import MANAGED_BY
 from webhook.admission.patch import Editor
 from webhook.admission.roles import ResolvedRole
 from webhook.admission.validate import derived_name
-from webhook.podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
+from webhook.podgroup_intent import OwnerHint, OwnerRef, PodGroupIntent
 
 if TYPE_CHECKING:
     from gangplace.engine.kinds import WorkloadKind

@@ -37,7 +37,7 @@ from webhook.admission.native_gangs import (
 )
 from webhook.admission.patch import Editor
 from webhook.admission.validate import InvalidValue, derived_name
-from webhook.podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
+from webhook.podgroup_intent import OwnerHint, OwnerRef, PodGroupIntent
 
 if TYPE_CHECKING:
     from gangplace.engine.kinds import WorkloadKind
