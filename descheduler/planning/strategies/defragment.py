@@ -242,23 +242,23 @@ def defragment(ctx: PlanContext) -> list[Move]:
     waits (none did before the plan, and none was left unserved): the search's moves,
     then room made by the exact moves for the typical shapes that still fit nowhere."""
     cfg = ctx.config.defragment
-    if ctx.waiting_before or ctx.unserved:
+    if ctx.scratch.waiting_before or ctx.scratch.unserved:
         return []
     if not cfg.enabled or not ctx.workload.shapes:
         return []
     snap = ctx.snap
     token = snap.fork()
-    saved = ctx.budget.snapshot()
+    saved = ctx.scratch.budget.snapshot()
     moves, total = _by_search(ctx)
-    ctx.moved.update(m.unit for m in moves)
+    ctx.scratch.moved.update(m.unit for m in moves)
     more = exact_defragment(ctx)
     moves += more
     total += sum(m.gain_gpus for m in more) * 1000
     if moves and total < cfg.min_total_gain_gpus * 1000:
         snap.revert(token)
-        ctx.budget.restore(saved)
-        ctx.moved.difference_update(m.unit for m in moves)
-        ctx.notes.append(
+        ctx.scratch.budget.restore(saved)
+        ctx.scratch.moved.difference_update(m.unit for m in moves)
+        ctx.scratch.notes.append(
             f"defragmentation would gain only {total / 1000:.2f} GPUs "
             f"(min_total_gain_gpus {cfg.min_total_gain_gpus:g}); no move planned"
         )
@@ -297,7 +297,7 @@ def _by_search(ctx: PlanContext) -> tuple[list[Move], float]:
         gain, targets = _attempt(ctx, v, measure, now, max(floor, 1e-9))
         if not (gain >= floor and gain > 0):
             continue
-        ctx.budget.take(v.pods, v.view.queue)
+        ctx.scratch.budget.take(v.pods, v.view.queue)
         taken[key] = taken.get(key, 0) + (len(v.pods) if v.partial else 1 << 30)
         total += gain
         moves.append(_move(v, targets, gain, cfg.stranding_weight))

@@ -51,7 +51,7 @@ def merge(
             out[v.view.key] = v
     if not check:
         return out
-    budget = ctx.budget
+    budget = ctx.scratch.budget
     saved = budget.snapshot()
     try:
         for v in out.values():

@@ -36,7 +36,7 @@ def test_a_stale_partial_gang_is_released_with_a_reason() -> None:
     assert "gang timeout of 30m" in move.reason and "2 of its 4" in move.reason
     # its pods left the snapshot, and the plan's limits count them
     assert not any(p.name.startswith("mpi-") and p.bound for p in ctx.snap.pods)
-    ctx.moves = [move]
+    ctx.scratch.moves = [move]
     assert ctx.released() == {"default/mpi"}
     assert [d.key for d in ctx.blocked()] == ["default/mpi"]
 
@@ -48,5 +48,5 @@ def test_within_its_timeout_or_able_to_finish_it_stays() -> None:
 
 def test_a_gang_the_planner_saw_starting_stays() -> None:
     ctx = context(cluster())
-    ctx.started = {"default/mpi"}
+    ctx.scratch.started = {"default/mpi"}
     assert release_stale_gangs(ctx) == []
