@@ -3,13 +3,13 @@
 No clock, no I/O: the state carries "now". The planner works on the state's snapshot
 inside a fork and reverts it, so the caller's snapshot is unchanged afterwards.
 
-The strategies (:data:`~descheduler.planning.strategies.STRATEGIES`, each ``(ctx) -> moves``)
-run in order on one simulated cluster. First the waiting gangs that fit now are placed
-(the scheduler starts them before any eviction lands). Then stale partial gangs are
-released and room is made for the waiting gangs that cannot start, in DRF order, or --
-when no gang is waiting -- the cluster is defragmented for its typical workload. Last
-the plan is checked as a whole, the way the cluster will live it (see ``_settle``),
-and moves whose promise does not hold are dropped.
+The strategies (:data:`~descheduler.planning.strategies.run_order.STRATEGIES`, each
+``(ctx) -> moves``) run in order on one simulated cluster. First the waiting gangs that
+fit now are placed (the scheduler starts them before any eviction lands). Then stale
+partial gangs are released and room is made for the waiting gangs that cannot start, in
+DRF order, or -- when no gang is waiting -- the cluster is defragmented for its typical
+workload. Last the plan is checked as a whole, the way the cluster will live it (see
+``_settle``), and moves whose promise does not hold are dropped.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from descheduler.planning.context import PlanContext
 from descheduler.planning.gang_demand import Demand
 from descheduler.planning.plan_model import LargestFit, Move, NotMoved, Plan, PodMove
 from descheduler.planning.state import ClusterState
-from descheduler.planning.strategies import STRATEGIES
-from descheduler.planning.strategies.exact_moves import typical_shapes
+from descheduler.planning.strategies.exact_moves.exact_moves import typical_shapes
+from descheduler.planning.strategies.run_order import STRATEGIES
 from descheduler.planning.what_if import evaluate_waiting
 
 __all__ = ["MoveError", "apply_moves", "fragmentation_now", "move_verdict", "plan"]

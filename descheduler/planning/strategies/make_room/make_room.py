@@ -17,8 +17,9 @@ For each waiting gang, in DRF order, on the snapshot as the plan has left it:
    the engine. A victim that fits nowhere is dropped for good. Victims that are not
    needed are pruned, and the move is kept.
 5. When this search finds no move, the exact neighbourhood moves are tried
-   (:mod:`.exact_moves`); when they find none either, and ``capacity_room`` is on,
-   workloads may be suspended without being placed again (:mod:`.capacity_room`).
+   (:mod:`~descheduler.planning.strategies.exact_moves.exact_moves`); when they find
+   none either, and ``capacity_room`` is on, workloads may be suspended without being
+   placed again (:mod:`~descheduler.planning.strategies.capacity_room.capacity_room`).
 
 Steps 2 and 3 are :mod:`.room_options`, step 4 :mod:`.room_search`; this module serves
 the waiting gangs one by one and turns the victims found into moves.
@@ -36,9 +37,9 @@ from gangplace.engine.timeparse import format_duration, format_time
 from descheduler.planning.context import PlanContext, Victim, victim_move
 from descheduler.planning.gang_demand import Demand
 from descheduler.planning.plan_model import Move, Unserved
-from descheduler.planning.strategies.capacity_room import capacity_room
-from descheduler.planning.strategies.exact_moves import exact_room
-from descheduler.planning.strategies.room_options import (
+from descheduler.planning.strategies.capacity_room.capacity_room import capacity_room
+from descheduler.planning.strategies.exact_moves.exact_moves import exact_room
+from descheduler.planning.strategies.make_room.room_options import (
     Candidates,
     NodeOption,
     Room,
@@ -46,7 +47,7 @@ from descheduler.planning.strategies.room_options import (
     node_option,
     shortlist,
 )
-from descheduler.planning.strategies.room_search import prune, search
+from descheduler.planning.strategies.make_room.room_search import prune, search
 from descheduler.planning.what_if import Trial, freed
 
 __all__ = ["ROOM_TAKEN", "make_room"]

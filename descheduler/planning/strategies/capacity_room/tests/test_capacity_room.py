@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from descheduler import parse_config, plan, state_from_list
-from descheduler.planning.strategies import make_room
+from descheduler.planning.strategies.make_room.make_room import make_room
 from tests.builders import objects as b
 from tests.builders.descheduler_cluster import NOW, as_list, gang, gpu_node, pod
-from tests.descheduler.strategies.planning import context, pods_of
+from tests.builders.plan_context import context, pods_of
 
 ON = {"capacity_room": {"enabled": True}}
 TWO_HOURS_AGO = "2026-12-02T10:00:00Z"

@@ -24,7 +24,7 @@ kept moves together gain less than ``min_total_gain_gpus``, none is kept: small 
 are not worth restarting pods.
 
 Then the typical GPU shapes that still fit nowhere get room from the exact
-neighbourhood moves (:mod:`.exact_moves`).
+neighbourhood moves (:mod:`~descheduler.planning.strategies.exact_moves.exact_moves`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from gangplace.engine.policies.corral import cpu_per_gpu_milli, cpu_stranded
 
 from descheduler.planning.context import PlanContext, Victim, victim_move
 from descheduler.planning.plan_model import Move
-from descheduler.planning.strategies.exact_moves import exact_defragment
+from descheduler.planning.strategies.exact_moves.exact_moves import exact_defragment
 from descheduler.planning.what_if import try_move
 
 __all__ = ["Measure", "defragment"]

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from descheduler.planning.strategies import STRATEGIES, release_stale_gangs
+from descheduler.planning.strategies.run_order import STRATEGIES
+from descheduler.planning.strategies.stale_gangs.stale_gangs import release_stale_gangs
 from tests.builders.descheduler_cluster import gang, gpu_node, pod
-from tests.descheduler.strategies.planning import context, pods_of
+from tests.builders.plan_context import context, pods_of
 
 
 def cluster(timeout: str = "30m", hog1: int = 4) -> list[Any]:

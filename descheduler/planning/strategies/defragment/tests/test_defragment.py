@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from descheduler import parse_config
-from descheduler.planning.strategies import STRATEGIES, defragment
+from descheduler.planning.strategies.defragment.defragment import defragment
+from descheduler.planning.strategies.run_order import STRATEGIES
 from tests.builders.descheduler_cluster import gang, gpu_node, pod
-from tests.descheduler.strategies.planning import context, pods_of
+from tests.builders.plan_context import context, pods_of
 
 ON = {"enabled": True}
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from descheduler import parse_config
-from descheduler.planning.strategies import STRATEGIES, make_room
+from descheduler.planning.strategies.make_room.make_room import make_room
+from descheduler.planning.strategies.run_order import STRATEGIES
 from tests.builders.descheduler_cluster import gang, gpu_node, pod
-from tests.descheduler.strategies.planning import context, pods_of
+from tests.builders.plan_context import context, pods_of
 
 
 def middle_node_cluster() -> list[Any]:
