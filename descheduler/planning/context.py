@@ -1,6 +1,8 @@
-"""What every strategy of one planning run shares: the units, who is protected, the
-budget left, queue shares, the scorer, the costs of moving pods, and what the planner
-and the strategies before it found (the gangs that start now, the moves so far)."""
+"""What every strategy of one planning run shares. Its inputs, fixed when it is built
+(:class:`PlanContext`, frozen): the units, who is protected, queue shares, the waiting
+gangs in order, the scorer, the costs of moving pods. And the one thing the planner and
+the strategies write as the run goes (:class:`PlanScratch`): the budget left, the notes,
+the gangs that start now, the moves so far, the units moved and the gangs unserved."""
 
 from __future__ import annotations
 
