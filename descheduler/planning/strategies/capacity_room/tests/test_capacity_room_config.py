@@ -10,6 +10,22 @@ import pytest
 from descheduler import ConfigError, DeschedulerConfig, parse_config
 from descheduler.planning.strategies.capacity_room.capacity_room_config import CapacityRoomConfig
 
+# Bad values, each with the one line that says what is wrong.
+BAD: list[tuple[dict[str, Any], str]] = [
+    (
+        {"capacity_room": {"hold_for": "0s"}},
+        "config: capacity_room.hold_for: 0.0 is too small; allowed: a number > 0.0",
+    ),
+    (
+        {"capacity_room": {"after": "soon"}},
+        (
+            'config: capacity_room.after: "soon": "soon" is not a duration; allowed: a '
+            'duration made of numbers with the units h, m, s, ms, us or ns, such as "30m", '
+            '"1h30m" or "90s", or a number of seconds'
+        ),
+    ),
+]
+
 
 def test_its_defaults() -> None:
     assert CapacityRoomConfig() == CapacityRoomConfig(
@@ -26,20 +42,8 @@ def test_the_config_file_sets_it() -> None:
 
 @pytest.mark.parametrize(
     ("raw", "message"),
-    [
-        (
-            {"capacity_room": {"hold_for": "0s"}},
-            "config: capacity_room.hold_for: 0.0 is too small; allowed: a number > 0.0",
-        ),
-        (
-            {"capacity_room": {"after": "soon"}},
-            (
-                'config: capacity_room.after: "soon": "soon" is not a duration; allowed: a '
-                'duration made of numbers with the units h, m, s, ms, us or ns, such as "30m", '
-                '"1h30m" or "90s", or a number of seconds'
-            ),
-        ),
-    ],
+    BAD,
+    ids=[".".join([*raw, *next(iter(raw.values()))]) for raw, _ in BAD],
 )
 def test_a_bad_value_is_one_line_naming_the_key(raw: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError) as e:

@@ -10,6 +10,18 @@ import pytest
 from descheduler import ConfigError, DeschedulerConfig, parse_config
 from descheduler.planning.strategies.defragment.defragment_config import DefragmentConfig
 
+# Bad values, each with the one line that says what is wrong.
+BAD: list[tuple[dict[str, Any], str]] = [
+    (
+        {"defragment": {"workload_coverage": 1.5}},
+        "config: defragment.workload_coverage: 1.5 is too large; allowed: a number <= 1.0",
+    ),
+    (
+        {"defragment": {"workload_coverage": 0}},
+        "config: defragment.workload_coverage: 0 is too small; allowed: a number > 0.0",
+    ),
+]
+
 
 def test_its_defaults() -> None:
     d = DefragmentConfig()
@@ -32,16 +44,8 @@ def test_the_config_file_sets_it() -> None:
 
 @pytest.mark.parametrize(
     ("raw", "message"),
-    [
-        (
-            {"defragment": {"workload_coverage": 1.5}},
-            "config: defragment.workload_coverage: 1.5 is too large; allowed: a number <= 1.0",
-        ),
-        (
-            {"defragment": {"workload_coverage": 0}},
-            "config: defragment.workload_coverage: 0 is too small; allowed: a number > 0.0",
-        ),
-    ],
+    BAD,
+    ids=[".".join([*raw, *next(iter(raw.values()))]) for raw, _ in BAD],
 )
 def test_a_bad_value_is_one_line_naming_the_key(raw: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError) as e:

@@ -11,6 +11,18 @@ from gangplace.sim.hood_moves import DEFAULT_NODE_LIMIT
 from descheduler import ConfigError, DeschedulerConfig, parse_config
 from descheduler.planning.strategies.exact_moves.exact_moves_config import ExactMovesConfig
 
+# Bad values, each with the one line that says what is wrong.
+BAD: list[tuple[dict[str, Any], str]] = [
+    (
+        {"exact_moves": {"node_limit": 0}},
+        "config: exact_moves.node_limit: 0 is too small; allowed: a number >= 1",
+    ),
+    (
+        {"exact_moves": {"max_pods": -1}},
+        "config: exact_moves.max_pods: -1 is too small; allowed: a number >= 0",
+    ),
+]
+
 
 def test_its_defaults() -> None:
     assert ExactMovesConfig() == ExactMovesConfig(
@@ -27,16 +39,8 @@ def test_the_config_file_sets_it() -> None:
 
 @pytest.mark.parametrize(
     ("raw", "message"),
-    [
-        (
-            {"exact_moves": {"node_limit": 0}},
-            "config: exact_moves.node_limit: 0 is too small; allowed: a number >= 1",
-        ),
-        (
-            {"exact_moves": {"max_pods": -1}},
-            "config: exact_moves.max_pods: -1 is too small; allowed: a number >= 0",
-        ),
-    ],
+    BAD,
+    ids=[".".join([*raw, *next(iter(raw.values()))]) for raw, _ in BAD],
 )
 def test_a_bad_value_is_one_line_naming_the_key(raw: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError) as e:

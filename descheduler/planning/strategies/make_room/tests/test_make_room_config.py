@@ -10,6 +10,21 @@ import pytest
 from descheduler import ConfigError, DeschedulerConfig, parse_config
 from descheduler.planning.strategies.make_room.make_room_config import MakeRoomConfig
 
+# Bad values, each with the one line that says what is wrong.
+BAD: list[tuple[dict[str, Any], str]] = [
+    (
+        {"make_room": {"max_victims_per_gang": 0}},
+        "config: make_room.max_victims_per_gang: 0 is too small; allowed: a number >= 1",
+    ),
+    (
+        {"make_room": {"candidate": 3}},
+        (
+            "config: make_room.candidate: unknown key; allowed: enabled, "
+            "max_victims_per_gang, candidate_nodes, max_waiting_gangs"
+        ),
+    ),
+]
+
 
 def test_its_defaults() -> None:
     assert MakeRoomConfig() == MakeRoomConfig(
@@ -26,19 +41,8 @@ def test_the_config_file_sets_it() -> None:
 
 @pytest.mark.parametrize(
     ("raw", "message"),
-    [
-        (
-            {"make_room": {"max_victims_per_gang": 0}},
-            "config: make_room.max_victims_per_gang: 0 is too small; allowed: a number >= 1",
-        ),
-        (
-            {"make_room": {"candidate": 3}},
-            (
-                "config: make_room.candidate: unknown key; allowed: enabled, "
-                "max_victims_per_gang, candidate_nodes, max_waiting_gangs"
-            ),
-        ),
-    ],
+    BAD,
+    ids=[".".join([*raw, *next(iter(raw.values()))]) for raw, _ in BAD],
 )
 def test_a_bad_value_is_one_line_naming_the_key(raw: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError) as e:
