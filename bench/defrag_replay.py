@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from gangplace.engine.policies import POLICIES
-from gangplace.sim.hood_moves import DEFAULT_NODE_LIMIT
+from gangplace.mover.hood_moves import DEFAULT_NODE_LIMIT
 from gangplace.sim.limit import MOVE_METHODS, MovesHook
 from gangplace.sim.limit_run import run_limit
 from gangplace.sim.relayout_heuristic import relayout_idle_pct

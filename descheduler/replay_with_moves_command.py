@@ -48,7 +48,7 @@ from descheduler.replay_with_moves import PlannerHook, replay_with_moves
 
 __all__ = [
     "add_simulate_command",
-    "cmd_simulate",
+    "cmd_simulate_with_moves",
     "moves_summary",
     "plan_percentages",
     "simulate_config",
@@ -134,7 +134,7 @@ def trace_config(
     )
 
 
-def cmd_simulate(args: argparse.Namespace) -> int:
+def cmd_simulate_with_moves(args: argparse.Namespace) -> int:
     cfg = simulate_config(args)
     pcts = plan_percentages(args)
     data = load_trace_input(args)
@@ -241,4 +241,4 @@ def add_simulate_command(sub: argparse._SubParsersAction[argparse.ArgumentParser
     s.add_argument(
         "--compare", action="store_true", help="also replay without moves and report both"
     )
-    s.set_defaults(func=guarded(cmd_simulate, "corral-descheduler"))
+    s.set_defaults(func=guarded(cmd_simulate_with_moves, "corral-descheduler"))

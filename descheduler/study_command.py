@@ -88,7 +88,7 @@ from descheduler.config import DeschedulerConfig, load_config
 from descheduler.study import CorralHook
 from descheduler.study_table import render, summarize, wrap
 
-__all__ = ["Mode", "Setup", "add_study_command", "cmd_study", "modes", "run"]
+__all__ = ["Mode", "Setup", "add_study_command", "cmd_study", "modes", "run_every_mode"]
 
 EXIT_OK = 0
 EXIT_NO_FIGURE = 1
@@ -184,7 +184,7 @@ def _one(i: int) -> tuple[DetailedResult, float]:
     return r, time.process_time() - cpu
 
 
-def run(
+def run_every_mode(
     setup: Setup,
     loads: Sequence[float],
     seeds: Sequence[int],
@@ -390,7 +390,7 @@ def cmd_study(args: argparse.Namespace) -> int:
     seeds = list(range(args.seed, args.seed + args.seeds))
     study_modes = modes(configs, args.job_hours, args.hold_room, args.pod_by_pod)
     started = time.monotonic()
-    results, cpu = run(
+    results, cpu = run_every_mode(
         setup,
         loads,
         seeds,

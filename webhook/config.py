@@ -37,8 +37,8 @@ from webhook.admission.roles import BUILTIN_KINDS, WorkloadKind, WorkloadTable
 from webhook.admission.validate import (
     InvalidValue,
     check_default_min_available,
+    check_duration,
     check_queue,
-    parse_duration,
 )
 
 __all__ = ["Backend", "ConfigError", "NodePool", "WebhookConfig", "load_config"]
@@ -156,7 +156,7 @@ class WebhookConfig(_Model):
     @classmethod
     def _timeout(cls, v: str | None) -> str | None:
         if v is not None:
-            parse_duration("gangTimeout", v)
+            check_duration("gangTimeout", v)
         return v
 
     @field_validator("pod_group_wait")
@@ -164,7 +164,7 @@ class WebhookConfig(_Model):
     def _wait(cls, v: str) -> str:
         if v.strip() in ("0", "0s"):
             return v
-        seconds = parse_duration("podGroupWait", v)
+        seconds = check_duration("podGroupWait", v)
         if seconds > _MAX_WAIT:
             raise InvalidValue(
                 "podGroupWait",
@@ -208,7 +208,7 @@ class WebhookConfig(_Model):
     @cached_property
     def timeout_seconds(self) -> int | None:
         return (
-            None if self.gang_timeout is None else parse_duration("gangTimeout", self.gang_timeout)
+            None if self.gang_timeout is None else check_duration("gangTimeout", self.gang_timeout)
         )
 
     @cached_property
@@ -217,7 +217,7 @@ class WebhookConfig(_Model):
         a pod whose PodGroup is not there (0: not at all)."""
         if self.backend is not Backend.VOLCANO or self.pod_group_wait.strip() in ("0", "0s"):
             return 0.0
-        return float(parse_duration("podGroupWait", self.pod_group_wait))
+        return float(check_duration("podGroupWait", self.pod_group_wait))
 
     @cached_property
     def skipped_namespaces(self) -> frozenset[str]:

@@ -192,12 +192,12 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--json", action="store_true", help="one JSON object instead of text")
     pl.set_defaults(func=cmd_place)
 
-    from gangplace.sim.replay_command import add_commands
+    from gangplace.sim.replay_command import add_replay_commands
 
-    add_commands(sub)
-    from gangplace.sim.limit_command import add_commands as add_sim_commands
+    add_replay_commands(sub)
+    from gangplace.sim.limit_command import add_limit_command
 
-    add_sim_commands(sub)
+    add_limit_command(sub)
     for add in EXTRA_COMMANDS:
         add(sub)
     return p

@@ -201,7 +201,7 @@ def test_viewer_role_is_read_only() -> None:
 def test_requests_are_read_as_the_authorizer_reads_them(
     method: str, path: str, query: str, want: tuple[rbac.CallKey, str | None, str]
 ) -> None:
-    assert rbac.parse_request(method, path, query) == want
+    assert rbac.request_target(method, path, query) == want
 
 
 def test_paths_that_are_not_resources_are_refused() -> None:
@@ -247,7 +247,7 @@ def _roles_of(component: str, chosen: dict[str, str]) -> list[dict[str, object]]
 def _check_wire(api: ApiServer, records: list[RequestRecord], component: str, **chosen: str) -> int:
     roles = _roles_of(component, chosen)
     for r in records:
-        call, ns, name = rbac.parse_request(r.method, r.path, r.query)
+        call, ns, name = rbac.request_target(r.method, r.path, r.query)
         t = _resolve(api.store, r.path)  # the fake server's own reading of the path
         assert (call[1], call[2], call[3]) == (t.rt.group, t.rt.plural, t.subresource)
         assert rbac.permits(roles, call, ns, name), f"{component} may not {call} {ns}/{name}"
@@ -373,9 +373,9 @@ async def test_the_webhook_rules_allow_what_it_does_on_the_wire(
     )
     roles = _choice_roles(rbac.WEBHOOK, {"backend": backend})
     for r in api.log:
-        call, ns, name = rbac.parse_request(r.method, r.path, r.query)
+        call, ns, name = rbac.request_target(r.method, r.path, r.query)
         assert rbac.permits(roles, call, ns, name), f"the webhook may not {call} {ns}/{name}"
-    verbs = {rbac.parse_request(r.method, r.path, r.query)[0][0] for r in api.log}
+    verbs = {rbac.request_target(r.method, r.path, r.query)[0][0] for r in api.log}
     assert verbs >= {"list", "watch", "get", "create", "patch", "update"}
     # and the check refuses what the webhook is not given
     eviction = RequestRecord("POST", "/api/v1/namespaces/ml/pods/a/eviction", {}, "", "", "")

@@ -305,7 +305,7 @@ async def test_only_lists_attributed_to_the_plugin(cluster: tuple[ApiServer, Pat
     seen = set()
     for r in api.log:
         assert r.method == "GET" and not r.watch, r
-        call, ns, name = rbac.parse_request(r.method, r.path, r.query)
+        call, ns, name = rbac.request_target(r.method, r.path, r.query)
         assert rbac.permits(viewer, call, ns, name), call
         seen.add(call)
     assert {c[0] for c in seen} == {"list"}

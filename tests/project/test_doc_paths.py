@@ -218,9 +218,12 @@ def test_the_checks_name_what_is_gone() -> None:
         "gangplace/thirdparty.py",
     ]
     assert unimportable(run_modules(text)) == ["bench.nope"]
-    names = ["gangplace.sim", "gangplace.trace", "gangplace.sim.moves.fit_with_moves"]
-    names += ["gangplace.sim.moves.no_such_function"]
-    assert unimportable(names) == ["gangplace.trace", "gangplace.sim.moves.no_such_function"]
+    names = ["gangplace.sim", "gangplace.trace", "gangplace.mover.search_moves.fit_with_moves"]
+    names += ["gangplace.mover.search_moves.no_such_function"]
+    assert unimportable(names) == [
+        "gangplace.trace",
+        "gangplace.mover.search_moves.no_such_function",
+    ]
     assert misplaced_bare_files(
         "- The edge (`shared/gangplace/kube/`): `client.py`, `evictor.py`, `gang.py`.\n"
         "- The engine (`shared/gangplace/engine/`): `gang.py`, `policies/`: `fgd.py`.\n"

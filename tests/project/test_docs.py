@@ -20,9 +20,9 @@ from descheduler.config import DeschedulerConfig
 from descheduler.running.metrics import DeschedulerMetrics
 from tests.kubeapi import ApiServer
 from webhook.admission.validate import (
+    check_duration,
     check_gang_name,
     check_queue,
-    parse_duration,
     parse_min_available,
 )
 from webhook.config import DEFAULT_SCHEDULER, Backend, WebhookConfig
@@ -193,7 +193,7 @@ def test_annotate_examples_use_values_the_webhook_accepts() -> None:
     text = read("annotations.md").replace("\\\n", " ")
     checks = {
         membership.ANNOTATION_MIN_AVAILABLE: lambda v: parse_min_available("k", v, 16),
-        membership.ANNOTATION_GANG_TIMEOUT: lambda v: parse_duration("k", v),
+        membership.ANNOTATION_GANG_TIMEOUT: lambda v: check_duration("k", v),
         membership.ANNOTATION_QUEUE: lambda v: check_queue("k", v),
         membership.ANNOTATION_GANG: lambda v: check_gang_name("k", v),
         membership.ANNOTATION_SKIP: lambda v: v == "true" or pytest.fail(v),

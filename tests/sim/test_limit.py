@@ -14,11 +14,12 @@ from gangplace.engine import PodShape, Snapshot
 from gangplace.engine.fragmentation import TargetWorkload
 from gangplace.engine.node_pod_records import NodeRecord, PodRecord
 from gangplace.engine.policies import PolicyContext, make_policy
+from gangplace.mover.search_moves import fit_with_moves
+from gangplace.mover.shape_dominance import needs_at_least
 from gangplace.sim import exact
 from gangplace.sim.arrivals import TracePod
 from gangplace.sim.fit_bound import FEASIBLE, INFEASIBLE, TIMEOUT, FitModel, offline_bound
-from gangplace.sim.limit import MovesHook, OracleHook, needs_at_least
-from gangplace.sim.moves import fit_with_moves
+from gangplace.sim.limit import MovesHook, OracleHook
 from gangplace.sim.replay import replay
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

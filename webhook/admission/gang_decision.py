@@ -24,9 +24,9 @@ from webhook.admission.validate import (
     InvalidValue,
     MinAvailable,
     check_checkpoint_interval,
+    check_duration,
     check_gang_name,
     check_queue,
-    parse_duration,
     parse_min_available,
 )
 from webhook.admission.volcano_fields import parse_network_topology
@@ -114,7 +114,7 @@ def read_values(
         queue = config.queue_for(namespace)
     if (raw := given.get(K.GANG_TIMEOUT)) is not None:
         try:
-            timeout = parse_duration(K.GANG_TIMEOUT, raw)
+            timeout = check_duration(K.GANG_TIMEOUT, raw)
         except InvalidValue as e:
             errors.append(e)
         if (no_timeout := _NO_TIMEOUT.get(config.backend)) is not None:

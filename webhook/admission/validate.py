@@ -21,11 +21,11 @@ __all__ = [
     "MinAvailable",
     "check_checkpoint_interval",
     "check_default_min_available",
+    "check_duration",
     "check_gang_name",
     "check_queue",
     "derived_name",
     "format_duration",
-    "parse_duration",
     "parse_min_available",
 ]
 
@@ -152,7 +152,7 @@ def check_default_min_available(key: str, raw: str) -> MinAvailable:
 _parse_min_cached = lru_cache(maxsize=4096)(_parse_min)
 
 
-def parse_duration(key: str, raw: str) -> int:
+def check_duration(key: str, raw: str) -> int:
     """Seconds in a Go duration (``30m``, ``1h30m``, ``90s``), rounded up: the grammar of
     :func:`gangplace.engine.timeparse.parse_duration`, which the descheduler reads the
     same annotations with; a unit is required and the result fits every backend's field."""

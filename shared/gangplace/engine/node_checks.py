@@ -14,19 +14,49 @@ Pure: it reads the snapshot's arrays and pods, changes nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
+from gangplace.engine.node_pod_records import PodRecord
 from gangplace.engine.quantity import format_quantity
+from gangplace.engine.settings import EngineConfig
 
-if TYPE_CHECKING:
-    from gangplace.engine.snapshot import Snapshot
-
-__all__ = ["LEFT_OUT", "node_problems"]
+__all__ = ["LEFT_OUT", "NodeArrays", "node_problems"]
 
 # How every line about such a node ends.
 LEFT_OUT = "left out of moves"
+
+
+class NodeArrays(Protocol):
+    """What the check reads of a snapshot (:class:`~gangplace.engine.snapshot.Snapshot`,
+    which runs it while it is built): the per-node arrays, the pods and the config."""
+
+    @property
+    def used(self) -> npt.NDArray[np.int64]: ...
+
+    @property
+    def alloc(self) -> npt.NDArray[np.int64]: ...
+
+    @property
+    def resources(self) -> list[str]: ...
+
+    @property
+    def config(self) -> EngineConfig: ...
+
+    @property
+    def n_nodes(self) -> int: ...
+
+    @property
+    def pods(self) -> Sequence[PodRecord]: ...
+
+    @property
+    def gpu_total(self) -> npt.NDArray[np.int64]: ...
+
+    @property
+    def gpu_free(self) -> npt.NDArray[np.int64]: ...
 
 
 def _gpus(milli: int) -> str:
@@ -35,7 +65,7 @@ def _gpus(milli: int) -> str:
     return f"{text} GPU" if text == "1" else f"{text} GPUs"
 
 
-def node_problems(snap: Snapshot) -> dict[int, str]:
+def node_problems(snap: NodeArrays) -> dict[int, str]:
     """By node row, what makes the node's pods not add up (``pods request 70 cpu of 64
     allocatable``; ``pods hold 9 GPUs of 8 allocatable``), for the nodes where they do
     not: any resource requested beyond the node's allocatable (after overcommit), GPUs

@@ -78,10 +78,10 @@ __all__ = [
     "attribution",
     "attribution_problems",
     "calls_of",
-    "parse_request",
     "permits",
     "rbac_objects",
     "request_call",
+    "request_target",
     "role_name",
     "rules",
     "viewer_role",
@@ -485,10 +485,10 @@ _METHOD_VERBS: Final = {"POST": "create", "PUT": "update", "PATCH": "patch", "DE
 def request_call(method: str, path: str, query: str | Mapping[str, str] = "") -> CallKey:
     """The (verb, group, resource, subresource) an API request is authorized as, the way
     the API server reads a request (``/api/v1/namespaces/x`` is the namespace x)."""
-    return parse_request(method, path, query)[0]
+    return request_target(method, path, query)[0]
 
 
-def parse_request(
+def request_target(
     method: str, path: str, query: str | Mapping[str, str] = ""
 ) -> tuple[CallKey, str | None, str]:
     """:func:`request_call`, and the namespace (None: cluster scope or all namespaces)

@@ -41,34 +41,16 @@ from scipy.sparse import coo_matrix, csr_matrix
 from gangplace.engine.model import PodShape
 from gangplace.engine.node_pod_records import PodRecord
 from gangplace.engine.snapshot import Snapshot
-from gangplace.sim.exact_layout import apply_plan, verify_nodes
+from gangplace.mover.lp_rows import Rows
+from gangplace.sim.exact_layout import Config, ExactPlan, apply_plan
 from gangplace.sim.fit_bound import FEASIBLE, INFEASIBLE, TIMEOUT, node_types
-from gangplace.sim.lp_rows import Rows
 
-__all__ = ["Config", "ExactFit", "ExactPlan", "ExactResult", "verify_nodes"]
+__all__ = ["ExactFit", "ExactResult"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
 _EPS = 1e-6  # reduced costs and bounds below this are taken as zero
-
-
-@dataclass(frozen=True, slots=True)
-class Config:
-    """What one node holds: pods per shape (the model's shape order) and, for each GPU
-    that GPU-sharing pods use, the shapes of the shares on it."""
-
-    counts: tuple[int, ...]
-    bins: tuple[tuple[int, ...], ...]
-
-
-@dataclass(slots=True)
-class ExactPlan:
-    """An integer arrangement: the configurations of each node type (with repeats)."""
-
-    per_type: dict[int, list[Config]]
-    nodes: list[int] | None = None  # the nodes it lays out (None: all)
-    by_node: dict[int, Config] | None = None  # each node's configuration, when known
 
 
 @dataclass(slots=True)

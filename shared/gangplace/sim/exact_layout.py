@@ -1,29 +1,73 @@
 """Carrying an exact plan out: the snapshot rearranged into the plan the exact check
 (:mod:`gangplace.sim.exact`) found, node by node and GPU by GPU, keeping every pod that
 may stay where it is, and checked to be a real packing. Apart from the check itself,
-which only decides; this is the part that moves pods."""
+which only decides; this is the part that moves pods. The plan's shape (:class:`Config`,
+:class:`ExactPlan`) is defined here, and the check is read through :class:`PlanFit`, so
+this module needs nothing of the check's."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
-from gangplace.engine.feasibility import static_mask
 from gangplace.engine.model import PodShape
 from gangplace.engine.node_pod_records import PodRecord
 from gangplace.engine.snapshot import Snapshot
+from gangplace.mover.packing_check import verify_nodes
+from gangplace.sim.fit_bound import NodeTypes
 
-if TYPE_CHECKING:
-    from gangplace.sim.exact import Config, ExactFit, ExactPlan
+__all__ = ["Config", "ExactPlan", "PlanFit", "apply_plan", "lay_out"]
 
-__all__ = ["apply_plan", "lay_out", "verify_nodes"]
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """What one node holds: pods per shape (the model's shape order) and, for each GPU
+    that GPU-sharing pods use, the shapes of the shares on it."""
+
+    counts: tuple[int, ...]
+    bins: tuple[tuple[int, ...], ...]
+
+
+@dataclass(slots=True)
+class ExactPlan:
+    """An integer arrangement: the configurations of each node type (with repeats)."""
+
+    per_type: dict[int, list[Config]]
+    nodes: list[int] | None = None  # the nodes it lays out (None: all)
+    by_node: dict[int, Config] | None = None  # each node's configuration, when known
+
+
+class PlanFit(Protocol):
+    """What carrying a plan out reads of the exact check that found it
+    (:class:`~gangplace.sim.exact.ExactFit`): its shapes, their order and GPUs, the node
+    types, and how it counts the pods."""
+
+    @property
+    def shapes(self) -> list[PodShape]: ...
+
+    @property
+    def index(self) -> dict[PodShape, int]: ...
+
+    @property
+    def whole(self) -> npt.NDArray[np.int64]: ...
+
+    @property
+    def types(self) -> NodeTypes: ...
+
+    def demand(
+        self, snap: Snapshot, extra: PodShape | None, nodes: list[int] | None = None
+    ) -> npt.NDArray[np.int64]: ...
+
+    def config_of(self, pods: Iterable[PodRecord]) -> Config: ...
 
 
 def apply_plan(
-    fit: ExactFit, snap: Snapshot, plan: ExactPlan, extra: PodShape | None, pod: PodRecord | None
+    fit: PlanFit, snap: Snapshot, plan: ExactPlan, extra: PodShape | None, pod: PodRecord | None
 ) -> list[PodRecord]:
     """Rearrange ``snap`` into ``plan`` (found by ``fit``) (plus one pod of ``extra``, as ``pod``),
     keeping every pod that may stay where it is; the pods that changed node or
@@ -137,7 +181,7 @@ def apply_plan(
 
 
 def lay_out(
-    fit: ExactFit,
+    fit: PlanFit,
     snap: Snapshot,
     n: int,
     cfg: Config | None,
@@ -220,24 +264,3 @@ def lay_out(
                     raise RuntimeError("a configuration uses more GPUs than its node has")
                 free_gpus.difference_update(gpus)
             snap.place(fit.shapes[j], n, gpus, pod=p)
-
-
-def verify_nodes(
-    snap: Snapshot,
-    nodes: Iterable[int],
-    what: str,
-    moved: Callable[[PodRecord], bool] | None = None,
-) -> None:
-    """Every one of ``nodes`` within its allocatable and its GPUs, and each pod on a node
-    its shape may use (the static filters): ``what`` (a plan just carried out) left a
-    real packing, or this raises RuntimeError naming the node or pod. ``moved``: only the
-    pods it says the plan placed are held to the filters; a pod that stayed where it was
-    may run where no pod is placed now (a node cordoned since, a taint added)."""
-    for n in nodes:
-        if (snap.used[n] > snap.alloc[n]).any():
-            raise RuntimeError(f"node {snap.node_names[n]} overcommitted by {what}")
-        if (snap.gpu_free[n, : int(snap.gpu_total[n])] < 0).any():
-            raise RuntimeError(f"node {snap.node_names[n]}: a GPU overcommitted by {what}")
-        for p in snap.pods_on(n):
-            if (moved is None or moved(p)) and not static_mask(snap, p.shape)[n]:
-                raise RuntimeError(f"pod {p.key} placed by {what} on a node its shape may not use")

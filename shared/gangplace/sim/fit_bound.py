@@ -42,7 +42,7 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from gangplace.engine.feasibility import static_mask
 from gangplace.engine.model import PodShape
 from gangplace.engine.snapshot import Snapshot
-from gangplace.sim.lp_rows import Rows
+from gangplace.mover.lp_rows import Rows
 
 __all__ = [
     "FEASIBLE",

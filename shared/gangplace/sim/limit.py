@@ -6,8 +6,8 @@ nowhere is placed if *any* rearrangement of the pods already placed plus it fits
 such check ends one of three ways, all counted:
 
 * **placed**: the engine's move search (:func:`fit_with_moves`), optionally the fewest
-  moves on small neighbourhoods (the mover, :func:`~gangplace.sim.mover.make_room`), or
-  the configuration
+  moves on small neighbourhoods (the mover,
+  :func:`~gangplace.mover.place_with_moves.place_with_moves`), or the configuration
   model (:class:`~gangplace.sim.exact.ExactFit`) found a packing, and it is carried out;
 * **proved infeasible**: the configuration LP's bound, or an earlier proof for a shape
   needing no more (the placed pods only grow, so a proof never expires);
@@ -29,16 +29,16 @@ from typing import Any
 
 import numpy as np
 
-from gangplace.engine.feasibility import static_mask
 from gangplace.engine.model import PodShape
 from gangplace.engine.node_pod_records import PodRecord
 from gangplace.engine.snapshot import Snapshot
+from gangplace.mover.hood_moves import DEFAULT_NODE_LIMIT, DEFAULT_SIZES, HoodStats
+from gangplace.mover.place_with_moves import MoverLimits, place_with_moves
+from gangplace.mover.search_moves import fit_with_moves
+from gangplace.mover.shape_dominance import needs_at_least
 from gangplace.sim.arrivals import TracePod
 from gangplace.sim.exact import ExactFit
 from gangplace.sim.fit_bound import FEASIBLE, INFEASIBLE, FitModel
-from gangplace.sim.hood_moves import DEFAULT_NODE_LIMIT, DEFAULT_SIZES, HoodStats
-from gangplace.sim.mover import MoverLimits, make_room
-from gangplace.sim.moves import fit_with_moves
 from gangplace.sim.replay import ReplayContext, ReplayResult, summarise
 
 __all__ = [
@@ -47,29 +47,8 @@ __all__ = [
     "MovesHook",
     "OracleHook",
     "RelaxedGreedy",
-    "needs_at_least",
     "relaxed_greedy",
 ]
-
-
-def needs_at_least(snap: Snapshot, p: PodShape, q: PodShape) -> bool:
-    """Whether a pod of shape ``p`` fits only where one of ``q`` would: it asks for at
-    least as much of every resource and GPU, on no node that ``q`` may not use. Then
-    "q fits nowhere, whatever the arrangement" carries over to p."""
-    vp, _ = snap.vector(p)
-    vq, _ = snap.vector(q)
-    if not (vp >= vq).all():
-        return False
-    if q.is_gpu:
-        if not p.is_gpu:
-            return False
-        if q.gpu_milli >= 1000:
-            if p.gpu_milli < 1000 or p.gpu_count < q.gpu_count:
-                return False
-        elif p.gpu_milli < q.gpu_milli:
-            return False
-    mp, mq = static_mask(snap, p), static_mask(snap, q)
-    return bool((mp <= mq).all())
 
 
 @dataclass(slots=True)
@@ -234,7 +213,7 @@ class OracleHook:
                 return
         if self.exact_moves:
             t = time.perf_counter()
-            room = make_room(snap, [rec], limits=MoverLimits(max_pods=self.max_pods))
+            room = place_with_moves(snap, [rec], limits=MoverLimits(max_pods=self.max_pods))
             st.search_seconds += time.perf_counter() - t
             if room is not None:
                 st.placed_by_search += 1
@@ -301,8 +280,8 @@ class MovesHook:
     ``method`` says how the moves are found: ``"search"``, the engine's search
     (:func:`fit_with_moves`: evictions on the nodes nearest to fitting, the evicted pods
     placed again by the policy, ``depth`` levels down); ``"exact"``, the mover
-    (:func:`~gangplace.sim.mover.make_room`: the fewest moves on neighbourhoods of
-    ``sizes`` nodes solved exactly, ``node_limit`` branch-and-bound nodes per
+    (:func:`~gangplace.mover.place_with_moves.place_with_moves`: the fewest moves on
+    neighbourhoods of ``sizes`` nodes solved exactly, ``node_limit`` branch-and-bound nodes per
     neighbourhood), which the descheduler's planner uses too; ``"both"``, the search
     first and the mover when it finds nothing."""
 
@@ -366,7 +345,7 @@ class MovesHook:
             how = "search"
         if moved is None and self.method in ("exact", "both"):
             limits = MoverLimits(max_pods=cap, sizes=self.sizes, node_limit=self.node_limit)
-            room = make_room(ctx.snap, [rec], limits=limits, stats=self.hood)
+            room = place_with_moves(ctx.snap, [rec], limits=limits, stats=self.hood)
             moved = room.moved if room is not None else None
             how = "exact"
         self.seconds += time.perf_counter() - t

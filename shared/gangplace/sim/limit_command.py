@@ -18,7 +18,7 @@ from gangplace.sim.replay_command import (
 from gangplace.sim.solver_output import solver_prints_to_stderr
 from gangplace.sim.trace_run import prepare_trace
 
-__all__ = ["add_commands"]
+__all__ = ["add_limit_command"]
 
 
 def cmd_limit(args: argparse.Namespace) -> int:
@@ -82,7 +82,7 @@ def cmd_limit(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_limit_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``limit`` on the gangplace parser."""
     common = argparse.ArgumentParser(add_help=False)
     add_common_arguments(common)

@@ -35,9 +35,9 @@ from gangplace.snapshot_io import load_snapshot
 __all__ = [
     "CliError",
     "TraceInput",
-    "add_commands",
     "add_common_arguments",
     "add_replay_arguments",
+    "add_replay_commands",
     "guarded",
     "load_trace_input",
     "nodes_path_arg",
@@ -396,7 +396,7 @@ def add_replay_arguments(p: argparse.ArgumentParser, several: bool = False) -> N
     )
 
 
-def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_replay_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``simulate`` and ``gangstudy`` on the gangplace parser."""
     common = argparse.ArgumentParser(add_help=False)
     add_common_arguments(common)

@@ -1,6 +1,6 @@
 """Where the planner's own search finds no move: the mover's exact neighbourhood moves
-(:mod:`gangplace.sim.mover`, the moves the trace replay measures), under every rule the
-planner's own moves obey.
+(:mod:`gangplace.mover.place_with_moves`, the moves the trace replay measures), under
+every rule the planner's own moves obey.
 
 The rules are the planner's, asked through its context, not restated here: a unit
 moves whole (a gang with all its members, never members above minAvailable alone);
@@ -30,8 +30,8 @@ from collections.abc import Callable, Hashable, Sequence
 from gangplace.engine import PodRecord, PodShape, place_gang
 from gangplace.engine.feasibility import fits
 from gangplace.engine.fragmentation import TargetWorkload
-from gangplace.sim.limit import needs_at_least
-from gangplace.sim.mover import MoverLimits, MoveRules, make_room
+from gangplace.mover.place_with_moves import MoverLimits, MoveRules, place_with_moves
+from gangplace.mover.shape_dominance import needs_at_least
 
 from descheduler.planning.budget import PER_RUN
 from descheduler.planning.context import PlanContext, Victim, victim_move
@@ -161,7 +161,9 @@ def exact_room(
     snap = ctx.snap
     token = snap.fork()
     try:
-        room = make_room(snap, _members(d), _rules(ctx, d), _limits(ctx), max_total=_left(ctx))
+        room = place_with_moves(
+            snap, _members(d), _rules(ctx, d), _limits(ctx), max_total=_left(ctx)
+        )
         victims = _victims(ctx, room.moved) if room is not None else []
         laid_out = _targets(ctx, victims)
     finally:
@@ -246,7 +248,7 @@ def exact_defragment(ctx: PlanContext) -> list[Move]:
                 if fits(snap, shape).any():
                     continue
                 holder = PodRecord("", f"room-{len(holders)}", shape)
-                room = make_room(snap, [holder], rules, limits, max_total=_left(ctx))
+                room = place_with_moves(snap, [holder], rules, limits, max_total=_left(ctx))
                 if room is None:
                     failed.append(shape)
                     continue

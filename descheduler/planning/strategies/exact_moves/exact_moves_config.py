@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gangplace.sim.hood_moves import DEFAULT_NODE_LIMIT
+from gangplace.mover.hood_moves import DEFAULT_NODE_LIMIT
 from pydantic import Field
 
 from descheduler.config_section import Section

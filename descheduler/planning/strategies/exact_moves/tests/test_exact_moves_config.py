@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from gangplace.sim.hood_moves import DEFAULT_NODE_LIMIT
+from gangplace.mover.hood_moves import DEFAULT_NODE_LIMIT
 
 from descheduler import ConfigError, DeschedulerConfig, parse_config
 from descheduler.planning.strategies.exact_moves.exact_moves_config import ExactMovesConfig

@@ -1,5 +1,5 @@
-"""The mover (gangplace.sim.mover): several pods placed all or none, the caller's rules
-kept on every move, and the same room however busy the machine is."""
+"""The mover (gangplace.mover.place_with_moves): several pods placed all or none, the
+caller's rules kept on every move, and the same room however busy the machine is."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from gangplace.engine import PodShape, Snapshot
 from gangplace.engine.node_pod_records import PodRecord
-from gangplace.sim.mover import MoverLimits, MoveRules, make_room
+from gangplace.mover.place_with_moves import MoverLimits, MoveRules, place_with_moves
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.sim.test_hood_moves import clusters, node, shape, valid
+from tests.mover.test_hood_moves import clusters, node, shape, valid
 
 pytestmark = pytest.mark.slow
 
@@ -39,14 +39,14 @@ def where(snap: Snapshot) -> dict[str, tuple[int, tuple[int, ...]]]:
 
 def test_a_gang_of_two_is_placed_whole_or_not_at_all() -> None:
     snap, gang = full_cluster()
-    room = make_room(snap, gang)
+    room = place_with_moves(snap, gang)
     assert room is not None and all(p.node >= 0 for p in gang)
     assert len(room.moved) == 2
     valid(snap)
     snap2, gang2 = full_cluster()
     before = snap2.state()
     # one pod moved in all cannot make room for both
-    assert make_room(snap2, gang2, max_total=1) is None
+    assert place_with_moves(snap2, gang2, max_total=1) is None
     assert snap2.state() == before and all(p.node < 0 for p in gang2)
 
 
@@ -60,7 +60,7 @@ def test_the_callers_rules_are_kept() -> None:
 
     pinned = {"s0", "s1", "b2"}
     rules = MoveRules(movable=lambda p: p.name not in pinned, allows=allows)
-    room = make_room(snap, gang, rules)
+    room = place_with_moves(snap, gang, rules)
     assert room is not None
     names = {p.name for p in room.moved}
     assert names and not names & pinned
@@ -68,7 +68,7 @@ def test_the_callers_rules_are_kept() -> None:
     # refused: nothing changes
     snap2, gang2 = full_cluster()
     before = snap2.state()
-    assert make_room(snap2, gang2, MoveRules(allows=lambda pods: "no")) is None
+    assert place_with_moves(snap2, gang2, MoveRules(allows=lambda pods: "no")) is None
     assert snap2.state() == before
 
 
@@ -76,13 +76,13 @@ def test_same_room_on_a_busy_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     """The limit is in branch-and-bound nodes: a clock running a thousand times faster
     changes nothing."""
     snap, gang = full_cluster()
-    make_room(snap, gang)
+    place_with_moves(snap, gang)
     quiet = where(snap)
     real = time.perf_counter
     ticks = itertools.count()
     monkeypatch.setattr(time, "perf_counter", lambda: real() + 1000.0 * next(ticks))
     snap2, gang2 = full_cluster()
-    make_room(snap2, gang2)
+    place_with_moves(snap2, gang2)
     assert where(snap2) == quiet
 
 
@@ -111,7 +111,7 @@ def test_every_move_obeys_the_rules(
     seen: list[Any] = []
     rules = MoveRules(unit_of=unit, movable=movable, allows=lambda ps: seen.append(ps))
     pods = [PodRecord("t", "a0", arrival), PodRecord("t", "a1", arrival)]
-    room = make_room(snap, pods, rules, MoverLimits(max_pods=3), max_total=cap)
+    room = place_with_moves(snap, pods, rules, MoverLimits(max_pods=3), max_total=cap)
     if room is None:
         assert snap.state() == state
         return

@@ -24,7 +24,7 @@ from gangplace.engine.scoring import Scorer
 from gangplace.engine.single_pod import place_pod
 from gangplace.engine.snapshot import Snapshot
 
-__all__ = ["Repair", "evictions_for", "fit_with_moves", "shortlist"]
+__all__ = ["Repair", "evictions_for", "fit_with_moves", "nearest_to_fitting"]
 
 # A unit a repair may move: every pod is its own unit unless the caller groups them.
 Movable = Callable[[PodRecord], bool]
@@ -148,7 +148,7 @@ def fit_with_moves(
     return _fit(snap, shape, policy, pod, max_pods, depth, max_nodes, frozen, ok)
 
 
-def shortlist(snap: Snapshot, shape: PodShape, want: int) -> list[int]:
+def nearest_to_fitting(snap: Snapshot, shape: PodShape, want: int) -> list[int]:
     """The ``want`` nodes closest to fitting ``shape`` (the shortfall of its GPU and of
     each resource, as fractions of what it asks, summed): where the fewest evictions are
     likely. Vectorised, so the exact count runs on a few nodes only."""
@@ -191,7 +191,7 @@ def _candidates(
         return 0 if hit else 1
 
     out = []
-    for n in shortlist(snap, shape, want):
+    for n in nearest_to_fitting(snap, shape, want):
         ev = evictions_for(snap, shape, n, movable)
         if ev is not None:
             out.append((sum(stuck(p) for p in ev), len(ev), int(snap.node_rank[n]), ev, n))

@@ -1,4 +1,4 @@
-"""The exact neighbourhood move (gangplace.sim.hood_moves): on clusters small enough to
+"""The exact neighbourhood move (gangplace.mover.hood_moves): on clusters small enough to
 enumerate, the fewest pods moved against brute force; the cluster left valid, no pod
 dropped, whole units only, the budget kept, the same answer twice."""
 
@@ -16,8 +16,8 @@ from gangplace.engine import PodShape, Snapshot
 from gangplace.engine.fragmentation import TargetWorkload
 from gangplace.engine.node_pod_records import NodeRecord, PodRecord
 from gangplace.engine.policies import PolicyContext, make_policy
+from gangplace.mover.hood_moves import fit_in_neighbourhood, neighbourhood
 from gangplace.sim.arrivals import TracePod
-from gangplace.sim.hood_moves import fit_in_neighbourhood, neighbourhood
 from gangplace.sim.limit import MovesHook
 from gangplace.sim.replay import replay
 from hypothesis import HealthCheck, given, settings

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
@@ -36,9 +35,9 @@ from gangplace.engine.feasibility import fits, static_mask
 from gangplace.engine.model import PodShape
 from gangplace.engine.node_pod_records import PodRecord
 from gangplace.engine.snapshot import Snapshot
-from gangplace.sim.exact import verify_nodes
-from gangplace.sim.lp_rows import Rows
-from gangplace.sim.moves import Repair, shortlist
+from gangplace.mover.lp_rows import Rows
+from gangplace.mover.packing_check import verify_nodes
+from gangplace.mover.search_moves import Repair, nearest_to_fitting
 
 __all__ = [
     "DEFAULT_NODE_LIMIT",
@@ -65,7 +64,6 @@ class HoodStats:
     found: int = 0  # solves that found a plan
     timeouts: int = 0  # solves that reached the node limit without one
     timeouts_by_size: dict[int, int] = field(default_factory=dict)
-    seconds: float = 0.0
     by_size: dict[int, int] = field(default_factory=dict)  # plans carried out, per size
 
 
@@ -75,7 +73,7 @@ def neighbourhood(snap: Snapshot, shape: PodShape, k: int) -> list[int]:
     hold (the most of their pods' shapes fit there now, then the most idle GPU, then
     CPU), so that a pod moved off the first has somewhere to go. Never a node left out
     of moves (:mod:`gangplace.engine.node_checks`): nothing moves off it or onto it."""
-    near = shortlist(snap, shape, k)
+    near = nearest_to_fitting(snap, shape, k)
     out: dict[int, None] = dict.fromkeys(near[: max(1, (k + 1) // 2)])
     if len(out) >= k:
         return list(out)[:k]
@@ -436,7 +434,6 @@ def fit_in_neighbourhood(
         cap = max_pods if best is None else best[1].moved - 1
         if cap < 0:
             break
-        t = time.perf_counter()
         may = ok
         if not move_room:
             near = set(nodes[: max(1, (k + 1) // 2)])
@@ -447,7 +444,6 @@ def fit_in_neighbourhood(
         model = _Model(snap, shape, nodes, unit, may, sizes_of)
         got = model.solve(cap, node_limit)
         st.solves += 1
-        st.seconds += time.perf_counter() - t
         if got == "timeout":
             st.timeouts += 1
             st.timeouts_by_size[k] = st.timeouts_by_size.get(k, 0) + 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gangplace.engine import PodShape, Snapshot
 from gangplace.engine.node_pod_records import NodeRecord, PodRecord
-from gangplace.sim.hood_moves import fit_in_neighbourhood, neighbourhood
+from gangplace.mover.hood_moves import fit_in_neighbourhood, neighbourhood
 
 MIB = 1 << 20
 

@@ -9,7 +9,7 @@ rules: whole gangs, priority, move method, protection), and whether a set of mov
 stays within its limits and disruption budgets; the mover never decides that itself.
 
 Pods are placed one after another, each by
-:func:`~gangplace.sim.hood_moves.fit_in_neighbourhood` (no move when it fits as things
+:func:`~gangplace.mover.hood_moves.fit_in_neighbourhood` (no move when it fits as things
 stand): all of them or none, and the moves of all of them together must pass the
 caller's check. The solver is limited in branch-and-bound nodes, never in seconds: the
 same request gives the same room on a busy machine and a quiet one.
@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 
 from gangplace.engine.node_pod_records import PodRecord
 from gangplace.engine.snapshot import Snapshot
-from gangplace.sim.hood_moves import DEFAULT_NODE_LIMIT, DEFAULT_SIZES, HoodStats, Movable, UnitOf
-from gangplace.sim.hood_moves import fit_in_neighbourhood as _fit
+from gangplace.mover.hood_moves import DEFAULT_NODE_LIMIT, DEFAULT_SIZES, HoodStats, Movable, UnitOf
+from gangplace.mover.hood_moves import fit_in_neighbourhood as _fit
 
-__all__ = ["MoveRules", "MoverLimits", "RoomFound", "make_room"]
+__all__ = ["MoveRules", "MoverLimits", "RoomFound", "place_with_moves"]
 
 # Why a set of moved pods may not move together (None: it may).
 Allows = Callable[[Sequence[PodRecord]], "str | None"]
@@ -69,7 +69,7 @@ class RoomFound:
     moved: list[PodRecord] = field(default_factory=list)
 
 
-def make_room(
+def place_with_moves(
     snap: Snapshot,
     pods: Sequence[PodRecord],
     rules: MoveRules | None = None,
