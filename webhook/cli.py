@@ -18,8 +18,8 @@ from gangplace.engine import SnapshotError
 from gangplace.logs import setup_logging
 from gangplace.ports import check_port
 
+from webhook.admission.backends.registry import dialect_for
 from webhook.admission.cluster_fit import ClusterCapacity, NoCluster, SnapshotSource, StaticSource
-from webhook.admission.dialects import dialect_for
 from webhook.admission.entry import admit
 from webhook.admission.native_gangs import Served
 from webhook.config import WebhookConfig, load_config
@@ -89,7 +89,7 @@ def _reconciler(
     config: WebhookConfig, kube: KubeClient | None, metrics: WebhookMetrics, served: Served | None
 ) -> PodGroupReconciler | None:
     """PodGroups are made when there is an API server and the backend has them."""
-    if kube is None or not dialect_for(config).makes_objects:
+    if kube is None or not dialect_for(config.backend).makes_objects:
         return None
     from webhook.podgroups.calls import live_reconciler
 

@@ -33,6 +33,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from webhook.admission.backends.registry import BACKENDS
 from webhook.admission.roles import BUILTIN_KINDS, WorkloadKind, WorkloadTable
 from webhook.admission.validate import (
     InvalidValue,
@@ -71,9 +72,9 @@ DEFAULT_QUEUE: dict[Backend, str | None] = {
     Backend.KAI: "default-queue",  # what KAI's pod grouper falls back to
 }
 
-# Backends without queues: namespaceQueues and defaultQueue are refused, corral.dev/queue
-# is ignored with a warning.
-NO_QUEUES = frozenset({Backend.COSCHEDULING, Backend.KUBERNETES})
+# Backends without queues (their class says so): namespaceQueues and defaultQueue are
+# refused, corral.dev/queue is ignored with a warning.
+NO_QUEUES = frozenset(b for b in Backend if not BACKENDS[b].has_queues)
 
 
 # podGroupWait's ceiling: the answer must come before the API server's timeoutSeconds.

@@ -12,8 +12,10 @@ from gangplace.engine import PodRecord
 from gangplace.engine import membership as G
 from gangplace.engine.membership import DIALECTS, membership, read_membership
 
-from webhook.admission.dialects import GangInfo, TaskGroup, dialect_for, foreign_gang
-from webhook.config import Backend, parse_config
+from webhook.admission.backends.dialect import GangInfo, TaskGroup, foreign_gang
+from webhook.admission.backends.registry import BACKENDS, dialect_for
+from webhook.admission.native_gangs import Served
+from webhook.config import Backend
 
 ROOT = Path(__file__).resolve().parents[2]
 GANG = GangInfo("train", 2, 2, "research", 60)
@@ -26,10 +28,11 @@ def _record(labels: dict[str, str], annotations: dict[str, str]) -> PodRecord:
     return PodRecord("ns", "p", PodShape(), labels=labels, annotations=annotations)
 
 
-# KAI's pod grouper, not corral, names a pod's PodGroup (webhook/admission/kai.py): tested below.
+# KAI's pod grouper, not corral, names a pod's PodGroup (webhook/admission/backends/kai.py):
+# tested below.
 @pytest.mark.parametrize("backend", [b.value for b in Backend if b is not Backend.KAI])
 def test_what_the_webhook_writes_every_reader_reads_as_that_gang(backend: str) -> None:
-    dialect = dialect_for(parse_config({"backend": backend}))
+    dialect = dialect_for(backend)
     keys = dialect.member_keys(GANG, role="worker", task_groups=TASKS)
     meta = {"labels": keys.labels, "annotations": keys.annotations}
     assert dialect.membership(meta) == "train"
@@ -42,7 +45,7 @@ def test_what_the_webhook_writes_every_reader_reads_as_that_gang(backend: str) -
 def test_a_pod_kais_grouper_named_reads_as_that_gang_with_corrals_queue() -> None:
     """corral writes the queue and the minimum KAI's pod grouper reads; the grouper then
     names the pod's PodGroup in ``pod-group-name``, which every reader reads."""
-    dialect = dialect_for(parse_config({"backend": "kai"}))
+    dialect = dialect_for("kai")
     keys = dialect.member_keys(GANG, role="worker", task_groups=TASKS)
     assert dialect.membership({"labels": keys.labels, "annotations": keys.annotations}) is None
     grouped = {**keys.annotations, G.KAI_POD_GROUP: "pg-train"}
@@ -53,13 +56,28 @@ def test_a_pod_kais_grouper_named_reads_as_that_gang_with_corrals_queue() -> Non
         "kai",
         "research",
     )
-    assert foreign_gang({"annotations": grouped}, Backend.VOLCANO) == G.KAI_POD_GROUP
+    assert foreign_gang({"annotations": grouped}, None, "volcano") == G.KAI_POD_GROUP
 
 
-def test_the_dialect_is_made_once_per_config() -> None:
-    config = parse_config({"backend": "volcano"})
-    assert dialect_for(config) is dialect_for(config)
-    assert dialect_for(parse_config({"backend": "volcano"})) is not dialect_for(config)
+def test_a_backend_is_made_once_per_name_and_what_is_served() -> None:
+    assert dialect_for("volcano") is dialect_for("volcano")
+    assert dialect_for("volcano") is not dialect_for("coscheduling")
+    served = Served(volcano_podgroup_fields=frozenset({"networkTopology"}))
+    assert dialect_for("volcano", served) is not dialect_for("volcano")
+    assert dialect_for("volcano", served).served is served
+
+
+def test_every_backend_the_config_names_has_one_class() -> None:
+    assert set(BACKENDS) == {b.value for b in Backend}
+    assert all(cls.name == name for name, cls in BACKENDS.items())
+
+
+def test_a_pod_in_a_native_gang_someone_else_set_is_foreign() -> None:
+    assert foreign_gang({}, {"workloadRef": {"name": "w"}}, "volcano") == "workloadRef"
+    assert foreign_gang({}, {"schedulingGroup": {"podGroupName": "g"}}, "kubernetes") == (
+        "schedulingGroup"
+    )
+    assert foreign_gang({}, {"containers": []}, "volcano") is None
 
 
 def test_yunikorn_reads_the_application_in_k8shims_order() -> None:
@@ -82,12 +100,10 @@ def test_a_yunikorn_application_is_a_gang_only_with_task_groups() -> None:
     assert read_membership("yunikorn", labels, {}) is None
     assert membership(_record(labels, {})) is None
     # The webhook keeps a pod's application (and adds the task groups to it).
-    assert dialect_for(parse_config({"backend": "yunikorn"})).membership({"labels": labels}) == (
-        "app"
-    )
+    assert dialect_for("yunikorn").membership({"labels": labels}) == ("app")
     # Under another backend, a YuniKorn application's pod is left alone.
-    assert foreign_gang({"labels": labels}, Backend.VOLCANO) == G.YUNIKORN_APP_ID_LABEL
-    assert foreign_gang({"labels": labels}, Backend.YUNIKORN) is None
+    assert foreign_gang({"labels": labels}, None, "volcano") == G.YUNIKORN_APP_ID_LABEL
+    assert foreign_gang({"labels": labels}, None, "yunikorn") is None
 
 
 def test_an_unknown_dialect_is_named() -> None:

@@ -13,9 +13,11 @@ when a person suspends it; the descheduler removes its own).
 docs/annotations.md lists the keys.
 
 The package, by job: :mod:`.review` (the AdmissionReview read and the answer's shape),
-:mod:`.pods` and :mod:`.workloads` (the decisions), :mod:`.gangs` (values, shapes,
-feasibility and PodGroups, shared by both), :mod:`.mutation` (the edits) and
-:mod:`.responses` (allowed, denied, patched); :mod:`.entry` holds :func:`admit`, the one
-function callers use. This file imports nothing, so that a module of the package (or
-:mod:`webhook.config`, which reads :mod:`.roles` and :mod:`.validate`) imports on its own.
+:mod:`.pods` and :mod:`.workloads` (the decisions, each a :mod:`.decision` value:
+unchanged, denied or patched), :mod:`.gang_decision` (values, shapes and feasibility,
+shared by both), :mod:`.backends` (one class per scheduler, owning every way it differs,
+and their registry), :mod:`.mutation` (the edits) and :mod:`.responses` (the one place a
+decision becomes the answer); :mod:`.entry` holds :func:`admit`, the one function callers
+use. This file imports nothing, so that a module of the package (or :mod:`webhook.config`,
+which reads :mod:`.roles`, :mod:`.validate` and the backends' registry) imports on its own.
 """

@@ -4,30 +4,34 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gangplace.engine.kinds import KINDS
 
 from webhook.admission import keys as K
-from webhook.admission.cluster_fit import ClusterCapacity
+from webhook.admission.decision import Decision, Denied, JobRule, Patched, Unchanged
 from webhook.admission.disruption import disruption_rule
-from webhook.admission.gang_decision import Invalid
+from webhook.admission.gang_decision import Invalid, controller
 from webhook.admission.mutation import foreign_scheduler
-from webhook.admission.native_gangs import Served
-from webhook.admission.patch import Editor, PatchError
+from webhook.admission.patch import PatchError
 from webhook.admission.pods import admit_pod
-from webhook.admission.responses import JobRule, allow, deny, finish
+from webhook.admission.responses import answer
 from webhook.admission.review import (
     API_VERSION,
     AdmitResult,
+    Request,
     ReviewError,
     decode_patch,
     parse_request,
 )
-from webhook.admission.roles import WorkloadError
+from webhook.admission.roles import WorkloadError, WorkloadKind
 from webhook.admission.validate import InvalidValue, check_checkpoint_interval
 from webhook.admission.workloads import admit_workload
-from webhook.config import WebhookConfig
+
+if TYPE_CHECKING:
+    from webhook.admission.cluster_fit import ClusterCapacity
+    from webhook.admission.native_gangs import Served
+    from webhook.config import WebhookConfig
 
 __all__ = ["API_VERSION", "AdmitResult", "ReviewError", "admit", "decode_patch"]
 
@@ -50,9 +54,22 @@ def admit(
     entry = None if is_pod else config.table.get(req.group, req.version, req.kind)
     # Metric label: only kinds we know, so junk requests cannot grow the label set.
     kind_label = "Pod" if is_pod else entry.kind if entry is not None else "other"
+    return answer(req, kind_label, _decide(req, is_pod, entry, cluster, config, served))
+
+
+def _decide(
+    req: Request,
+    is_pod: bool,
+    entry: WorkloadKind | None,
+    cluster: ClusterCapacity | None,
+    config: WebhookConfig,
+    served: Served | None,
+) -> Decision:
+    """What to do with the review: the checks every object passes, then a pod's or a
+    workload's own decision."""
     rescale = req.operation == "UPDATE" and entry is not None
     if (req.operation != "CREATE" and not rescale) or req.sub_resource:
-        return allow(req, kind_label, "unchanged", "not a CREATE")
+        return Unchanged("not a CREATE")
     obj = req.obj
     if obj is None:
         raise ReviewError(f"request.object: missing on a {req.operation}")
@@ -62,32 +79,31 @@ def admit(
     if not isinstance(meta, dict):
         raise ReviewError("request.object.metadata: expected an object")
     if req.namespace in config.skipped_namespaces:
-        return allow(req, kind_label, "skipped", f"namespace {req.namespace} is excluded")
+        return Unchanged(f"namespace {req.namespace} is excluded", "skipped")
     # Every corral.dev key on the object, read once: the skip key here, the rest by a pod.
     given = K.user_values(meta)
     try:
         skipped = K.is_skipped(given)
     except InvalidValue as e:
         if req.operation == "CREATE":
-            return deny(req, kind_label, 400, "BadRequest", str(e))
+            return Denied(400, str(e))
         skipped = False  # an UPDATE is not refused for what the object was created with
     if skipped:
-        return allow(req, kind_label, "skipped", f"{K.SKIP} is set")
+        return Unchanged(f"{K.SKIP} is set", "skipped")
     if req.operation == "CREATE" and (raw := given.get(K.CHECKPOINT_INTERVAL)) is not None:
         try:
             check_checkpoint_interval(K.CHECKPOINT_INTERVAL, raw)
         except InvalidValue as e:
-            return deny(req, kind_label, 400, "BadRequest", str(e))
+            return Denied(400, str(e))
     if not is_pod and entry is None:
-        return allow(
-            req,
-            "other",
-            "unhandled",
-            f"kind {req.group}/{req.version} {req.kind} is not in the table",
+        return Unchanged(
+            f"kind {req.group}/{req.version} {req.kind} is not in the table", "unhandled"
         )
+    # Its controller (the workload of a pod, the JobSet of a Job), read once.
+    owner = controller(meta)
     try:
         if is_pod:
-            return admit_pod(req, obj, meta, given, cluster, config, served)
+            return admit_pod(req, obj, meta, given, owner, cluster, config, served)
         assert entry is not None
         job_rule: JobRule = (None, [])
         if (
@@ -97,13 +113,17 @@ def admit(
             and not _chose_other_scheduler(obj, config)
         ):
             job_rule = disruption_rule(obj)
-        result = admit_workload(req, obj, meta, entry, cluster, config, job_rule, served)
-        if result.outcome == "unchanged" and (job_rule[0] is not None or job_rule[1]):
-            # A Job that is no gang (size 0, a Kueue child): it still gets the rule.
-            return finish(req, result.kind, Editor(obj), job_rule[1], (), result.hints, job_rule)
-        return result
+        decision = admit_workload(req, obj, meta, owner, entry, cluster, config, job_rule, served)
+        if (
+            isinstance(decision, Unchanged)
+            and decision.outcome == "unchanged"
+            and (job_rule[0] is not None or job_rule[1])
+        ):
+            # A Job that is no gang (size 0, a Kueue child), not skipped: it still gets the rule.
+            return Patched(None, job_rule[1], job_rule=job_rule)
+        return decision
     except (Invalid, InvalidValue, WorkloadError, PatchError) as e:
-        return deny(req, kind_label, 400, "BadRequest", str(e))
+        return Denied(400, str(e))
 
 
 def _evictions_fail_it(group: str, kind: str) -> bool:

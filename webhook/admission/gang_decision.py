@@ -6,19 +6,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from gangplace.engine import Gang, PodShape, ShapeError, TaskRole, shape_from_pod
 from gangplace.engine.model import GPU_SHARE_COUNT, GPU_SHARE_MILLI, GPU_SHARE_MODEL
 
 from webhook.admission import keys as K
+from webhook.admission.backends.dialect import Dialect, TaskGroup
 from webhook.admission.cluster_fit import ClusterCapacity, check_gang
-from webhook.admission.dialects import Dialect, GangInfo, TaskGroup
+from webhook.admission.decision import cap
 from webhook.admission.mutation import view
 from webhook.admission.patch import Editor
 from webhook.admission.quantities import resource_list
-from webhook.admission.responses import cap
 from webhook.admission.roles import ResolvedRole
 from webhook.admission.validate import (
     InvalidValue,
@@ -28,10 +28,12 @@ from webhook.admission.validate import (
     check_gang_name,
     check_queue,
     parse_min_available,
+    parse_network_topology,
 )
-from webhook.admission.volcano_fields import parse_network_topology
-from webhook.config import NO_QUEUES, Backend, WebhookConfig
-from webhook.podgroups.intent import OwnerRef, PodGroupIntent
+from webhook.podgroups.intent import OwnerRef
+
+if TYPE_CHECKING:
+    from webhook.config import WebhookConfig
 
 __all__ = [
     "GangShapes",
@@ -39,7 +41,6 @@ __all__ = [
     "Values",
     "controller",
     "feasibility",
-    "podgroup_intent",
     "read_values",
     "shape",
 ]
@@ -53,15 +54,6 @@ def _merged(sources: Sequence[Mapping[str, str]]) -> Mapping[str, str]:
     for values in reversed(sources):
         out.update(values)
     return out
-
-
-# Backends with no per-gang timeout: the key is ignored with a warning saying why.
-_NO_TIMEOUT: dict[Backend, str] = {
-    Backend.KUEUE: "Kueue has no per-gang timeout key",
-    Backend.KAI: "KAI-Scheduler has no per-gang timeout key",
-    Backend.KUBERNETES: "the native gang API has no per-gang timeout (the scheduler's "
-    "Permit wait applies)",
-}
 
 
 @dataclass(slots=True)
@@ -78,13 +70,15 @@ def read_values(
     sources: Sequence[Mapping[str, str]],
     size: int | None,
     config: WebhookConfig,
+    backend: Dialect,
     namespace: str,
     *,
     check_min: bool,
 ) -> Values:
     """The user's corral.dev values (``sources``: :func:`keys.user_values` of each
-    object, the first that has a key wins), checked, with
-    the config's defaults. Raises InvalidValue with every problem found."""
+    object, the first that has a key wins), checked, with the config's defaults; what
+    ``backend`` cannot write is dropped with a warning. Raises InvalidValue with every
+    problem found."""
     errors: list[InvalidValue] = []
     warnings: list[str] = []
     gang = minv = queue = timeout = None
@@ -105,20 +99,20 @@ def read_values(
             queue = check_queue(K.QUEUE, raw_q)
         except InvalidValue as e:
             errors.append(e)
-        if config.backend in NO_QUEUES:
+        if not backend.has_queues:
             warnings.append(
-                f"corral: {K.QUEUE} is ignored: the {config.backend.value} backend has no queues"
+                f"corral: {K.QUEUE} is ignored: the {backend.name} backend has no queues"
             )
             queue = None
-    elif config.backend not in NO_QUEUES:
+    elif backend.has_queues:
         queue = config.queue_for(namespace)
     if (raw := given.get(K.GANG_TIMEOUT)) is not None:
         try:
             timeout = check_duration(K.GANG_TIMEOUT, raw)
         except InvalidValue as e:
             errors.append(e)
-        if (no_timeout := _NO_TIMEOUT.get(config.backend)) is not None:
-            warnings.append(f"corral: {K.GANG_TIMEOUT} is ignored: {no_timeout}")
+        if backend.no_timeout is not None:
+            warnings.append(f"corral: {K.GANG_TIMEOUT} is ignored: {backend.no_timeout}")
     else:
         timeout = config.timeout_seconds
     if (raw := given.get(K.CHECKPOINT_INTERVAL)) is not None:
@@ -129,10 +123,10 @@ def read_values(
     topology = None
     if (raw := given.get(K.NETWORK_TOPOLOGY)) is not None:
         try:
-            topology = parse_network_topology(raw)
+            topology = parse_network_topology(K.NETWORK_TOPOLOGY, raw)
         except InvalidValue as e:
             errors.append(e)
-        if config.backend is not Backend.VOLCANO:
+        if not backend.writes_topology:
             warnings.append(
                 f"corral: {K.NETWORK_TOPOLOGY} is ignored: only the volcano backend writes it"
             )
@@ -239,32 +233,6 @@ def feasibility(
     if v.now:
         return None, [cap(f"corral: gang {gang} cannot start now: {v.now}")]
     return None, []
-
-
-def podgroup_intent(
-    dialect: Dialect,
-    gang: GangInfo,
-    namespace: str,
-    shaped: GangShapes,
-    owner: OwnerRef | None,
-    *,
-    update: bool = False,
-) -> PodGroupIntent:
-    """The gang's PodGroup for the reconciler; its body is rendered when it is made.
-    ``update``: a workload was scaled; an existing PodGroup of this owner follows."""
-    assert dialect.podgroup is not None
-
-    def body() -> dict[str, Any]:
-        out = dialect.podgroup_body(
-            gang, namespace, shaped.priority_class(), shaped.min_resources()
-        )
-        assert out is not None
-        return out
-
-    kind = dialect.podgroup
-    return PodGroupIntent(
-        kind.api_version, kind.plural, namespace, gang.name, body, owner, update=update
-    )
 
 
 class GangShapes:

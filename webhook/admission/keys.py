@@ -6,12 +6,15 @@ labels (annotations win when both are set).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from gangplace.engine import checkpoints, membership
 
 from webhook.admission.validate import InvalidValue
+
+if TYPE_CHECKING:
+    from webhook.admission.roles import ResolvedRole
 
 __all__ = [
     "CHECKPOINT_INTERVAL",
@@ -29,6 +32,7 @@ __all__ = [
     "SPLIT_GANG",
     "USER_KEYS",
     "is_skipped",
+    "templates_skipped",
     "user_value",
     "user_values",
 ]
@@ -115,3 +119,30 @@ def is_skipped(values: Mapping[str, str], where: str = "") -> bool:
     if word not in ("true", "false"):
         raise InvalidValue(f"{where}{SKIP}", v, 'is not "true" or "false"', _SKIP_ALLOWED)
     return word == "true"
+
+
+def templates_skipped(roles: Sequence[ResolvedRole], strict: bool) -> bool:
+    """``corral.dev/skip: "true"`` on every pod template skips the workload too: its
+    pods are left alone, so a gang made of it would wait for members that never join.
+    On some templates only, it is refused (InvalidValue) for the same reason, as is a
+    value other than "true"/"false" -- when ``strict`` (at CREATE); an UPDATE of a
+    workload made before is not refused for what it was created with."""
+    marks: list[bool] = []
+    for r in roles:
+        try:
+            marks.append(is_skipped(user_values(r.meta), f"{r.name} template: "))
+        except InvalidValue:
+            if strict:
+                raise
+            marks.append(False)
+    if all(marks):
+        return True
+    if any(marks) and strict:
+        on = ", ".join(r.name for r, m in zip(roles, marks, strict=True) if m)
+        raise InvalidValue(
+            SKIP,
+            "true",
+            f"is on some pod templates only ({on}): a gang cannot leave some of its members out",
+            "on every pod template, or on the workload, to leave the whole workload alone",
+        )
+    return False

@@ -4,13 +4,15 @@ pod (or template) as it will be after them, for the engine to read."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from webhook.admission.dialects import Keys
+from webhook.admission.backends.dialect import Keys
 from webhook.admission.patch import Editor, PatchError, Pointer
 from webhook.admission.roles import ResolvedRole
 from webhook.admission.spark import pod_view
-from webhook.config import NodePool
+
+if TYPE_CHECKING:
+    from webhook.config import NodePool
 
 __all__ = [
     "apply_keys",

@@ -40,15 +40,19 @@ from typing import Any, Final
 from gangplace.engine.native_versions import NATIVE_API_GROUP, NativeApi, native_api
 
 from webhook.admission.keys import MANAGED_BY
+from webhook.admission.validate import derived_name
 
 __all__ = [
     "GROUP",
     "MAX_TEMPLATES",
     "TEMPLATE",
+    "GangObject",
     "NativeApi",
     "Served",
     "composite_object",
+    "composite_objects",
     "composite_template_name",
+    "gang_objects",
     "pod_reference",
     "podgroup_object",
     "scheduler_names",
@@ -242,4 +246,63 @@ def scheduler_names(specs: Sequence[Any]) -> set[str]:
     for s in specs:
         name = s.get("schedulerName") if isinstance(s, dict) else None
         out.add(name if isinstance(name, str) and name != "default-scheduler" else "")
+    return out
+
+
+# A gang object to make: (apiVersion, plural, name, body).
+GangObject = tuple[str, str, str, dict[str, Any]]
+
+
+def gang_objects(
+    api: NativeApi,
+    name: str,
+    min_member: int,
+    namespace: str,
+    ctrl: Mapping[str, str] | None,
+    instances: int | None,
+    priority_class: str | None,
+) -> list[GangObject]:
+    """The Workload and, where served, one runtime PodGroup per gang (per instance, for
+    a kind with one gang per instance)."""
+    body = workload_object(api, name, namespace, [(TEMPLATE, min_member)], ctrl)
+    out: list[GangObject] = [(api.api_version, "workloads", name, body)]
+    if not api.runtime_groups:
+        return out
+    names = [name] if instances is None else [derived_name(name, str(i)) for i in range(instances)]
+    for n in names:
+        body = podgroup_object(api, n, name, TEMPLATE, namespace, min_member, priority_class)
+        out.append((api.api_version, "podgroups", n, body))
+    return out
+
+
+def composite_objects(
+    api: NativeApi,
+    name: str,
+    namespace: str,
+    ctrl: Mapping[str, str] | None,
+    priority_class: str | None,
+    roles: Sequence[tuple[str, int]],
+) -> list[GangObject]:
+    """One PodGroup per role (its share of the gang's minimum) under one
+    CompositePodGroup that needs every role: all or nothing across roles. ``roles``:
+    each role's name and how many of it the gang needs."""
+    templates = [(derived_name(r), max(n, 1)) for r, n in roles]
+    body = workload_object(api, name, namespace, templates, ctrl, composite=len(templates))
+    top = composite_object(
+        api,
+        name,
+        name,
+        namespace,
+        len(templates),
+        priority_class,
+        composite_template_name([t for t, _ in templates]),
+    )
+    out: list[GangObject] = [
+        (api.api_version, "workloads", name, body),
+        (api.composite_api_version, "compositepodgroups", name, top),
+    ]
+    for t, n in templates:
+        pg = derived_name(name, t)
+        body = podgroup_object(api, pg, name, t, namespace, n, priority_class, parent=name)
+        out.append((api.api_version, "podgroups", pg, body))
     return out

@@ -5,32 +5,31 @@ configured default for other pods."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gangplace.engine.kinds import kind_of
 
 from webhook.admission import keys as K
-from webhook.admission.cluster_fit import ClusterCapacity
-from webhook.admission.dialects import GangInfo, dialect_for, foreign_gang
+from webhook.admission.backends.dialect import GangInfo, foreign_gang
+from webhook.admission.backends.registry import dialect_for
+from webhook.admission.decision import Decision, Denied, Patched, Unchanged, cap
 from webhook.admission.gang_decision import (
     GangShapes,
-    controller,
     feasibility,
-    podgroup_intent,
     read_values,
 )
 from webhook.admission.mutation import apply_keys, foreign_scheduler, pin_to_pool, set_scheduler
-from webhook.admission.native_backend import native_gang_of
-from webhook.admission.native_gangs import Served
 from webhook.admission.patch import Editor
-from webhook.admission.responses import allow, cap, deny, finish
-from webhook.admission.review import AdmitResult, Request
+from webhook.admission.review import Request
 from webhook.admission.roles import ResolvedRole
 from webhook.admission.spark import spark_pod
 from webhook.admission.validate import derived_name
-from webhook.admission.volcano_fields import spec_fields
-from webhook.config import Backend, WebhookConfig
 from webhook.podgroups.intent import OwnerRef
+
+if TYPE_CHECKING:
+    from webhook.admission.cluster_fit import ClusterCapacity
+    from webhook.admission.native_gangs import Served
+    from webhook.config import WebhookConfig
 
 __all__ = ["admit_pod"]
 
@@ -42,60 +41,58 @@ def admit_pod(
     obj: Mapping[str, Any],
     meta: Mapping[str, Any],
     given: Mapping[str, str],
+    owner: OwnerRef | None,
     cluster: ClusterCapacity | None,
     config: WebhookConfig,
     served: Served | None = None,
-) -> AdmitResult:
-    """``given``: the pod's corral.dev keys (:func:`keys.user_values`)."""
-    dialect = dialect_for(config, served)
-    owner = controller(meta)
+) -> Decision:
+    """``given``: the pod's corral.dev keys (:func:`keys.user_values`); ``owner``: its
+    controller."""
+    dialect = dialect_for(config.backend, served)
     by_workload = owner is not None and config.table.owns(owner.api_version, owner.kind)
-    if config.backend is Backend.KUEUE and by_workload:
-        return allow(req, "Pod", "unchanged", "pod of a workload that Kueue manages")
+    if by_workload and (why := dialect.left_to_parent(pod=True)) is not None:
+        return Unchanged(why)
     chosen = foreign_scheduler(obj.get("spec"), config.effective_scheduler_name)
     if chosen is not None:
-        return allow(req, "Pod", "unchanged", f"asks for scheduler {chosen}")
+        return Unchanged(f"asks for scheduler {chosen}")
     existing = dialect.membership(meta)
     has_keys = not given.keys().isdisjoint(K.USER_KEYS)
     spark = None
     if existing is None:
-        theirs = foreign_gang(meta, config.backend) or native_gang_of(obj.get("spec"))
+        theirs = foreign_gang(meta, obj.get("spec"), dialect.name)
         if theirs is not None:
-            return allow(req, "Pod", "unchanged", f"already in a gang ({theirs})")
+            return Unchanged(f"already in a gang ({theirs})")
     if existing is not None:
         mode = "consistent"
     elif has_keys:
         mode = "gang"
     elif by_workload:
         # Its workload was left alone (skipped, or made before corral): so is it.
-        return allow(req, "Pod", "unchanged", "pod of a workload that is not a gang")
-    elif owner is not None and _runs_steps(owner.api_version, owner.kind):
-        return allow(
-            req,
-            "Pod",
-            "unchanged",
+        return Unchanged("pod of a workload that is not a gang")
+    elif owner is not None and (step := kind_of(owner.api_version, owner.kind)) and step.steps:
+        # Its owner's pods run one after another (workflow steps, the registry's
+        # ``steps``), not as a gang: left alone unless they carry a corral.dev key.
+        return Unchanged(
             f"a step of {owner.kind} {owner.name}: steps are not a gang unless their "
             f"template sets {K.GANG}",
         )
     elif (spark := spark_pod(meta)) is not None:
         if spark.app is not None:
             # The operator copies a ganged SparkApplication's keys to its pods.
-            return allow(req, "Pod", "unchanged", "pod of a SparkApplication that is not a gang")
+            return Unchanged("pod of a SparkApplication that is not a gang")
         mode = "spark"
     elif config.non_gang_pods == "single-pod-gang":
         mode = "single"
     else:
-        return allow(req, "Pod", "unchanged", "not a gang member")
+        return Unchanged("not a gang member")
     if mode == "gang" and by_workload and owner is not None:
         raw_min = given.get(K.MIN_AVAILABLE, "").strip()
         if raw_min.endswith("%"):
             # Its workload was not made a gang (made before corral, or while the webhook
             # was away): a percentage needs the workload's size, which a pod cannot
             # know. Refusing would block the workload for good; it runs as it is.
-            return finish(
-                req,
-                "Pod",
-                Editor(obj),
+            return Patched(
+                None,
                 [
                     f'{K.MIN_AVAILABLE}: "{raw_min}" left alone: this pod\'s '
                     f"{owner.kind} {owner.name} was not made a gang when it was created, and "
@@ -103,7 +100,7 @@ def admit_pod(
                 ],
             )
 
-    values = read_values([given], None, config, req.namespace, check_min=mode == "gang")
+    values = read_values([given], None, config, dialect, req.namespace, check_min=mode == "gang")
     split = None
     if existing is not None:
         name = existing
@@ -122,22 +119,28 @@ def admit_pod(
         name = derived_name(spark.selector)
     elif owner is not None:
         name = derived_name(owner.kind, owner.name)
+    elif isinstance(pod_name := meta.get("name"), str) and pod_name:
+        name = derived_name(pod_name)
     else:
-        name = _pod_gang_name(meta, req.uid)
+        # generateName only: the request uid keeps the gang's name unique.
+        prefix = str(meta.get("generateName") or "pod").rstrip("-")
+        name = derived_name(prefix, req.uid[:8])
     min_member = (
         values.min_available.count if values.min_available and values.min_available.count else 1
     )
     gang = GangInfo(name, min_member, None, values.queue, values.timeout)
     extra_warnings: list[str] = []
-    if config.backend is Backend.VOLCANO and mode != "consistent":
-        gang.spec_extra, extra_warnings = spec_fields(served, values.topology, [], False)
+    if mode != "consistent":
+        gang.spec_extra, extra_warnings = dialect.gang_fields(
+            values.topology, req.group, req.kind, obj, False
+        )
 
     ed = Editor(obj)
     pin_to_pool(ed, ("spec",), config.node_pool)
     # A pod on its own: one role of min_member pods shaped like it.
     shaped = GangShapes(name, [ResolvedRole(_ROLE, (), obj, min_member)], ed, config, min_member)
     task_groups = None
-    if config.backend is Backend.YUNIKORN and mode != "consistent" and min_member > 1:
+    if dialect.uses_task_groups and mode != "consistent" and min_member > 1:
         task_groups = shaped.task_groups()
     apply_keys(
         ed,
@@ -154,42 +157,31 @@ def admit_pod(
         if owner is not None and owner.uid:
             hints = dialect.hints(req.namespace, name, existing or name, owner)
         # Made from a template admitted before: its warnings were given then.
-        return finish(req, "Pod", ed, [], hints=hints)
+        return Patched(ed, hints=hints)
     if (why := dialect.unusable()) is not None:
         warnings.append(cap(f"corral: no native gang written for {name}: {why}"))
 
     if cluster is not None and shaped.shapes() is not None:
         refusal, more = feasibility(cluster, config, name, shaped.roles_for_engine(), min_member)
         if refusal is not None:
-            return deny(req, "Pod", 403, "Forbidden", refusal)
+            return Denied(403, refusal)
         warnings.extend(more)
 
     intents = []
     if dialect.makes_objects:
         pod_owner: OwnerRef | None = owner
         if pod_owner is None:
-            pod_name = meta.get("name")
+            bare_name = meta.get("name")
             # A bare pod owns its gang's PodGroup. Without a name (generateName only)
             # there is no way to find it again, and a PodGroup nobody owns beats pods
             # that wait for one forever.
             pod_owner = (
-                OwnerRef("v1", "Pod", pod_name) if isinstance(pod_name, str) and pod_name else None
+                OwnerRef("v1", "Pod", bare_name)
+                if isinstance(bare_name, str) and bare_name
+                else None
             )
-        if dialect.podgroup is not None:
-            intents.append(podgroup_intent(dialect, gang, req.namespace, shaped, pod_owner))
-        else:
-            intents.extend(
-                dialect.gang_intents(gang, req.namespace, pod_owner, None, shaped.priority_class())
-            )
-    return finish(req, "Pod", ed, warnings, intents)
-
-
-def _runs_steps(api_version: str, kind: str) -> bool:
-    """Whether the owner's pods run one after another (workflow steps, the registry's
-    ``steps``), not as a gang: they are left alone unless they carry a corral.dev key
-    (set on the step's template)."""
-    record = kind_of(api_version, kind)
-    return record is not None and record.steps
+        intents = dialect.gang_intents(gang, req.namespace, pod_owner, shaped)
+    return Patched(ed, warnings, intents)
 
 
 def _split_name(meta: Mapping[str, Any], gang: str) -> str | None:
@@ -206,11 +198,3 @@ def _split_name(meta: Mapping[str, Any], gang: str) -> str | None:
     if not isinstance(value, str) or not value:
         return None
     return derived_name(gang, value)
-
-
-def _pod_gang_name(meta: Mapping[str, Any], uid: str) -> str:
-    name = meta.get("name")
-    if isinstance(name, str) and name:
-        return derived_name(name)
-    prefix = str(meta.get("generateName") or "pod").rstrip("-")
-    return derived_name(prefix, uid[:8])

@@ -93,6 +93,17 @@ class ResolvedRole:
         """Where ``schedulerName`` and ``affinity`` are."""
         return self.pointer if self.format == "sparkPod" else (*self.pointer, "spec")
 
+    @property
+    def meta(self) -> Mapping[str, Any] | None:
+        """The template's map of ``labels`` and ``annotations`` (None: not a map)."""
+        m = self.template if self.format == "sparkPod" else self.template.get("metadata")
+        return m if isinstance(m, dict) else None
+
+    @property
+    def spec(self) -> Any:
+        """The template's pod spec (the template itself for ``sparkPod``), as given."""
+        return self.template if self.format == "sparkPod" else self.template.get("spec")
+
 
 def _split(path: str) -> tuple[bool, list[str]]:
     if path.startswith("$."):

@@ -11,6 +11,7 @@ import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, Final
 
 from gangplace.config_errors import KeyedValueError
 from gangplace.engine import checkpoints, timeparse
@@ -27,6 +28,7 @@ __all__ = [
     "derived_name",
     "format_duration",
     "parse_min_available",
+    "parse_network_topology",
 ]
 
 # int32 seconds: the widest timeout any backend field holds (scheduleTimeoutSeconds).
@@ -189,6 +191,28 @@ def _parse_duration(key: str, raw: str) -> int:
 
 
 _parse_duration_cached = lru_cache(maxsize=1024)(_parse_duration)
+
+
+_TOPOLOGY_MODES: Final = ("hard", "soft")
+_TOPOLOGY_ALLOWED: Final = (
+    '"hard" or "soft", optionally with the highest network tier the gang may span: "hard:2"'
+)
+
+
+def parse_network_topology(key: str, raw: str) -> dict[str, Any]:
+    """``"hard:2"`` -> ``{"mode": "hard", "highestTierAllowed": 2}`` (Volcano 1.12+'s
+    ``spec.networkTopology``); InvalidValue else."""
+    mode, sep, tier = raw.strip().partition(":")
+    mode = mode.strip().lower()
+    if mode not in _TOPOLOGY_MODES:
+        raise InvalidValue(key, raw, "has no mode hard or soft", _TOPOLOGY_ALLOWED)
+    out: dict[str, Any] = {"mode": mode}
+    if sep:
+        t = tier.strip()
+        if not t.isdigit() or int(t) < 1:
+            raise InvalidValue(key, raw, "has a tier that is not a number >= 1", _TOPOLOGY_ALLOWED)
+        out["highestTierAllowed"] = int(t)
+    return out
 
 
 _NAME_ALLOWED = (

@@ -2,8 +2,9 @@
 PodGroup schema has the field (:class:`~webhook.admission.native_gangs.Served`): pure.
 
 - ``spec.networkTopology{mode, highestTierAllowed}`` (Volcano 1.12+) from the user's
-  ``corral.dev/network-topology`` (``"hard"``, ``"soft"``, ``"hard:2"``): the gang stays
-  within one HyperNode of at most that tier.
+  ``corral.dev/network-topology`` (``"hard"``, ``"soft"``, ``"hard:2"``, read by
+  :func:`webhook.admission.validate.parse_network_topology`): the gang stays within one
+  HyperNode of at most that tier.
 - ``spec.subGroupPolicy[{name, subGroupSize, minSubGroups, labelSelector,
   matchLabelKeys}]`` (Volcano 1.14+, volcano-sh/apis#195) for a gang made of repeated
   groups: each replicated job of a JobSet
@@ -22,33 +23,11 @@ from typing import Any, Final
 
 from webhook.admission.keys import NETWORK_TOPOLOGY
 from webhook.admission.native_gangs import Served
-from webhook.admission.validate import InvalidValue
 
-__all__ = ["parse_network_topology", "repeated_groups", "spec_fields"]
+__all__ = ["repeated_groups", "spec_fields"]
 
-_MODES: Final = ("hard", "soft")
-_ALLOWED: Final = (
-    '"hard" or "soft", optionally with the highest network tier the gang may span: "hard:2"'
-)
 _JOBSET_RJOB: Final = "jobset.sigs.k8s.io/replicatedjob-name"
 _JOBSET_INDEX: Final = "jobset.sigs.k8s.io/job-index"
-
-
-def parse_network_topology(raw: str) -> dict[str, Any]:
-    """``"hard:2"`` -> ``{"mode": "hard", "highestTierAllowed": 2}``; InvalidValue else."""
-    mode, sep, tier = raw.strip().partition(":")
-    mode = mode.strip().lower()
-    if mode not in _MODES:
-        raise InvalidValue(NETWORK_TOPOLOGY, raw, "has no mode hard or soft", _ALLOWED)
-    out: dict[str, Any] = {"mode": mode}
-    if sep:
-        t = tier.strip()
-        if not t.isdigit() or int(t) < 1:
-            raise InvalidValue(
-                NETWORK_TOPOLOGY, raw, "has a tier that is not a number >= 1", _ALLOWED
-            )
-        out["highestTierAllowed"] = int(t)
-    return out
 
 
 def repeated_groups(group: str, kind: str, obj: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -82,7 +82,7 @@ KAI_QUEUE_LABEL = "kai.scheduler/queue"
 KAI_MIN_MEMBER = "kai.scheduler/batch-min-member"
 # The native gang API (scheduling.k8s.io Workload/PodGroup): corral's note of the gang
 # on each pod it puts in one (the pod's own field names the group,
-# webhook/admission/native_backend.py).
+# webhook/admission/backends/kubernetes.py).
 NATIVE_GANG = "corral.dev/native-gang"
 
 

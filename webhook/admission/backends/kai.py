@@ -20,14 +20,14 @@ from collections.abc import Sequence
 
 from gangplace.engine.membership import KAI_MIN_MEMBER, KAI_POD_GROUP, KAI_QUEUE_LABEL
 
-from webhook.admission.dialects import Dialect, GangInfo, Keys, TaskGroup
-from webhook.config import Backend
+from webhook.admission.backends.dialect import Dialect, GangInfo, Keys, TaskGroup
 
 __all__ = ["KAI_MIN_MEMBER", "KAI_POD_GROUP", "KAI_QUEUE_LABEL", "Kai"]
 
 
 class Kai(Dialect):
-    backend = Backend.KAI
+    name = "kai"
+    no_timeout = "KAI-Scheduler has no per-gang timeout key"
 
     def member_keys(
         self, gang: GangInfo, *, role: str | None, task_groups: Sequence[TaskGroup] | None

@@ -17,41 +17,44 @@ from typing import Any, Final
 from gangplace.engine.membership import NATIVE_GANG
 
 from webhook.admission import keys as K
-from webhook.admission.dialects import Dialect, GangInfo, Keys, TaskGroup
+from webhook.admission.backends.dialect import (
+    POD_FIELDS,
+    Dialect,
+    GangInfo,
+    GangReading,
+    Keys,
+    TaskGroup,
+)
 from webhook.admission.native_gangs import (
     MAX_TEMPLATES,
     TEMPLATE,
     NativeApi,
     Served,
-    composite_object,
-    composite_template_name,
+    composite_objects,
+    gang_objects,
     pod_reference,
-    podgroup_object,
     scheduler_names,
-    workload_object,
 )
 from webhook.admission.patch import Editor
 from webhook.admission.validate import InvalidValue, derived_name
-from webhook.config import Backend, WebhookConfig
 from webhook.podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
 
-__all__ = ["NATIVE_GANG", "NATIVE_GROUP", "POD_FIELDS", "Kubernetes", "native_gang_of"]
+__all__ = ["NATIVE_GANG", "NATIVE_GROUP", "POD_FIELDS", "Kubernetes"]
 
 # On the pod templates (and pods) of a native gang: the gang's name (NATIVE_GANG, read
 # by the one membership reader, gangplace.engine.membership).
 # On the pod templates of a gang of several roles under a CompositePodGroup (1.37): the
 # role's pod group template; its pods join the PodGroup ``<gang>-<template>``.
 NATIVE_GROUP: Final = "corral.dev/native-group"
-# The pod fields that name a native gang, in every version.
-POD_FIELDS: Final = ("workloadRef", "schedulingGroup")
 
 
 class Kubernetes(Dialect):
-    backend = Backend.KUBERNETES
+    name = "kubernetes"
+    has_queues = False
+    no_timeout = "the native gang API has no per-gang timeout (the scheduler's Permit wait applies)"
 
-    def __init__(self, config: WebhookConfig, served: Served | None) -> None:
-        super().__init__(config)
-        self.served = served
+    def __init__(self, served: Served | None = None) -> None:
+        super().__init__(served)
         self.api: NativeApi | None = served.native if served is not None else None
 
     @property
@@ -145,13 +148,15 @@ class Kubernetes(Dialect):
         gang: GangInfo,
         namespace: str,
         owner: OwnerRef | None,
-        instances: int | None,
-        priority_class: str | None,
-        roles: Sequence[tuple[str, int]] = (),
+        shaped: GangReading,
+        *,
+        instances: int | None = None,
+        update: bool = False,
     ) -> list[PodGroupIntent]:
         """The gang's Workload and runtime PodGroups (and, for a gang of several roles
-        on 1.37, its CompositePodGroup), for the reconciler. ``roles``: each role's
-        name and the members of it the gang needs."""
+        on 1.37, its CompositePodGroup), made where missing: a Workload's template does
+        not follow a scaled workload (it is immutable, minCount changes from v1beta1
+        only), so ``update`` changes nothing."""
         api = self.api
         if api is None:
             return []
@@ -162,58 +167,23 @@ class Kubernetes(Dialect):
                 "kind": owner.kind,
                 "name": owner.name,
             }
-        name = gang.name
-        if self.composite_for(len(roles), instances is not None):
-            return self._composite(api, gang, namespace, owner, ctrl, priority_class, roles)
-        body = workload_object(api, name, namespace, [(TEMPLATE, gang.min_member)], ctrl)
-        out = [PodGroupIntent(api.api_version, "workloads", namespace, name, body, owner)]
-        if not api.runtime_groups:
-            return out
-        names = (
-            [name] if instances is None else [derived_name(name, str(i)) for i in range(instances)]
-        )
-        for n in names:
-            body = podgroup_object(
-                api, n, name, TEMPLATE, namespace, gang.min_member, priority_class
+        priority_class = shaped.priority_class()
+        if self.composite_for(len(shaped.roles), instances is not None):
+            # Each role and how many of it the gang needs.
+            per_role = shaped.required_per_role()
+            roles = [
+                (r.name, per_role[i] if per_role is not None else r.count)
+                for i, r in enumerate(shaped.roles)
+            ]
+            objects = composite_objects(api, gang.name, namespace, ctrl, priority_class, roles)
+        else:
+            objects = gang_objects(
+                api, gang.name, gang.min_member, namespace, ctrl, instances, priority_class
             )
-            out.append(PodGroupIntent(api.api_version, "podgroups", namespace, n, body, owner))
-        return out
-
-    def _composite(
-        self,
-        api: NativeApi,
-        gang: GangInfo,
-        namespace: str,
-        owner: OwnerRef | None,
-        ctrl: Mapping[str, str] | None,
-        priority_class: str | None,
-        roles: Sequence[tuple[str, int]],
-    ) -> list[PodGroupIntent]:
-        """One PodGroup per role (its share of the gang's minimum) under one
-        CompositePodGroup that needs every role: all or nothing across roles."""
-        name = gang.name
-        templates = [(derived_name(r), max(n, 1)) for r, n in roles]
-        body = workload_object(api, name, namespace, templates, ctrl, composite=len(templates))
-        out = [PodGroupIntent(api.api_version, "workloads", namespace, name, body, owner)]
-        top = composite_object(
-            api,
-            name,
-            name,
-            namespace,
-            len(templates),
-            priority_class,
-            composite_template_name([t for t, _ in templates]),
-        )
-        out.append(
-            PodGroupIntent(
-                api.composite_api_version, "compositepodgroups", namespace, name, top, owner
-            )
-        )
-        for t, n in templates:
-            pg = derived_name(name, t)
-            body = podgroup_object(api, pg, name, t, namespace, n, priority_class, parent=name)
-            out.append(PodGroupIntent(api.api_version, "podgroups", namespace, pg, body, owner))
-        return out
+        return [
+            PodGroupIntent(api_version, plural, namespace, name, body, owner)
+            for api_version, plural, name, body in objects
+        ]
 
     def hints(self, namespace: str, gang: str, workload: str, owner: OwnerRef) -> list[OwnerHint]:
         """The owner (with its uid) of the gang objects a pod of a workload belongs to."""
@@ -234,10 +204,3 @@ def _instance(meta: Mapping[str, Any]) -> str | None:
     by = ann.get(K.SPLIT_BY)
     v = labels.get(by) if isinstance(by, str) else None
     return v if isinstance(v, str) and v else None
-
-
-def native_gang_of(spec: Any) -> str | None:
-    """The pod field naming a native gang someone else set (the Job controller's)."""
-    if not isinstance(spec, dict):
-        return None
-    return next((f for f in POD_FIELDS if spec.get(f)), None)
