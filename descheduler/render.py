@@ -46,6 +46,10 @@ def _move_lines(i: int, m: Move) -> list[str]:
         lines.append(f"     suspends {', '.join(m.workload_names())} (resumed after)")
     if m.for_gang:
         lines.append(f"     makes room for {m.for_gang}")
+    if m.nominate:
+        ns = m.for_gang_namespace
+        held = ", ".join(f"{ns}/{k} -> {v}" for k, v in sorted(m.nominate.items()))
+        lines.append(f"     holds it through the scheduler: nominates {held}")
     if m.kind == "defragment":
         lines.append(f"     lowers fragmentation by {m.gain_gpus:.2f} GPUs")
     if m.kind == "release-stale":

@@ -15,7 +15,9 @@ nothing (a gang scheduler alone); all or nothing with the kubernetes-sigs desche
 HighNodeUtilization (pod by pod, no gangs); all or nothing with corral's descheduler, the
 real planner with its default config -- and once more per ``--config`` file, a config
 file as a cluster uses it -- every ``runner.interval`` of simulated time.
-``--hold-room`` adds each corral mode again with the room it makes kept for its gang;
+``--hold-room`` adds each corral mode again with the room it makes kept for its gang (with
+``capacity_room.nominate`` in its config, kept as the kube-scheduler keeps a nominated
+pod's room: a job of higher priority may take it);
 ``--pod-by-pod`` adds the default scheduler placing pod by pod.
 
 Jobs that fit no node are reported once and left out; gangs larger than a quarter of
@@ -110,6 +112,9 @@ class Mode:
     placement: str  # pod-by-pod or all-or-nothing
     make_hook: Callable[[], DeschedulerHook | None]
     hold_room: bool = False
+    # capacity_room.nominate: the room is held as the kube-scheduler holds a nominated
+    # pod's, against jobs of its priority or lower (a higher one may take it)
+    hold_higher: bool = False
 
 
 def modes(
@@ -133,7 +138,10 @@ def modes(
 
         out.append(Mode(label, "all-or-nothing", hook))
         if hold_room:
-            out.append(Mode(f"{label}+hold", "all-or-nothing", hook, hold_room=True))
+            higher = cfg.capacity_room.nominate
+            out.append(
+                Mode(f"{label}+hold", "all-or-nothing", hook, hold_room=True, hold_higher=higher)
+            )
     return out
 
 
@@ -170,6 +178,7 @@ def _one(i: int) -> tuple[DetailedResult, float]:
         weights=setup.mix.weights,
         hook=m.make_hook(),
         hold_room=m.hold_room,
+        hold_higher=m.hold_higher,
         checkpoint=setup.checkpoint,
         high_share=setup.high_share,
         queues=setup.queues,

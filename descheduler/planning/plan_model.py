@@ -72,6 +72,9 @@ class Move:
     # capacity_room: seconds the room is held for ``for_gang`` (0: not held); the
     # workloads suspended stay so until it binds or the hold ends
     hold_for: float = 0.0
+    # capacity_room.nominate: the waiting gang's pod name -> the node the plan put it on,
+    # written to each pod's status.nominatedNodeName while the room is held ({}: none)
+    nominate: dict[str, str] = field(default_factory=dict)
 
     def workload_names(self) -> list[str]:
         """``Kind ns/name`` of each workload a suspend move suspends."""
@@ -86,6 +89,19 @@ class Move:
         return sum(p.gpu_milli for p in self.pods) / 1000.0
 
     def to_dict(self) -> dict[str, Any]:
+        out = self._dict()
+        if self.nominate:
+            out["nominate"] = [
+                {"namespace": self.for_gang_namespace, "name": k, "node": v}
+                for k, v in sorted(self.nominate.items())
+            ]
+        return out
+
+    @property
+    def for_gang_namespace(self) -> str:
+        return (self.for_gang or self.unit).split("/", 1)[0]
+
+    def _dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
             "method": self.method,

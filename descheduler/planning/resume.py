@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -56,6 +56,8 @@ class Mark:
     priority: int | None = None
     # capacity room: when the room held for ``for_gang`` is released (None: not held)
     until: datetime | None = None
+    # capacity_room.nominate: pod name -> node, the nominations corral holds the room with
+    nominate: Mapping[str, str] = field(default_factory=dict)
 
 
 def mark_text(
@@ -66,6 +68,7 @@ def mark_text(
     *,
     priority: int | None = None,
     until: datetime | None = None,
+    nominate: Mapping[str, str] | None = None,
 ) -> str:
     doc: dict[str, Any] = {"plan": plan, "at": format_time(at), "for": for_gang}
     if podgroup is not None:
@@ -74,6 +77,8 @@ def mark_text(
         doc["priority"] = priority
     if until is not None:
         doc["holdUntil"] = format_time(until)
+    if nominate:
+        doc["nominate"] = dict(nominate)
     return json.dumps(doc, separators=(",", ":"), sort_keys=True)
 
 
@@ -102,6 +107,12 @@ def read_mark(w: WorkloadRecord) -> Mark | None:
     pg = doc.get("podGroup")
     gang = doc.get("for")
     prio = doc.get("priority")
+    raw_nom = doc.get("nominate")
+    nominate = (
+        {str(k): v for k, v in raw_nom.items() if isinstance(v, str) and v}
+        if isinstance(raw_nom, dict)
+        else {}
+    )
     return Mark(
         str(doc.get("plan") or ""),
         at,
@@ -109,6 +120,7 @@ def read_mark(w: WorkloadRecord) -> Mark | None:
         pg if isinstance(pg, dict) else None,
         prio if isinstance(prio, int) and not isinstance(prio, bool) else None,
         until if at is not None else None,
+        nominate,
     )
 
 

@@ -40,6 +40,7 @@ from gangplace.kube.resources import (
 
 from descheduler.config import DeschedulerConfig
 from descheduler.planning.move_method import Owners
+from descheduler.planning.nominate import Nomination, due_nominations
 from descheduler.planning.plan_model import Move, PodMove
 from descheduler.planning.resume import Resumption, due_resumptions, mark_text
 from descheduler.planning.state import ANNOTATION_LAST_MOVED, ANNOTATION_ROOM_MADE, ClusterState
@@ -159,7 +160,15 @@ class Suspender:
         for i, w in enumerate(r for r in records if r is not None):
             held = pg[1] if pg is not None and i == 0 else None
             until = now + timedelta(seconds=move.hold_for) if move.hold_for > 0 else None
-            mark = mark_text(plan_id, now, move.for_gang, held, priority=move.priority, until=until)
+            mark = mark_text(
+                plan_id,
+                now,
+                move.for_gang,
+                held,
+                priority=move.priority,
+                until=until,
+                nominate=move.nominate,
+            )
             try:
                 await self._patch_workload(w, self._switch(w, True, mark, w.resource_version))
             except REQUEST_ERRORS as e:
@@ -215,6 +224,17 @@ class Suspender:
                 return [
                     PodResult(p.namespace, p.name, MoveOutcome.ROLLED_BACK, why) for p in move.pods
                 ]
+        if done and move.nominate:
+            ns = move.for_gang_namespace
+            await self.nominate(
+                [
+                    Nomination(ns, name, rec.uid, node, move.for_gang or "", "the room made")
+                    for name, node in sorted(move.nominate.items())
+                    if (rec := pods.get(f"{ns}/{name}")) is not None
+                    and not rec.node_name
+                    and not rec.nominated_node
+                ]
+            )
         out = []
         for pm in move.pods:
             rec = pods.get(pm.key)
@@ -363,9 +383,57 @@ class Suspender:
         log.info("%s %s: %s", res.action, w.describe(), res.reason)
         return Resumed(w.describe(), res.action, res.reason)
 
+    async def nominate(self, nominations: Sequence[Nomination]) -> list[str]:
+        """Write each nomination to its pod's ``status.nominatedNodeName``: the pod read
+        again, then a merge patch of the status subresource with the resourceVersion read
+        (None clears it), so that a nomination the scheduler wrote meanwhile is never
+        overwritten (409: passed over, the next run looks again). A pod gone, replaced,
+        bound, or nominated otherwise than ``was`` is passed over. What could not be
+        written."""
+        errors: list[str] = []
+        for n in nominations:
+            try:
+                pod = await self.client.get(PODS, n.name, namespace=n.namespace)
+                meta = pod.get("metadata") or {}
+                current = str((pod.get("status") or {}).get("nominatedNodeName") or "")
+                if (
+                    (n.uid and meta.get("uid") != n.uid)
+                    or meta.get("deletionTimestamp")
+                    or (pod.get("spec") or {}).get("nodeName")
+                    or current != n.was
+                ):
+                    continue
+                body: Json = {
+                    "metadata": {"resourceVersion": meta.get("resourceVersion")},
+                    "status": {"nominatedNodeName": n.node},
+                }
+                await self.client.patch(
+                    PODS,
+                    n.name,
+                    body,
+                    namespace=n.namespace,
+                    content_type=_MERGE_PATCH,
+                    subresource="status",
+                )
+            except ApiError as e:
+                if e.status in (404, 409):
+                    continue
+                errors.append(f"{n.describe()}: {e}")
+                continue
+            except REQUEST_ERRORS as e:
+                errors.append(f"{n.describe()}: {e}")
+                continue
+            log.info("%s", n.describe())
+        for err in errors:
+            log.warning("not written: %s", err)
+        return errors
+
     async def resume(self, state: ClusterState) -> list[Resumed]:
         """End the suspensions corral made that are due in ``state``, and heal what a
-        crash left."""
+        crash left. Before that, the nominations of the rooms held are written again
+        where the scheduler cleared them, and those of rooms released are cleared (the
+        marks that name them go with the resumes)."""
+        await self.nominate(due_nominations(state, self.config))
         return [await self._apply(r) for r in due_resumptions(state, self.config)]
 
     async def settle(self, outcomes: Sequence[GangOutcome]) -> list[Resumed]:

@@ -28,6 +28,11 @@ gangscheduling/gangscheduling.go`` at v1.35; the docs pages "gang-scheduling" an
 - all pods of a group share one schedulerName (1.36 docs): a group whose pods name
   different schedulers is not scheduled, and its PodGroup says so.
 
+Nominated pods (``status.nominatedNodeName``) of the scheduler's names are counted as
+the kube-scheduler counts them, against pods of their priority or lower, and a pod that
+fails loses its nomination (:mod:`tests.controllers.nominated`); a group is placed with
+the nominated pods of other groups and pods counted, its own not.
+
 Differences (deterministic on purpose): no Permit timeout (nothing is ever assumed
 across passes), no preemption; the ``minCount`` pods required are the first pending ones
 by name.
@@ -46,12 +51,18 @@ from gangplace.engine import (
     TaskRole,
     explain,
     place_gang,
-    place_pod,
     shape_from_pod,
 )
 
 from tests.controllers.common import condition
 from tests.controllers.events import EventRecorder, iso
+from tests.controllers.nominated import (
+    clear_nomination,
+    nominated,
+    nomination,
+    place_with_nominated,
+    priority,
+)
 from tests.controllers.pod_scheduler import kube_unschedulable_message
 from tests.controllers.rest import Json, Rest, RestError
 from tests.controllers.runner import wall_clock
@@ -134,6 +145,7 @@ class NativeGangScheduler:
         self.scheduler_names = scheduler_names
         self.clock = clock
         self.events = EventRecorder(rest, "default-scheduler", clock, legacy=False)
+        self._nominees: list[Json] = []
 
     async def close(self) -> None:
         await self.rest.close()
@@ -204,6 +216,7 @@ class NativeGangScheduler:
         nodes = await self.rest.list("v1", "nodes")
         pods = await self.rest.list("v1", "pods")
         snap = snapshot_of(nodes, pods)
+        self._nominees = nominated(pods, self.scheduler_names)
         groups, alone, composites = await self._groups(pods)
         changed = False
         done: set[Key] = set()
@@ -264,19 +277,29 @@ class NativeGangScheduler:
             )
             ns = members[0].namespace
             gang = Gang("/".join(members[0].key[1:]), roles, len(required), namespace=ns)
-            placement = place_gang(
-                snap, gang, options=GangOptions(best_effort=False, explain=False)
-            )
+            mine = {id(p) for g in members for p in g.pods}
+            floor = min(priority(p) for p in required)
+            with snap.what_if():
+                for q in self._nominees:
+                    row = snap.node_index.get(nomination(q), -1)
+                    if id(q) not in mine and priority(q) >= floor and row >= 0:
+                        snap.place_bound(shape_from_pod(q), row)
+                placement = place_gang(
+                    snap, gang, options=GangOptions(best_effort=False, dry_run=True, explain=False)
+                )
             if not placement.ok:
                 message = self._why(snap, required)
                 for g in members:
                     changed |= await self._group_condition(g, False, "Unschedulable", message)
                 for p in required + extra:
                     changed |= await self._unschedulable(p, message)
+                    changed |= await clear_nomination(self.rest, p)
                 return changed
             pods_of = list(by_shape.values())
             for a in placement.assignments:
-                changed |= await self._bind(pods_of[int(a.role[1:])][a.index], a.node_name)
+                pod = pods_of[int(a.role[1:])][a.index]
+                snap.place(shape_from_pod(pod), a.node, a.gpus)
+                changed |= await self._bind(pod, a.node_name)
         for g in members:
             changed |= await self._group_condition(g, True, "Scheduled", "")
         for p in extra:
@@ -289,9 +312,11 @@ class NativeGangScheduler:
         return kube_unschedulable_message(text, snap.n_nodes)
 
     async def _place_one(self, p: Json, snap: Snapshot) -> bool:
-        spot = place_pod(snap, shape_from_pod(p))
+        spot = place_with_nominated(snap, p, self._nominees)
         if spot is None:
-            return await self._unschedulable(p, self._why(snap, [p]))
+            cleared = await clear_nomination(self.rest, p)
+            return await self._unschedulable(p, self._why(snap, [p])) or cleared
+        snap.place(shape_from_pod(p), spot[0], spot[1])
         return await self._bind(p, snap.node_names[spot[0]])
 
     # --- writes -------------------------------------------------------------------------

@@ -210,3 +210,39 @@ async def test_the_job_controller_gangs_an_indexed_job_itself(world: World) -> N
     # 8 GPUs are left for a 4x8 Job: pod by pod one of its pods runs (and holds the
     # GPUs the rest will never get); as a gang none does
     assert per_job["toobig"] == (0 if kept else 1)
+
+
+async def test_a_nominated_gang_pod_holds_its_room_against_its_priority_or_lower(
+    world: World,
+) -> None:
+    """A gang pod nominated to n0 (corral's capacity_room.nominate) holds n0 while its
+    group waits for its second pod: a lone pod of its priority or lower stays pending, and
+    loses nothing it had; one of higher priority takes the room; a nominated pod that
+    fails loses its nomination."""
+    w = world
+    w.api.store.load([o.pod(f"fill-{n}", NS, node=n, gpus=8) for n in ("n1", "n2")])
+    await w.gang("bert", [Group("worker", 2)])
+    await w.pods("bert", "worker", 1, gpus=8)
+    (gang_pod,) = w.pod_list("bert-")
+    gang_pod["spec"]["priority"] = 1000
+    gang_pod["status"]["nominatedNodeName"] = "n0"
+    rt = w.api.store.resource("pods")
+    w.api.store.load([gang_pod])  # as written: the priority and the nomination
+    for name, prio in (("low", 0), ("peer", 1000)):
+        lone = o.pod(name, NS, gpus=8)
+        lone["spec"]["priority"] = prio
+        lone["status"]["nominatedNodeName"] = "n1"  # nominated where there is no room
+        w.api.store.load([lone])
+    await w.models.settle()
+    assert w.bound("low") == [] and w.bound("peer") == []
+    # each failed: its nomination is cleared, as the scheduler's preemption does
+    for name in ("low", "peer"):
+        assert "nominatedNodeName" not in (w.api.store.get(rt, NS, name).get("status") or {})
+    assert (
+        w.api.store.get(rt, NS, gang_pod["metadata"]["name"])["status"]["nominatedNodeName"] == "n0"
+    )
+    high = o.pod("high", NS, gpus=8)
+    high["spec"]["priority"] = 2000
+    await w.rest.create("v1", "pods", NS, {**high, "metadata": {"name": "high"}})
+    await w.models.settle()
+    assert w.bound("high") == ["high"]

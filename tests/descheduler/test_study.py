@@ -16,6 +16,7 @@ import pytest
 from gangplace.engine import PodRecord, Snapshot
 from gangplace.engine.scoring import BinpackScorer
 from gangplace.sim.gang_study import (
+    DetailedResult,
     JobMove,
     JobTemplate,
     StudyJob,
@@ -115,6 +116,46 @@ def test_held_rooms_are_never_taken() -> None:
     assert free.rooms_taken > 0
     assert held.rooms_taken == 0 and held.rooms_made > 0
     assert held.rooms_reached > free.rooms_reached
+
+
+class SuspendOneForLow:
+    """Suspends the smallest running job for the last waiting job of priority 0, each
+    round: a room that may not be enough for it, kept while it waits."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.refusals: Counter[str] = Counter()
+        self.rounds = 0
+
+    def __call__(self, state: StudyState) -> Sequence[JobMove]:
+        low = [j for j in state.waiting if j.priority == 0]
+        if not low or not state.running:
+            return []
+        j = min(state.running, key=lambda j: (len(j.pods), j.id))
+        return [JobMove(j.id, tuple(p.name for p in j.pods), "suspend", low[-1].id, 0.5)]
+
+
+def test_a_nominated_room_is_held_against_its_priority_or_lower_only() -> None:
+    """hold_higher (capacity_room.nominate): as the kube-scheduler keeps a nominated pod's
+    room, a job of higher priority may take it; one of the room's priority may not."""
+
+    def run(high_share: float, higher: bool) -> DetailedResult:
+        return run_detailed(
+            small_cluster(),
+            TEMPLATES,
+            0.95,
+            "all-or-nothing",
+            hook=SuspendOneForLow(0.2),
+            hold_room=True,
+            hold_higher=higher,
+            high_share=high_share,
+            jobs=80,
+        )
+
+    same = run(0.0, True)  # every job of one priority: held as before
+    assert same == run(0.0, False) and same.rooms_taken == 0 and same.rooms_made > 0
+    assert run(0.5, False).rooms_taken == 0
+    assert run(0.5, True).rooms_taken > 0
 
 
 def test_without_a_hook_the_figures_are_the_studys() -> None:

@@ -220,6 +220,16 @@ async def descheduler_workload_calls(api: ApiServer, kube: KubeClient) -> None:
         await view.stop()
     # after a suspend: whether the gang's pods went
     await kube.get(PODS, "first", namespace="ns1")
+    # capacity_room.nominate: the waiting gang's pod nominated to its room, and cleared
+    from descheduler.planning.nominate import Nomination
+    from descheduler.running.suspender import Suspender
+
+    suspender = Suspender(kube, view, DeschedulerConfig(), clock=lambda: datetime.now(UTC))
+    for node, was in (("n1", ""), (None, "n1")):
+        nominated = Nomination("ns1", "first", "", node, "ns1/g", "a test", was)
+        assert await suspender.nominate([nominated]) == []
+        got = await kube.get(PODS, "first", namespace="ns1")
+        assert (got.get("status") or {}).get("nominatedNodeName") == node
     merge = "application/merge-patch+json"
     for r in SUSPENDABLE_WORKLOADS:
         body: dict[str, Any] = {

@@ -25,6 +25,9 @@ GATES: Final[dict[str, tuple[tuple[Release, bool], ...]]] = {
     "JobManagedBy": ((Release(1, 30), False), (Release(1, 32), True)),
     # beta 1.26 (on), GA 1.31
     "JobPodFailurePolicy": ((Release(1, 26), True),),
+    # KEP-5278 (kep.yaml: kube-apiserver's gate): alpha 1.34 (off), beta 1.35 (on): a
+    # binding clears the pod's status.nominatedNodeName
+    "ClearingNominatedNodeNameAfterBinding": ((Release(1, 34), False), (Release(1, 35), True)),
     # beta 1.26 (on), GA 1.31: an eviction sets the DisruptionTarget condition
     "PodDisruptionConditions": ((Release(1, 26), True),),
     # GA 1.27: a suspended Job never started may change its template's scheduling fields

@@ -10,8 +10,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tests.kubeapi.auth import TokenIssuer
+from tests.kubeapi.gates import enabled
 from tests.kubeapi.resources import ResourceType, copy_json, now_iso
 from tests.kubeapi.status import ApiStatusError, status_body
+from tests.kubeapi.versions import Versions
 
 Json = dict[str, Any]
 
@@ -24,6 +26,7 @@ class Subresources:
 
     types: dict[tuple[str, str, str], ResourceType]
     tokens: TokenIssuer
+    versions: Versions
 
     def token_request(self, namespace: str, name: str, body: Any) -> Json:
         """POST serviceaccounts/{name}/token: a signed token for the ServiceAccount."""
@@ -63,7 +66,8 @@ class Subresources:
 
     def bind(self, namespace: str, name: str, body: Any) -> Json:
         """POST pods/{name}/binding: the scheduler's (or anyone's) assignment of a node. The
-        server sets spec.nodeName and the PodScheduled condition itself."""
+        server sets spec.nodeName and the PodScheduled condition itself, and from 1.35
+        clears status.nominatedNodeName (ClearingNominatedNodeNameAfterBinding)."""
         pods = self.types[("", "v1", "pods")]
         if not isinstance(body, dict) or body.get("kind", "Binding") != "Binding":
             raise ApiStatusError(400, "BadRequest", "the body must be a Binding object")
@@ -107,6 +111,8 @@ class Subresources:
             }
         )
         status["conditions"] = conditions
+        if enabled("ClearingNominatedNodeNameAfterBinding", self.versions.kube):
+            status.pop("nominatedNodeName", None)
         self._commit(pods, "MODIFIED", new, pod)
         self._after_write(pods, new)
         return status_body(201, "", "", success=True)

@@ -88,6 +88,9 @@ class PodRecord:
     local_storage: bool = False
     gpu_index: tuple[int, ...] = ()
     preemption_policy: str = ""  # spec.preemptionPolicy ("Never": it preempts nobody)
+    # status.nominatedNodeName: the node the scheduler (or another component) holds for
+    # this pending pod; '' when none
+    nominated_node: str = ""
     # The native gang API group it names (gangplace.engine.native_groups) and its gang
     # there: the group, or one replica of it (1.35's podGroupReplicaKey); '' for none.
     native_group: str = ""
@@ -401,6 +404,7 @@ def _pod_from_json(
         local_storage=_has_local_storage(spec),
         gpu_index=gpu_index,
         preemption_policy=str(spec.get("preemptionPolicy") or ""),
+        nominated_node=str(status.get("nominatedNodeName") or ""),
         native_group=native_group,
         native_gang=native_gang,
     )

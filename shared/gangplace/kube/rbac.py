@@ -194,6 +194,16 @@ _ROWS: tuple[tuple[tuple[str, ...], Resource, str, tuple[Grant, ...]], ...] = (
     (("get",), PODS, "", (_D,)),
     # Evicting whole gangs, and saying so on each pod and each gang.
     (("create",), PODS, "eviction", (_D,)),
+    # Holding a capacity room through the kube-scheduler (capacity_room.nominate): only
+    # with the backends whose gangs it places (descheduler.planning.nominate).
+    (
+        ("patch",),
+        PODS,
+        "status",
+        tuple(
+            Grant(DESCHEDULER, when=("backend", b)) for b in ("coscheduling", "kueue", "kubernetes")
+        ),
+    ),
     (("create",), EVENTS, "", (_D,)),
     # Remembering moves across runs: corral.dev/last-moved and corral.dev/room-made on
     # PodGroups, and the ledger ConfigMap for units that have none.

@@ -336,6 +336,14 @@ API_CALLS: tuple[ApiCall, ...] = (
     ),
     ApiCall("create", "", "pods", "eviction", why="evictor: policy/v1 Eviction"),
     ApiCall(
+        "patch",
+        "",
+        "pods",
+        "status",
+        why="descheduler (capacity_room.nominate): hold a capacity room through the "
+        "kube-scheduler, status.nominatedNodeName on the waiting gang's pods",
+    ),
+    ApiCall(
         "create",
         "",
         "events",

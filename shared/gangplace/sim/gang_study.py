@@ -22,7 +22,10 @@ it ran, starts over once it is whole again (a data-parallel job restarts when a 
 goes). The work a moved job did since it started -- or since its last checkpoint -- is
 lost and counted. Between the moves and the binding of the job they made room for,
 another job may take the freed GPUs: the run counts how often ("room taken"), and with
-``hold_room`` it keeps them for that job until it binds or the next round.
+``hold_room`` it keeps them for that job until it binds or the next round; with
+``hold_higher`` too, a job of higher priority than the room's may still take it (the
+kube-scheduler's rule for a nominated pod's room, ``capacity_room.nominate``: held against
+every job of its priority or lower).
 """
 
 from __future__ import annotations
@@ -321,6 +324,7 @@ class _Sim:
         scorer: Scorer | None,
         *,
         hold_room: bool = False,
+        hold_higher: bool = False,
         checkpoint: float | None = None,
     ) -> None:
         if mode not in MODES:
@@ -339,6 +343,7 @@ class _Sim:
         self.seq = 0
         self.events: list[tuple[float, int, int, _Job | None, int]] = []
         self.hold_room = hold_room
+        self.hold_higher = hold_higher
         self.checkpoint = checkpoint
         self.jobs: dict[int, _Job] = {}
         self.running: dict[int, _Job] = {}
@@ -452,7 +457,12 @@ class _Sim:
         for job in jobs:
             if job.id in started:
                 continue
-            if self._try(job, pod_failed, gang_failed):
+            lifted = self._lift_holds(job)
+            ok = self._try(job, set(), {}) if lifted else self._try(job, pod_failed, gang_failed)
+            for room in lifted:
+                if any(r is room for r in self.rooms.values()):  # not taken
+                    self._hold(room)
+            if ok:
                 started.add(job.id)
                 self._start(job)
         if started:
@@ -539,6 +549,18 @@ class _Sim:
                     room.holds.append((PodRecord("study", f"hold-job{jid}-{k}", shape), node, gpus))
                 self._hold(room)
             self.rooms[jid] = room
+
+    def _lift_holds(self, job: _Job) -> list[_Room]:
+        """With ``hold_higher``: the rooms held for jobs of lower priority than ``job``,
+        their placeholders lifted so that it may take them."""
+        if not self.hold_higher:
+            return []
+        out = []
+        for jid, room in self.rooms.items():
+            if room.holding and jid != job.id and self.jobs[jid].priority < job.priority:
+                self._drop_holds(room)
+                out.append(room)
+        return out
 
     def _drop_holds(self, room: _Room) -> None:
         if not room.holding:
@@ -651,6 +673,7 @@ def run_detailed(
     weights: Sequence[float] | None = None,
     hook: DeschedulerHook | None = None,
     hold_room: bool = False,
+    hold_higher: bool = False,
     checkpoint: float | None = None,
     high_share: float = 0.0,
     queues: int = 1,
@@ -694,7 +717,9 @@ def run_detailed(
         raise ValueError(f"length must be > 0 job lengths, got {length}")
     if not 0 <= warmup < (length if length is not None else math.inf):
         raise ValueError(f"warmup must be in [0, length), got {warmup}")
-    sim = _Sim(snap, mode, scorer, hold_room=hold_room, checkpoint=checkpoint)
+    sim = _Sim(
+        snap, mode, scorer, hold_room=hold_room, hold_higher=hold_higher, checkpoint=checkpoint
+    )
     if capacity_gpus is not None:
         if capacity_gpus < 1:
             raise ValueError(f"capacity_gpus must be >= 1, got {capacity_gpus}")

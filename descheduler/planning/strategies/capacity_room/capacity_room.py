@@ -29,6 +29,7 @@ from gangplace.engine.timeparse import format_duration
 from descheduler.planning.context import PlanContext, Victim, move_way
 from descheduler.planning.gang_demand import Demand
 from descheduler.planning.gang_views import GangView
+from descheduler.planning.nominate import nomination_refusal, planned_nominations
 from descheduler.planning.plan_model import Move, PodMove
 from descheduler.planning.what_if import remove_pods
 
@@ -121,13 +122,23 @@ def capacity_room(
         remove_pods(snap, v.pods)
     placed = place_gang(snap, d.gang, ctx.scorer, ctx.options)
     assert placed.ok, "the engine is deterministic: a gang that fitted fits"
+    nominate: dict[str, str] = {}
+    refused = nomination_refusal(d.view) if cfg.nominate else None
+    if cfg.nominate and refused is None:
+        nominate = planned_nominations(d.view, placed)
     out = []
     for v in sorted(chosen, key=lambda v: (v.cost, v.view.key)):
         ctx.scratch.budget.take(v.pods, v.view.queue)
         ctx.scratch.moved.add(v.view.key)
         if retire is not None:
             retire(v.view)
-        out.append(_move(v, d, waited, cfg.hold_for))
+        m = _move(v, d, waited, cfg.hold_for)
+        if nominate:
+            m.nominate = dict(nominate)
+            m.reason += f"; its {len(nominate)} waiting pods are nominated to the room's nodes"
+        elif refused is not None:
+            m.reason += f"; not nominated: {refused}"
+        out.append(m)
     return out
 
 

@@ -18,7 +18,8 @@ class CapacityRoomConfig(Section):
     meanwhile corral resumes no workload of lower priority than the gang that it
     suspended, and plans the room for the gang, not for waiting gangs of its priority or
     lower. What was suspended for the gang is resumed first, once it is bound, gone,
-    or the hold ends (hold_for, not moves.resume_after)."""
+    or the hold ends (hold_for, not moves.resume_after). With nominate, the kube-scheduler
+    holds it too, against every pod of the gang's priority or lower."""
 
     enabled: bool = Field(
         default=False,
@@ -38,4 +39,11 @@ class CapacityRoomConfig(Section):
         gt=0,
         description="how long the room is held for the gang: if it is not bound by then, "
         "what was suspended for it is resumed (replaces moves.resume_after for them)",
+    )
+    nominate: bool = Field(
+        default=False,
+        description="also hold the room through the scheduler: write each waiting pod's "
+        "status.nominatedNodeName (the node the plan put it on) while the hold lasts, and "
+        "clear it when the hold ends unbound; only for gangs the kube-scheduler places "
+        "(native gangs, coscheduling, Kueue), never Volcano, YuniKorn or KAI",
     )

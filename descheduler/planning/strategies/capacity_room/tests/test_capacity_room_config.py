@@ -29,7 +29,7 @@ BAD: list[tuple[dict[str, Any], str]] = [
 
 def test_its_defaults() -> None:
     assert CapacityRoomConfig() == CapacityRoomConfig(
-        enabled=False, after=3600.0, equal_priority=False, hold_for=900.0
+        enabled=False, after=3600.0, equal_priority=False, hold_for=900.0, nominate=False
     )
     assert DeschedulerConfig().capacity_room == CapacityRoomConfig()
 
