@@ -18,7 +18,7 @@ from gangplace.config_errors import (
     describe_validation_error,
 )
 from gangplace.engine import EngineConfig
-from gangplace.engine.kinds import AddedKind, Kinds, with_added
+from gangplace.engine.kinds import Kinds, WorkloadKind, with_added
 from gangplace.engine.policies import DEFAULT_POLICY, check_policy
 from gangplace.engine.timeparse import format_duration
 from gangplace.yamlfile import YamlFileError, read_yaml
@@ -243,14 +243,14 @@ class DeschedulerConfig(Section):
     stale_gangs: StaleGangsConfig = Field(default_factory=StaleGangsConfig)
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
     queue_default: str = Field(default="default", description="queue of gangs that name none")
-    workloads: tuple[AddedKind, ...] = Field(
+    workloads: tuple[WorkloadKind, ...] = Field(
         default=(),
         description="workload kinds beside the built-in ones (docs/configuration.md)",
     )
 
     @field_validator("workloads")
     @classmethod
-    def _added(cls, v: tuple[AddedKind, ...]) -> tuple[AddedKind, ...]:
+    def _added(cls, v: tuple[WorkloadKind, ...]) -> tuple[WorkloadKind, ...]:
         return checked_kinds(v)
 
     @property

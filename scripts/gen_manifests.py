@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 from gangplace.cli import build_parser as gangplace_parser
 from gangplace.config_errors import ConfigError
-from gangplace.engine.kinds import KINDS, AddedKind, Kinds, with_added
+from gangplace.engine.kinds import KINDS, Kinds, WorkloadKind, with_added
 from gangplace.kube import rbac
 
 from descheduler.cli import build_parser as descheduler_parser
@@ -75,7 +75,7 @@ def added_kinds(webhook_config: str | None, descheduler_config: str | None) -> K
     except ConfigError as e:
         raise SystemExit(f"gen_manifests: {e}") from None
     keys = {(w.group, w.kind) for w in desched}
-    entries: list[AddedKind] = [*desched, *(w for w in webhook if (w.group, w.kind) not in keys)]
+    entries: list[WorkloadKind] = [*desched, *(w for w in webhook if (w.group, w.kind) not in keys)]
     return with_added(entries)
 
 

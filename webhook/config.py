@@ -111,7 +111,8 @@ class WebhookConfig(_Model):
     excluded_namespaces: tuple[str, ...] = ("kube-system",)
     own_namespace: str = "corral-system"
     # Every batch/v1 Job (restartPolicy Never) gets a first podFailurePolicy rule that
-    # ignores pods failed by a disruption (eviction, drain): see webhook.admission.disruption.
+    # ignores pods failed by a disruption (eviction, drain): its kind's disruption_rule
+    # hook, gangplace.engine.quirks.job_disruption.
     jobs_ignore_disruptions: bool = True
     # How long a gang's first pod may wait for its PodGroup before it is answered
     # (Volcano's /pods/validate refuses a pod whose PodGroup is not there): "0s" is off.
@@ -122,7 +123,7 @@ class WebhookConfig(_Model):
     @field_validator("workloads")
     @classmethod
     def _added(cls, v: tuple[WorkloadKind, ...]) -> tuple[WorkloadKind, ...]:
-        return checked_kinds(v)
+        return checked_kinds(v, gangs=True)
 
     @field_validator("default_min_available")
     @classmethod

@@ -29,6 +29,8 @@ from webhook.admission.review import AdmitResult, ReviewError
 from webhook.config import WebhookConfig
 from webhook.metrics import WebhookMetrics
 from webhook.podgroups.reconciler import PodGroupReconciler
+from webhook.podgroups.serving import RECONCILER, after_admit
+from webhook.podgroups.serving import setup as setup_podgroups
 
 __all__ = [
     "CONFIG",
@@ -66,7 +68,6 @@ class ServerState:
 CONFIG = web.AppKey("config", WebhookConfig)
 SOURCE = web.AppKey("source", SnapshotSource)
 METRICS = web.AppKey("metrics", WebhookMetrics)
-RECONCILER = web.AppKey("reconciler", PodGroupReconciler)
 STATE = web.AppKey("state", ServerState)
 
 
@@ -160,12 +161,7 @@ async def _mutate(
         )
     reconciler = app.get(RECONCILER)
     if reconciler is not None:
-        for intent in result.intents:
-            reconciler.submit(intent, dry_run=result.dry_run)
-        for hint in result.hints:
-            reconciler.hint(hint)
-        if _waits_for_podgroup(result, app[CONFIG]):
-            out = await _podgroup_first(reconciler, result, app[CONFIG], metrics, out)
+        out = await after_admit(reconciler, result, app[CONFIG], metrics, out)
     op = result.operation if result.operation in _OPERATIONS else "other"
     metrics.observe(
         op,
@@ -207,59 +203,6 @@ async def _mutate(
     return resp
 
 
-def _waits_for_podgroup(result: AdmitResult, config: WebhookConfig) -> bool:
-    """Whether this answer waits for the pod's PodGroup (see :func:`_podgroup_first`)."""
-    return (
-        config.pod_group_wait_seconds > 0
-        and result.kind == "Pod"
-        and result.operation == "CREATE"
-        and not result.dry_run
-        and bool(result.intents or result.hints)
-        and result.allowed
-    )
-
-
-async def _podgroup_first(
-    reconciler: PodGroupReconciler,
-    result: AdmitResult,
-    config: WebhookConfig,
-    metrics: WebhookMetrics,
-    out: bytes,
-) -> bytes:
-    """Answer a pod only once its gang's PodGroup exists, within ``podGroupWait``:
-    Volcano's ``/pods/validate`` (on by default through Volcano 1.11) refuses a pod
-    whose PodGroup is not there yet. Known PodGroups cost nothing. Not made in time,
-    or not made at all: the pod is allowed all the same, with a warning -- never a
-    500, never a timeout of the API server's call (failurePolicy Fail would refuse the
-    pod); Volcano may then refuse it, and its controller (or the user) makes it again
-    once the PodGroup, still being made in the background, is there."""
-    try:
-        got = await reconciler.before_answer(
-            result.intents, result.hints, config.pod_group_wait_seconds
-        )
-    except Exception:  # never fail a review over it
-        log.exception("waiting for the PodGroup failed; answering")
-        got = "failed"
-    if got == "ready":
-        return out
-    metrics.podgroup_wait(got)
-    if got == "made":
-        return out
-    names = sorted({i.name for i in result.intents} | {h.name for h in result.hints})
-    why = "not made yet" if got == "late" else "could not be made"
-    warning = (
-        f"corral: PodGroup {', '.join(names)} {why} (podGroupWait {config.pod_group_wait}); "
-        "Volcano may refuse this pod until it is there"
-    )
-    log.warning(
-        "pod answered before its PodGroup",
-        extra={"fields": {"uid": result.uid, "podgroup": names, "wait": got}},
-    )
-    response = result.review["response"]
-    response["warnings"] = [*(response.get("warnings") or ()), warning]
-    return orjson.dumps(result.review)
-
-
 def _not_ready(app: web.Application) -> str | None:
     """Why ``/readyz`` answers 503: shutting down, or the cluster view not synced."""
     if app[STATE].shutting_down:
@@ -269,9 +212,6 @@ def _not_ready(app: web.Application) -> str | None:
 
 async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     state = app[STATE]
-    reconciler = app.get(RECONCILER)
-    if reconciler is not None:
-        await reconciler.start()
     state.tasks = [asyncio.create_task(fn()) for fn in state.background]  # type: ignore[arg-type]
     yield
     for t in state.tasks:
@@ -279,8 +219,6 @@ async def _lifecycle(app: web.Application) -> AsyncIterator[None]:
     for t in state.tasks:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await t
-    if reconciler is not None:
-        await reconciler.stop()
 
 
 async def _on_shutdown(app: web.Application) -> None:
@@ -309,7 +247,9 @@ def init_app(
     app[SOURCE] = source or NoCluster()
     app[METRICS] = metrics or WebhookMetrics()
     if reconciler is not None:
-        app[RECONCILER] = reconciler
+        # First, so the PodGroup controller starts before the background tasks and
+        # stops after them.
+        setup_podgroups(app, reconciler)
     app[STATE] = ServerState(admit_fn=admit_fn, background=background)
     app.router.add_post("/mutate", mutate)
     add_health_routes(app, metrics=app[METRICS].render, not_ready=lambda: _not_ready(app))

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gangplace.engine import PodRecord
-from gangplace.engine.kinds import KINDS, KindRecord, Kinds
+from gangplace.engine.kinds import KINDS, Kinds, WorkloadKind
 from gangplace.engine.objects import PodGroupRecord
 from gangplace.engine.owners import WorkloadRecord, workload_key
 
@@ -61,7 +61,7 @@ class Owners:
 
     def _read(self, group: str, kind: str) -> bool:
         """Whether the registry has the descheduler read this kind as a workload record."""
-        record: KindRecord | None = self.kinds.get((group, kind))
+        record: WorkloadKind | None = self.kinds.get((group, kind))
         return record is not None and record.read
 
     def chain_top(

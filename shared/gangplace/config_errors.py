@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from gangplace.engine.kinds import AddedKind, with_added
+from gangplace.engine.kinds import WorkloadKind, with_added
 
 __all__ = [
     "ConfigError",
@@ -40,12 +40,20 @@ class KeyedValueError(ValueError):
     raised from a validator, it is shown as it is."""
 
 
-_Added = TypeVar("_Added", bound=Sequence[AddedKind])
+_Added = TypeVar("_Added", bound=Sequence[WorkloadKind])
 
 
-def checked_kinds(entries: _Added) -> _Added:
+def checked_kinds(entries: _Added, *, gangs: bool = False) -> _Added:
     """A config's ``workloads:`` entries, refused in one line when the registry cannot
-    take them (the same check for the webhook's config and the descheduler's)."""
+    take them (the same check for the webhook's config and the descheduler's).
+    ``gangs``: each entry needs its roles (the webhook makes gangs of the kinds it adds;
+    the descheduler reads none)."""
+    for i, e in enumerate(entries):
+        if gangs and not e.roles:
+            raise KeyedValueError(
+                f"workloads[{i}].roles: missing for {e.kind} of group {e.group!r} (allowed: "
+                "its roles, where its pod templates are and how many pods each makes)"
+            )
     try:
         with_added(entries)
     except ValueError as e:

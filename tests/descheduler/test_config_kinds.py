@@ -134,7 +134,7 @@ def test_both_configs_make_the_same_record() -> None:
         VERSION,
         ("spec", "suspend"),
     )
-    assert desched.read and web.read and web.gang is not None and desched.gang is None
+    assert desched.read and web.read and web.makes_gangs and not desched.makes_gangs
     same = ("group", "kind", "plural", "version", "suspend_path", "suspend_takes_effect")
     assert all(getattr(desched, f) == getattr(web, f) for f in same)
     assert (GROUP, KIND) not in KINDS  # the built-in registry is left as it was

@@ -17,10 +17,8 @@ from gangplace.engine.objects import RecordError
 from gangplace.engine.owners import (
     ANNOTATION_SUSPEND_IGNORED as IGNORED,
 )
-from gangplace.engine.owners import (
-    ignores_disruption,
-    workload_from_json,
-)
+from gangplace.engine.owners import workload_from_json
+from gangplace.engine.quirks.job_disruption import ignores_disruption
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

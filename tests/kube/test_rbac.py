@@ -306,8 +306,8 @@ async def exercise_webhook(api: ApiServer, kube: KubeClient, backend: str) -> No
     from gangplace.kube.resources import COSCHED_PODGROUPS, VOLCANO_PODGROUPS
 
     from webhook.live import InformerSource
+    from webhook.podgroup_intent import Existing, OwnerRef, PodGroupIntent
     from webhook.podgroups.calls import PodGroupApi
-    from webhook.podgroups.intent import Existing, OwnerRef, PodGroupIntent
     from webhook.tls.contexts import server_context
     from webhook.tls.rotation import SelfSignedManager
     from webhook.tls.store import SecretCertStore
@@ -363,8 +363,8 @@ async def test_the_webhook_rules_allow_what_it_does_on_the_wire(
 ) -> None:
     """The webhook's calls (:func:`exercise_webhook`), against the rules of an install
     with that backend."""
+    from webhook.podgroup_intent import OwnerRef
     from webhook.podgroups.calls import PodGroupApi
-    from webhook.podgroups.intent import OwnerRef
 
     api.store.load([o.namespace(NS)])
     await exercise_webhook(api, kube, backend)

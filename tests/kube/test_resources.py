@@ -148,8 +148,8 @@ async def native_gang_calls() -> set[tuple[str, str, str, str]]:
     native gang API on: a Workload, PodGroup and CompositePodGroup each made, and joined
     by a second pod of a bare-pod gang (the wire calls)."""
     from tests.kubeapi import Versions
+    from webhook.podgroup_intent import Existing, OwnerRef, PodGroupIntent
     from webhook.podgroups.calls import PodGroupApi
-    from webhook.podgroups.intent import Existing, OwnerRef, PodGroupIntent
 
     async with ApiServer(versions=Versions.of(kube="1.37", native_gangs=True)) as api:
         api.store.load([o.namespace("ns1")])
@@ -254,8 +254,8 @@ async def webhook_calls(api: ApiServer, kube: KubeClient) -> None:
     made, joined by a bare pod), owner lookups of every kind, the self-signed Secret and
     caBundle."""
     from tests.kubeapi import ResourceType
+    from webhook.podgroup_intent import Existing, OwnerRef, PodGroupIntent
     from webhook.podgroups.calls import PodGroupApi
-    from webhook.podgroups.intent import Existing, OwnerRef, PodGroupIntent
     from webhook.tls.contexts import server_context
     from webhook.tls.rotation import SelfSignedManager
     from webhook.tls.store import SecretCertStore

@@ -18,6 +18,7 @@ from typing import Any
 import jsonpatch
 import pytest
 from gangplace.engine.owners import workload_from_json
+from gangplace.engine.quirks.job_disruption import DISRUPTION_RULE, MAX_RULES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,7 +27,6 @@ from tests.controllers.job import match_pod_failure_policy
 from tests.kubeapi import KUBE_VERSIONS, ApiStatusError, ApiStore, Release, Versions
 from tests.kubeapi import objects as o
 from tests.kubeapi.defaults import redefault
-from webhook.admission.disruption import DISRUPTION_RULE, MAX_RULES
 from webhook.config import WebhookConfig
 
 Json = dict[str, Any]

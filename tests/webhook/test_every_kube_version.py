@@ -20,7 +20,7 @@ from typing import Any
 import aiohttp
 import jsonpatch
 import pytest
-from gangplace.engine.owners import ignores_disruption
+from gangplace.engine.quirks.job_disruption import ignores_disruption
 
 from tests.kubeapi import KUBE_VERSIONS, ApiServer, Release, ResourceType, Versions
 from tests.kubeapi import objects as o

@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gangplace.engine.quirks.job_disruption import DISRUPTION_RULE, MAX_RULES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.builders.reviews import checked, review, with_object
 from tests.builders.reviews import fixture as captured
 from tests.kubeapi.recording import RECORDINGS
-from webhook.admission.disruption import DISRUPTION_RULE, MAX_RULES
 from webhook.admission.entry import admit
 from webhook.config import WebhookConfig, parse_config
 

@@ -3,7 +3,7 @@ until a hint, made-unowned until a pod joins; each bounded, oldest out first."""
 
 from __future__ import annotations
 
-from webhook.podgroups.intent import OwnerRef, PodGroupIntent
+from webhook.podgroup_intent import OwnerRef, PodGroupIntent
 from webhook.podgroups.known import KnownPodGroups
 
 API = "scheduling.volcano.sh/v1beta1"

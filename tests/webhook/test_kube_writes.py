@@ -30,8 +30,8 @@ from tests.kubeapi import objects as o
 from webhook.admission.entry import admit
 from webhook.admission.review import AdmitResult
 from webhook.config import WebhookConfig, parse_config
+from webhook.podgroup_intent import OwnerHint, OwnerRef
 from webhook.podgroups.calls import PodGroupApi, owner_resource
-from webhook.podgroups.intent import OwnerHint, OwnerRef
 from webhook.podgroups.reconciler import PodGroupReconciler, RetryPolicy
 from webhook.tls.certificates import TlsBundle
 from webhook.tls.contexts import server_context

@@ -373,7 +373,7 @@ def test_indexed_job_left_to_the_job_controller() -> None:
     rev = review(indexed_job(4, 4), group="batch")
     res = admit(rev, None, NATIVE, V1ALPHA2)
     assert res.review["response"]["allowed"] and res.intents == ()
-    # Only the Job rule of every backend (webhook.admission.disruption), no gang keys.
+    # Only the Job rule of every backend (gangplace.engine.quirks.job_disruption), no gang keys.
     assert [op["path"] for op in res.patch] == ["/spec/podFailurePolicy"]
     # Where the Job controller makes no gang (v1alpha1; parallelism below completions),
     # corral does.

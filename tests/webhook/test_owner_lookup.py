@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from webhook.podgroups.intent import OwnerRef, PodGroupIntent
+from webhook.podgroup_intent import OwnerRef, PodGroupIntent
 from webhook.podgroups.owner_lookup import find_owner
 from webhook.podgroups.reconciler_port import RetryPolicy
 from webhook.podgroups.work_item import WorkItem

@@ -17,7 +17,7 @@ from tests.webhook.test_podgroups import API, FAST, FakeApi, intent
 from tests.webhook.test_server import metric, post, serve
 from webhook.config import WebhookConfig, parse_config
 from webhook.metrics import WebhookMetrics
-from webhook.podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent, Removed
+from webhook.podgroup_intent import OwnerHint, OwnerRef, PodGroupIntent, Removed
 from webhook.podgroups.reconciler import PodGroupReconciler, RetryPolicy
 
 

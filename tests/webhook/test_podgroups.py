@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.builders.reviews import checked, fixture
-from webhook.podgroups.intent import Existing, OwnerHint, OwnerRef, PodGroupIntent
+from webhook.podgroup_intent import Existing, OwnerHint, OwnerRef, PodGroupIntent
 from webhook.podgroups.reconciler import PodGroupReconciler, RetryPolicy
 
 FAST = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.004, owner_wait=0.3, hint_wait=0)

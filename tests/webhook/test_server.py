@@ -26,7 +26,7 @@ from webhook.admission.entry import admit
 from webhook.admission.review import AdmitResult, decode_patch
 from webhook.config import WebhookConfig
 from webhook.metrics import WebhookMetrics
-from webhook.podgroups.intent import PodGroupIntent
+from webhook.podgroup_intent import PodGroupIntent
 from webhook.podgroups.reconciler import PodGroupReconciler, RetryPolicy
 from webhook.server import MAX_BODY, AdmitFn, graceful_stop, init_app, start
 from webhook.tls.certificates import TlsBundle, issue, new_bundle

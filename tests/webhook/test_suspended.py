@@ -13,7 +13,7 @@ import pytest
 
 from tests.builders.reviews import checked, pod_template, review
 from webhook.admission.suspension import change, is_suspended
-from webhook.podgroups.intent import OwnerRef, PodGroupIntent
+from webhook.podgroup_intent import OwnerRef, PodGroupIntent
 from webhook.podgroups.reconciler import PodGroupReconciler, RetryPolicy
 
 GPU = {"nvidia.com/gpu": "1"}
@@ -291,7 +291,7 @@ class Workloads:
 
 
 def pod_hint() -> Any:
-    from webhook.podgroups.intent import OwnerHint
+    from webhook.podgroup_intent import OwnerHint
 
     return OwnerHint(API, "ml", "job-train", OWNER)
 
@@ -346,8 +346,8 @@ async def test_a_pod_of_a_suspended_workload_brings_no_podgroup() -> None:
 
 async def test_a_gang_corral_did_not_name_is_left_to_its_owner() -> None:
     from webhook.config import WebhookConfig
+    from webhook.podgroup_intent import OwnerHint
     from webhook.podgroups.from_workload import OwnerPodGroups
-    from webhook.podgroups.intent import OwnerHint
 
     obj = job(suspend=False)
     tmpl = obj["spec"]["template"]

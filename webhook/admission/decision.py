@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from webhook.admission.patch import Editor
-from webhook.podgroups.intent import OwnerHint, PodGroupIntent
+from webhook.podgroup_intent import OwnerHint, PodGroupIntent
 
 __all__ = ["Decision", "Denied", "JobRule", "Patched", "Unchanged", "cap"]
 
@@ -19,7 +19,8 @@ __all__ = ["Decision", "Denied", "JobRule", "Patched", "Unchanged", "cap"]
 _WARNING_MAX = 250
 
 # The Job spec fields that put the disruption rule first (podFailurePolicy, and
-# podReplacementPolicy where needed; None: unchanged), warnings (webhook.admission.disruption).
+# podReplacementPolicy where needed; None: unchanged), warnings
+# (gangplace.engine.quirks.job_disruption).
 JobRule = tuple[dict[str, Any] | None, list[str]]
 
 

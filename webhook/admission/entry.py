@@ -6,11 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from gangplace.engine.kinds import KINDS
-
 from webhook.admission import keys as K
 from webhook.admission.decision import Decision, Denied, JobRule, Patched, Unchanged
-from webhook.admission.disruption import disruption_rule
 from webhook.admission.gang_decision import Invalid, controller
 from webhook.admission.mutation import foreign_scheduler
 from webhook.admission.patch import PatchError
@@ -109,10 +106,9 @@ def _decide(
         if (
             config.jobs_ignore_disruptions
             and req.operation == "CREATE"
-            and _evictions_fail_it(req.group, req.kind)
             and not _chose_other_scheduler(obj, config)
         ):
-            job_rule = disruption_rule(obj)
+            job_rule = entry.hooks.disruption_rule(obj)  # its kind's hook (the batch/v1 Job's)
         decision = admit_workload(req, obj, meta, owner, entry, cluster, config, job_rule, served)
         if (
             isinstance(decision, Unchanged)
@@ -124,14 +120,6 @@ def _decide(
         return decision
     except (Invalid, InvalidValue, WorkloadError, PatchError) as e:
         return Denied(400, str(e))
-
-
-def _evictions_fail_it(group: str, kind: str) -> bool:
-    """Whether an evicted pod counts as a failure of a workload of this kind (the
-    registry's batch/v1 Job): such a workload gets the rule that keeps evictions from
-    burning its retries."""
-    record = KINDS.get((group, kind))
-    return record is not None and record.evicted == "job-failures"
 
 
 def _chose_other_scheduler(job: Mapping[str, Any], config: WebhookConfig) -> bool:

@@ -30,7 +30,7 @@ from webhook.admission.validate import (
     parse_min_available,
     parse_network_topology,
 )
-from webhook.podgroups.intent import OwnerRef
+from webhook.podgroup_intent import OwnerRef
 
 if TYPE_CHECKING:
     from webhook.config import WebhookConfig

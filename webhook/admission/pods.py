@@ -24,7 +24,7 @@ from webhook.admission.review import Request
 from webhook.admission.roles import ResolvedRole
 from webhook.admission.spark import spark_pod
 from webhook.admission.validate import derived_name
-from webhook.podgroups.intent import OwnerRef
+from webhook.podgroup_intent import OwnerRef
 
 if TYPE_CHECKING:
     from webhook.admission.cluster_fit import ClusterCapacity
@@ -131,9 +131,7 @@ def admit_pod(
     gang = GangInfo(name, min_member, None, values.queue, values.timeout)
     extra_warnings: list[str] = []
     if mode != "consistent":
-        gang.spec_extra, extra_warnings = dialect.gang_fields(
-            values.topology, req.group, req.kind, obj, False
-        )
+        gang.spec_extra, extra_warnings = dialect.gang_fields(values.topology, [], False)
 
     ed = Editor(obj)
     pin_to_pool(ed, ("spec",), config.node_pool)

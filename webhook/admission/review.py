@@ -10,7 +10,7 @@ from typing import Any, Final
 
 import orjson
 
-from webhook.podgroups.intent import OwnerHint, PodGroupIntent
+from webhook.podgroup_intent import OwnerHint, PodGroupIntent
 
 __all__ = ["API_VERSION", "AdmitResult", "Request", "ReviewError", "decode_patch", "parse_request"]
 

@@ -38,7 +38,7 @@ from webhook.admission.roles import (
 from webhook.admission.spark import pod_view
 from webhook.admission.suspension import change, is_suspended, suspended_by_descheduler
 from webhook.admission.validate import derived_name, parse_min_available
-from webhook.podgroups.intent import OwnerRef
+from webhook.podgroup_intent import OwnerRef
 
 if TYPE_CHECKING:
     from webhook.admission.cluster_fit import ClusterCapacity
@@ -166,7 +166,7 @@ def admit_workload(
     # another integration (no kind is both).
     if parent is not None and (why := dialect.left_to_parent(pod=False)) is not None:
         return Unchanged(why)
-    if (why := dialect.left_alone(req.group, kind, obj)) is not None:
+    if (why := dialect.left_alone(entry, obj)) is not None:
         return Unchanged(why)
     for path in entry.left_alone_when:
         if is_set(obj, path):
@@ -205,7 +205,7 @@ def admit_workload(
     warnings = plan.warnings
     if not fill_only:
         gang.spec_extra, more = dialect.gang_fields(
-            values.topology, req.group, kind, obj, min_member >= plan.size
+            values.topology, entry.hooks.subgroups(obj), min_member >= plan.size
         )
         warnings.extend(more)
     if dialect.templates_carry_keys:

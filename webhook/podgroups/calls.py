@@ -28,8 +28,8 @@ from gangplace.kube.resources import GANG_OBJECT_APIS, PODS, WORKLOADS, Resource
 from webhook.admission.keys import MANAGED_BY
 from webhook.admission.native_gangs import Served
 from webhook.config import WebhookConfig
+from webhook.podgroup_intent import Existing, OwnerRef, PodGroupIntent, Removed
 from webhook.podgroups.from_workload import OwnerPodGroups
-from webhook.podgroups.intent import Existing, OwnerRef, PodGroupIntent, Removed
 from webhook.podgroups.reconciler import PodGroupOutcome, PodGroupReconciler
 
 __all__ = ["PodGroupApi", "owner_resource"]
@@ -113,7 +113,7 @@ class PodGroupApi:
         return obj
 
     async def existing(self, intent: PodGroupIntent, owner: OwnerRef | None) -> Existing:
-        """See :class:`~webhook.podgroups.intent.Existing`. A pod whose gang's PodGroup is owned
+        """See :class:`~webhook.podgroup_intent.Existing`. A pod whose gang's PodGroup is owned
         by pods only joins their owners (a guarded JSON patch, retried when the PodGroup
         changed in between): it is garbage-collected once the last of them is gone."""
 

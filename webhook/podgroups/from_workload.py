@@ -24,7 +24,7 @@ from webhook.admission.entry import admit
 from webhook.admission.native_gangs import Served
 from webhook.admission.validate import derived_name
 from webhook.config import WebhookConfig
-from webhook.podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
+from webhook.podgroup_intent import OwnerHint, OwnerRef, PodGroupIntent
 
 __all__ = ["OwnerPodGroups", "ReadFn"]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 
-from webhook.podgroups.intent import PodGroupIntent
+from webhook.podgroup_intent import PodGroupIntent
 from webhook.podgroups.work_item import Key
 
 

@@ -1,7 +1,7 @@
 """Finding the uid of a PodGroup's owner, which its ownerReference needs.
 
 At CREATE admission a workload has no uid yet. A pod or child workload usually names
-it within a moment (an :class:`~webhook.podgroups.intent.OwnerHint` that wakes the
+it within a moment (an :class:`~webhook.podgroup_intent.OwnerHint` that wakes the
 work item), which saves reading it from the API server; after
 ``RetryPolicy.hint_wait`` it is looked up through the injected ``resolve_owner``,
 retried with backoff until ``RetryPolicy.owner_wait`` has passed."""
@@ -14,7 +14,7 @@ import logging
 import random
 from collections.abc import Callable
 
-from webhook.podgroups.intent import OwnerRef
+from webhook.podgroup_intent import OwnerRef
 from webhook.podgroups.reconciler_port import ResolveOwnerFn, RetryPolicy
 from webhook.podgroups.work_item import WorkItem, is_pod
 

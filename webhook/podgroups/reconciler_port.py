@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from webhook.podgroups.intent import Existing, OwnerHint, OwnerRef, PodGroupIntent, Removed
+from webhook.podgroup_intent import Existing, OwnerHint, OwnerRef, PodGroupIntent, Removed
 
 __all__ = [
     "CreateFn",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from webhook.podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
+from webhook.podgroup_intent import OwnerHint, OwnerRef, PodGroupIntent
 
 # PodGroupIntent.key, and the queue's unit of work: that key and, for a gang owned by
 # its pods, the pod (each of its pods is an owner of its own that must join the group).

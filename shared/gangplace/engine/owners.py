@@ -11,18 +11,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from gangplace.engine.kinds import KINDS, KindRecord, Kinds, kind_of, split_api_version
+from gangplace.engine.kinds import KINDS, Kinds, WorkloadKind, kind_of, split_api_version
 from gangplace.engine.objects import RecordError, object_meta
+from gangplace.engine.quirks.job_disruption import ignores_disruption
 
 __all__ = [
     "ANNOTATION_SUSPENDED_BY",
     "ANNOTATION_SUSPEND_IGNORED",
-    "DISRUPTION_TARGET",
     "KUEUE_QUEUE_LABEL",
-    "RAYJOB_SUSPENDABLE",
     "WorkloadRecord",
     "crd_switch",
-    "ignores_disruption",
     "kueue_owned_uids",
     "read_kind",
     "suspend_refusal",
@@ -41,11 +39,6 @@ ANNOTATION_SUSPENDED_BY = "corral.dev/suspended-by"
 ANNOTATION_SUSPEND_IGNORED = "corral.dev/suspend-ignored"
 # A workload with this label is Kueue's (Kueue v0.6+ reconciles it, jobframework).
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-# KubeRay v1.1+ moves a RayJob to Suspending only from these jobDeploymentStatus values
-# (rayjob_controller.go, updateStatusToSuspendingIfNeeded).
-RAYJOB_SUSPENDABLE = frozenset({"Running", "Initializing"})
-
-DISRUPTION_TARGET = "DisruptionTarget"
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,35 +111,12 @@ def _controller(meta: Mapping[str, Any]) -> tuple[str, str, str, str]:
     )
 
 
-def read_kind(obj: Mapping[str, Any], kinds: Kinds = KINDS) -> KindRecord | None:
+def read_kind(obj: Mapping[str, Any], kinds: Kinds = KINDS) -> WorkloadKind | None:
     """The registered kind of ``obj`` that the descheduler reads as a record (by its
     apiVersion's group and its kind), else None: a Volcano ``batch.volcano.sh`` Job is
     not a batch/v1 Job."""
     record = kind_of(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), kinds)
     return record if record is not None and record.read else None
-
-
-def ignores_disruption(rules: Sequence[Any] | None) -> bool:
-    """Whether a Job's podFailurePolicy ignores a pod disrupted by an eviction: a rule
-    ``{action: Ignore, onPodConditions: [{type: DisruptionTarget}]}`` that no earlier
-    rule can pre-empt. Rules apply first match first, and an exit-code rule may match
-    the evicted container's exit (143 after SIGTERM), so any onExitCodes rule before
-    it, or an earlier rule of another action on DisruptionTarget, makes it False."""
-    for rule in rules or ():
-        if not isinstance(rule, dict):
-            return False
-        conds = rule.get("onPodConditions")
-        if rule.get("onExitCodes") is not None or not isinstance(conds, list):
-            return False
-        hits = any(
-            isinstance(c, dict)
-            and c.get("type") == DISRUPTION_TARGET
-            and str(c.get("status") or "True") == "True"
-            for c in conds
-        )
-        if hits:
-            return rule.get("action") == "Ignore"
-    return False
 
 
 def _get(obj: Mapping[str, Any], path: Sequence[str]) -> Any:
@@ -222,38 +192,23 @@ def workload_from_json(obj: Mapping[str, Any], kinds: Kinds = KINDS) -> Workload
         finished=finished,
         resource_version=str(meta.get("resourceVersion") or ""),
         annotations={str(k): str(v) for k, v in ann.items()},
-        suspend_refusal=_own_refusal(obj, what, kind, {str(k): str(v) for k, v in ann.items()}),
+        suspend_refusal=_own_refusal(obj, what, record, {str(k): str(v) for k, v in ann.items()}),
         kueue_managed=kueue,
     )
 
 
-def _own_refusal(obj: Mapping[str, Any], what: str, kind: str, ann: Mapping[str, str]) -> str:
+def _own_refusal(
+    obj: Mapping[str, Any], what: str, record: WorkloadKind, ann: Mapping[str, str]
+) -> str:
     """What the object alone says against suspending it: corral saw its controller
-    ignore a suspend before, or (RayJob) KubeRay's own conditions."""
+    ignore a suspend before, or its kind's own rule (the registry's hook, such as
+    KubeRay's conditions on a RayJob)."""
     if ANNOTATION_SUSPEND_IGNORED in ann:
         return (
             f"its controller ignored a suspend before ({ANNOTATION_SUSPEND_IGNORED}: "
             f"{ann[ANNOTATION_SUSPEND_IGNORED]}); remove the annotation once it is fixed"
         )
-    if kind != "RayJob":
-        return ""
-    # KubeRay v1.1-v1.4 rayjob_controller.go: validateRayJobSpec refuses suspend without
-    # shutdownAfterJobFinishes or with a clusterSelector (the RayJob is then not
-    # reconciled at all), and updateStatusToSuspendingIfNeeded acts only from Running or
-    # Initializing.
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    if spec.get("shutdownAfterJobFinishes") is not True:
-        return f"{what} has shutdownAfterJobFinishes unset: KubeRay refuses to suspend it"
-    if spec.get("clusterSelector"):
-        return f"{what} runs on an existing RayCluster (clusterSelector): KubeRay cannot suspend it"
-    phase = str(status.get("jobDeploymentStatus") or "") if isinstance(status, Mapping) else ""
-    if phase not in RAYJOB_SUSPENDABLE:
-        return (
-            f"{what} has jobDeploymentStatus {phase or 'unset'}: KubeRay suspends only from "
-            "Running or Initializing"
-        )
-    return ""
+    return record.hooks.suspend_refusal(obj, what)
 
 
 def _schema_has(schema: Any, path: Sequence[str]) -> bool:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from gangplace.engine import native_versions
-from gangplace.engine.kinds import KINDS, KindRecord, Kinds, read_kinds, suspendable_kinds
+from gangplace.engine.kinds import KINDS, Kinds, WorkloadKind, read_kinds, suspendable_kinds
 
 __all__ = [
     "API_CALLS",
@@ -166,7 +166,7 @@ GANG_OBJECT_APIS: Mapping[tuple[str, str], Resource] = {
 }
 
 
-def _resource(k: KindRecord) -> Resource:
+def _resource(k: WorkloadKind) -> Resource:
     return Resource(k.group, k.version, k.plural, k.kind, namespaced=True)
 
 
@@ -174,8 +174,9 @@ def _resource(k: KindRecord) -> Resource:
 # The webhook reads one it makes gangs of (to learn its uid) when none of its pods or
 # child workloads named it first; the version is the one a path is built with when the
 # caller has no other.
-WORKLOADS: tuple[Resource, ...] = tuple(_resource(k) for k in KINDS.values() if k.gang)
-JOBS = next(r for r in WORKLOADS if (r.group, r.kind) == ("batch", "Job"))
+WORKLOADS: tuple[Resource, ...] = tuple(_resource(k) for k in KINDS.values() if k.makes_gangs)
+# The batch/v1 Jobs `kubectl corral demo` makes (its story's workloads).
+JOBS = _resource(KINDS[("batch", "Job")])
 # The workloads the descheduler reads (the owners that decide how a gang may move) and,
 # for those with a suspend switch, suspends and resumes.
 DESCHEDULER_WORKLOADS: tuple[Resource, ...] = tuple(_resource(k) for k in read_kinds())

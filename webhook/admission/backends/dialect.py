@@ -23,9 +23,11 @@ from webhook.admission.keys import MANAGED_BY
 from webhook.admission.patch import Editor
 from webhook.admission.roles import ResolvedRole
 from webhook.admission.validate import derived_name
-from webhook.podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
+from webhook.podgroup_intent import OwnerHint, OwnerRef, PodGroupIntent
 
 if TYPE_CHECKING:
+    from gangplace.engine.kinds import WorkloadKind
+
     from webhook.admission.native_gangs import Served
     from webhook.admission.validate import MinAvailable
 
@@ -152,14 +154,12 @@ class Dialect:
     def gang_fields(
         self,
         topology: Mapping[str, Any] | None,
-        group: str,
-        kind: str,
-        obj: Mapping[str, Any],
+        subgroups: list[dict[str, Any]],
         whole: bool,
     ) -> tuple[dict[str, Any] | None, list[str]]:
-        """The gang object's spec fields beyond the common ones (:attr:`GangInfo.spec_extra`)
-        for ``obj``, and warnings for what cannot be written. ``whole``: the gang needs
-        every pod."""
+        """The gang object's spec fields beyond the common ones (:attr:`GangInfo.spec_extra`),
+        and warnings for what cannot be written. ``subgroups``: the workload's repeated
+        groups (its kind's hook); ``whole``: the gang needs every pod."""
         return None, []
 
     def unapplied_minimum(
@@ -209,8 +209,9 @@ class Dialect:
         """Why the backend cannot write a gang on this API server, else None."""
         return None
 
-    def left_alone(self, group: str, kind: str, obj: Mapping[str, Any]) -> str | None:
-        """Why a workload is left to its own controller's gang, else None."""
+    def left_alone(self, entry: WorkloadKind, obj: Mapping[str, Any]) -> str | None:
+        """Why a workload of ``entry``'s kind is left to its own controller's gang, else
+        None."""
         return None
 
     def check_templates(self, specs: Sequence[Any], per_instance: bool) -> None:

@@ -12,7 +12,7 @@ group is not there yet: the scheduler holds it until it is. The templates carry
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from gangplace.engine.membership import NATIVE_GANG
 
@@ -37,7 +37,10 @@ from webhook.admission.native_gangs import (
 )
 from webhook.admission.patch import Editor
 from webhook.admission.validate import InvalidValue, derived_name
-from webhook.podgroups.intent import OwnerHint, OwnerRef, PodGroupIntent
+from webhook.podgroup_intent import OwnerHint, OwnerRef, PodGroupIntent
+
+if TYPE_CHECKING:
+    from gangplace.engine.kinds import WorkloadKind
 
 __all__ = ["NATIVE_GANG", "NATIVE_GROUP", "POD_FIELDS", "Kubernetes"]
 
@@ -79,20 +82,12 @@ class Kubernetes(Dialect):
             "the GenericWorkload and GangScheduling feature gates)"
         )
 
-    def left_alone(self, group: str, kind: str, obj: Mapping[str, Any]) -> str | None:
-        """A Job the Job controller gangs itself (KEP-5547, WorkloadWithJob: Indexed, with
-        parallelism equal to completions, where the runtime PodGroup is served)."""
-        if (group, kind) != ("batch", "Job") or self.api is None or not self.api.runtime_groups:
+    def left_alone(self, entry: WorkloadKind, obj: Mapping[str, Any]) -> str | None:
+        """A workload its own controller gangs where the runtime PodGroup is served (its
+        kind's ``self_ganged`` hook: the Job controller's Indexed Jobs, KEP-5547)."""
+        if self.api is None or not self.api.runtime_groups:
             return None
-        spec = obj.get("spec")
-        if not isinstance(spec, dict) or spec.get("completionMode") != "Indexed":
-            return None
-        par, comp = spec.get("parallelism", 1), spec.get("completions")
-        if isinstance(comp, int) and par == comp:
-            return (
-                "an Indexed Job with parallelism == completions: the Job controller makes its gang"
-            )
-        return None
+        return entry.hooks.self_ganged(obj)
 
     def composite_for(self, roles: int, per_instance: bool) -> bool:
         """Whether a gang of ``roles`` roles is a CompositePodGroup over one PodGroup per

@@ -11,7 +11,7 @@ from gangplace.engine import membership
 
 from webhook.admission.backends.dialect import Dialect, GangInfo, Keys, PodGroupKind, TaskGroup
 from webhook.admission.validate import format_duration
-from webhook.admission.volcano_fields import repeated_groups, spec_fields
+from webhook.admission.volcano_fields import spec_fields
 
 __all__ = ["Volcano"]
 
@@ -34,13 +34,11 @@ class Volcano(Dialect):
     def gang_fields(
         self,
         topology: Mapping[str, Any] | None,
-        group: str,
-        kind: str,
-        obj: Mapping[str, Any],
+        subgroups: list[dict[str, Any]],
         whole: bool,
     ) -> tuple[dict[str, Any] | None, list[str]]:
         """networkTopology and, for a workload of repeated groups, subGroupPolicy."""
-        return spec_fields(self.served, topology, repeated_groups(group, kind, obj), whole)
+        return spec_fields(self.served, topology, subgroups, whole)
 
     def podgroup_body(
         self,

@@ -2,7 +2,8 @@
 (:class:`PodGroupIntent`, with its :class:`OwnerRef`), the owner a later admission names
 (:class:`OwnerHint`), and what a PodGroup already there is to an intent
 (:class:`Existing`, :data:`Removed`). :func:`webhook.admission.entry.admit` makes them; the
-reconciler (:mod:`webhook.podgroups.reconciler`) acts on them.
+reconciler (:mod:`webhook.podgroups.reconciler`) acts on them. Outside both packages:
+the controller calls admission, so admission must not import the controller.
 """
 
 from __future__ import annotations

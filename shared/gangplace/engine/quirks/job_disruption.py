@@ -1,4 +1,6 @@
-"""Evictions that do not burn a Job's retries.
+"""Evictions that do not burn a batch/v1 Job's retries: the Job's hooks in the registry
+(:data:`gangplace.engine.kinds.KINDS`), the webhook's rule and the descheduler's reading
+of it. Pure: no I/O.
 
 A batch/v1 Job counts an evicted pod as a failure: with ``backoffLimit: 0`` one
 eviction (corral's descheduler, a node drain, the kubelet under pressure) fails the
@@ -10,8 +12,9 @@ makes the Job controller replace the pod without counting it.
 new Job whose pods have ``restartPolicy: Never`` (the API server accepts a
 podFailurePolicy only then; a Job with ``OnFailure`` is left alone). Whether the Job's
 own rules already send an evicted pod to Ignore first is decided by
-:func:`gangplace.engine.owners.ignores_disruption`, the function the descheduler
-reads the same Job with; then nothing is added (so a second admission adds nothing).
+:func:`ignores_disruption`, the function the descheduler reads the same Job with
+(:func:`gangplace.engine.owners.workload_from_json`); then nothing is added (so a
+second admission adds nothing).
 A podFailurePolicy holds at most 20 rules: a Job that has 20 gets a warning instead.
 
 ``spec.podReplacementPolicy`` (Kubernetes 1.29+): the API server allows only ``Failed``
@@ -28,12 +31,19 @@ podFailurePolicy cannot change once the Job exists). Config: ``jobsIgnoreDisrupt
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from gangplace.engine.owners import DISRUPTION_TARGET, ignores_disruption
+__all__ = [
+    "DISRUPTION_RULE",
+    "DISRUPTION_TARGET",
+    "MAX_RULES",
+    "disruption_rule",
+    "ignores_disruption",
+]
 
-__all__ = ["DISRUPTION_RULE", "MAX_RULES", "disruption_rule"]
+# The pod condition an eviction sets (Kubernetes 1.26+).
+DISRUPTION_TARGET: Final = "DisruptionTarget"
 
 DISRUPTION_RULE: Final = {
     "action": "Ignore",
@@ -41,6 +51,29 @@ DISRUPTION_RULE: Final = {
 }
 # The API server refuses a podFailurePolicy with more rules than this.
 MAX_RULES: Final = 20
+
+
+def ignores_disruption(rules: Sequence[Any] | None) -> bool:
+    """Whether a Job's podFailurePolicy ignores a pod disrupted by an eviction: a rule
+    ``{action: Ignore, onPodConditions: [{type: DisruptionTarget}]}`` that no earlier
+    rule can pre-empt. Rules apply first match first, and an exit-code rule may match
+    the evicted container's exit (143 after SIGTERM), so any onExitCodes rule before
+    it, or an earlier rule of another action on DisruptionTarget, makes it False."""
+    for rule in rules or ():
+        if not isinstance(rule, dict):
+            return False
+        conds = rule.get("onPodConditions")
+        if rule.get("onExitCodes") is not None or not isinstance(conds, list):
+            return False
+        hits = any(
+            isinstance(c, dict)
+            and c.get("type") == DISRUPTION_TARGET
+            and str(c.get("status") or "True") == "True"
+            for c in conds
+        )
+        if hits:
+            return rule.get("action") == "Ignore"
+    return False
 
 
 def disruption_rule(job: Mapping[str, Any]) -> tuple[dict[str, Any] | None, list[str]]:
