@@ -126,9 +126,9 @@ def _hnu_victims(ctx: PlanContext) -> list[PodRecord]:
             others = fits(snap, p.shape) & ~under
             if not others.any():
                 continue
-            if ctx.budget.refusal([p], view.queue) is not None:
+            if ctx.scratch.budget.refusal([p], view.queue) is not None:
                 continue
-            ctx.budget.take([p], view.queue)
+            ctx.scratch.budget.take([p], view.queue)
             out.append(p)
     return out
 

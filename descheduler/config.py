@@ -8,7 +8,7 @@ as Go durations (``"30m"``, ``"1h"``) or seconds.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import yaml
 from gangplace.config_errors import (
@@ -20,17 +20,18 @@ from gangplace.config_errors import (
 from gangplace.engine import EngineConfig
 from gangplace.engine.kinds import Kinds, WorkloadKind, with_added
 from gangplace.engine.policies import DEFAULT_POLICY, check_policy
-from gangplace.engine.timeparse import TimeFormatError, format_duration, parse_duration
-from gangplace.mover.hood_moves import DEFAULT_NODE_LIMIT
+from gangplace.engine.timeparse import format_duration
 from gangplace.yamlfile import YamlFileError, read_yaml
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from descheduler.config_section import Duration, Section
+from descheduler.planning.strategies.capacity_room.capacity_room_config import (
+    CapacityRoomConfig,
 )
+from descheduler.planning.strategies.defragment.defragment_config import DefragmentConfig
+from descheduler.planning.strategies.exact_moves.exact_moves_config import ExactMovesConfig
+from descheduler.planning.strategies.make_room.make_room_config import MakeRoomConfig
+from descheduler.planning.strategies.stale_gangs.stale_gangs_config import StaleGangsConfig
 
 __all__ = [
     "CapacityRoomConfig",
@@ -51,22 +52,7 @@ __all__ = [
 ]
 
 
-def _duration(v: Any) -> float:
-    try:
-        return parse_duration(v)
-    except TimeFormatError as e:
-        raise ValueError(str(e)) from None
-
-
-# Seconds, written in YAML as "30m", "1h30m" or a number of seconds.
-Duration = Annotated[float, BeforeValidator(_duration), Field(ge=0)]
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SchedulingConfig(_Section):
+class SchedulingConfig(Section):
     """How the simulated scheduler places pods: this should match the cluster's
     scheduler, or the plan predicts placements the scheduler will not make."""
 
@@ -104,7 +90,7 @@ class SchedulingConfig(_Section):
         return v
 
 
-class EvictionRules(_Section):
+class EvictionRules(Section):
     """Which pods are never evicted (beyond the fixed rules: DaemonSet pods, mirror
     pods, pods without a controller, ``corral.dev/evictable: "false"``,
     ``cluster-autoscaler.kubernetes.io/safe-to-evict: "false"``,
@@ -141,7 +127,7 @@ class EvictionRules(_Section):
     )
 
 
-class LimitSettings(_Section):
+class LimitSettings(Section):
     """Caps on one run; ``null`` means no cap. A gang is never split by a limit: a
     move that does not fit the remaining budget whole is not planned. A run cut short
     (a crash, SIGTERM, a lost Lease) shares its caps with the next run that starts
@@ -162,7 +148,7 @@ class LimitSettings(_Section):
     )
 
 
-class MovesConfig(_Section):
+class MovesConfig(Section):
     """How a gang is moved, chosen per top-level owner: a workload with a suspend switch
     (batch/v1 Job, JobSet, Kubeflow jobs, RayJob) is suspended and resumed; pods whose
     owner makes them again without loss (ReplicaSet, StatefulSet; a Job whose
@@ -205,7 +191,7 @@ class MovesConfig(_Section):
     )
 
 
-class CostWeights(_Section):
+class CostWeights(Section):
     """What a move costs: least cost first. Cost = pod * pods moved + gpu_hour *
     GPU-hours of work at risk (what the moved pods did since their last checkpoint, lost
     on restart) + priority_per_1000 * priority / 1000 per pod."""
@@ -222,144 +208,7 @@ class CostWeights(_Section):
     )
 
 
-class MakeRoomConfig(_Section):
-    """Moves that let waiting gangs start."""
-
-    enabled: bool = Field(default=True, description="make room for waiting gangs")
-    max_victims_per_gang: int = Field(
-        default=16, ge=1, description="victim gangs moved to make room for one waiting gang"
-    )
-    candidate_nodes: int = Field(
-        default=48,
-        ge=1,
-        description="nodes examined exactly per waiting gang, after a vectorised shortlist",
-    )
-    max_waiting_gangs: int = Field(
-        default=64, ge=1, description="waiting gangs considered per run, in DRF order"
-    )
-
-
-class CapacityRoomConfig(_Section):
-    """Room for a waiting gang that capacity blocks -- no move lets it start because
-    what would make room fits nowhere else -- by suspending workloads without placing
-    them again (opt-in). Only workloads with a suspend switch, of lower priority (and,
-    with equal_priority, smaller ones of its own), least work at risk first, within the
-    limits and caps. The room is held for the gang until it binds or hold_for ends:
-    meanwhile corral resumes no workload of lower priority than the gang that it
-    suspended, and plans the room for the gang, not for waiting gangs of its priority or
-    lower. What was suspended for the gang is resumed first, once it is bound, gone,
-    or the hold ends (hold_for, not moves.resume_after). With nominate, the kube-scheduler
-    holds it too, against every pod of the gang's priority or lower."""
-
-    enabled: bool = Field(
-        default=False,
-        description="suspend lower-priority workloads for a gang that capacity blocks",
-    )
-    after: Duration = Field(
-        default=3600.0,
-        description="only for a gang that has waited longer than this (since it was made)",
-    )
-    equal_priority: bool = Field(
-        default=False,
-        description="also suspend workloads of the gang's own priority that hold fewer GPUs "
-        "than it needs (never one that started on room made for it within the cool-down)",
-    )
-    hold_for: Duration = Field(
-        default=900.0,
-        gt=0,
-        description="how long the room is held for the gang: if it is not bound by then, "
-        "what was suspended for it is resumed (replaces moves.resume_after for them)",
-    )
-    nominate: bool = Field(
-        default=False,
-        description="also hold the room through the scheduler: write each waiting pod's "
-        "status.nominatedNodeName (the node the plan put it on) while the hold lasts, and "
-        "clear it when the hold ends unbound; only for gangs the kube-scheduler places "
-        "(native gangs, coscheduling, Kueue), never Volcano, YuniKorn or KAI",
-    )
-
-
-class DefragmentConfig(_Section):
-    """Moves that lower FGD fragmentation (and GPUs stranded for want of CPU) when no
-    gang is waiting. A move's gain is the fall, on the nodes it touches, of F(M) plus
-    stranding_weight x the idle GPU beyond what each node's free CPU can drive."""
-
-    enabled: bool = Field(
-        default=False,
-        description="defragment when no gang waits (off by default: it throws work away "
-        "and starts nothing)",
-    )
-    max_gpu_hours_at_risk: float | None = Field(
-        default=1.0,
-        ge=0,
-        description="a unit moved to defragment has at most this many GPU-hours of work at "
-        "risk (moves.max_gpu_hours_at_risk caps it too); null: only that cap",
-    )
-    min_gain_gpus: float = Field(
-        default=0.5,
-        ge=0,
-        description="each move must gain at least this many GPUs: the fall of F(M) plus "
-        "stranding_weight x the fall of CPU-stranded GPU",
-    )
-    min_total_gain_gpus: float = Field(
-        default=1.0, ge=0, description="the plan's moves together must gain this many GPUs"
-    )
-    max_candidates: int = Field(
-        default=200, ge=1, description="victim gangs simulated per run, most fragmented first"
-    )
-    max_pods_per_move: int = Field(
-        default=4,
-        ge=1,
-        description="only gangs this small are moved whole; of larger gangs, single members "
-        "above minAvailable",
-    )
-    stranding_weight: float = Field(
-        default=1.0,
-        ge=0,
-        description="weight of CPU-stranded GPU in a move's gain (0: FGD fragmentation "
-        "alone; above 0 CPU-only pods are candidates too)",
-    )
-    workload_coverage: float = Field(
-        default=0.95, gt=0, le=1, description="share of pods the target shapes must cover"
-    )
-
-
-class ExactMovesConfig(_Section):
-    """The exact neighbourhood moves (the mover the trace replay measures), tried where
-    the planner's own search finds no move: for a waiting gang make_room cannot serve,
-    and, when defragmenting, for the typical GPU shapes that still fit nowhere. The same
-    rules as every move: whole gangs, priority, move method, limits and budgets."""
-
-    enabled: bool = Field(
-        default=True, description="try the exact moves where the planner's search finds none"
-    )
-    max_pods: int = Field(
-        default=8, ge=0, description="pods moved to place one pod of a gang or typical shape"
-    )
-    node_limit: int = Field(
-        default=DEFAULT_NODE_LIMIT,
-        ge=1,
-        description="branch-and-bound nodes per neighbourhood solve: a limit of work, not of "
-        "seconds, so a plan is the same on a busy machine and a quiet one",
-    )
-    max_rooms: int = Field(
-        default=8,
-        ge=0,
-        description="defragment: pods of typical shapes that fit nowhere room is made for per "
-        "run, most frequent shape first",
-    )
-
-
-class StaleGangsConfig(_Section):
-    """Releasing partial gangs that waited past their gang timeout."""
-
-    enabled: bool = Field(default=True, description="release stale partial gangs")
-    default_timeout: Duration = Field(
-        default=1800.0, description="when a gang names no timeout (corral.dev/gang-timeout)"
-    )
-
-
-class RunnerConfig(_Section):
+class RunnerConfig(Section):
     """``corral-descheduler run``."""
 
     interval: Duration = Field(
@@ -378,7 +227,7 @@ class RunnerConfig(_Section):
     )
 
 
-class DeschedulerConfig(_Section):
+class DeschedulerConfig(Section):
     engine: EngineConfig = Field(
         default_factory=EngineConfig, description="how the engine reads the cluster"
     )

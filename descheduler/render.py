@@ -15,9 +15,8 @@ from gangplace.engine.report import (
 from gangplace.engine.timeparse import format_time
 
 from descheduler.planning.plan_model import Move, Plan
-from descheduler.running.run_result import RunResult
 
-__all__ = ["render_plan", "render_run"]
+__all__ = ["gpus_text", "render_plan"]
 
 _KIND = {
     "make-room": "make room",
@@ -26,7 +25,8 @@ _KIND = {
 }
 
 
-def _gpus(x: float) -> str:
+def gpus_text(x: float) -> str:
+    """``x`` GPUs in words: "1 GPU", "2.5 GPUs"."""
     return f"{x:g} GPU" + ("" if x == 1 else "s")
 
 
@@ -58,7 +58,7 @@ def _move_lines(i: int, m: Move) -> list[str]:
         to = p.target or (
             "(waits for its gang)" if m.kind == "release-stale" else "(waits, suspended)"
         )
-        gpus = f"  {_gpus(p.gpu_milli / 1000)}" if p.gpu_milli else ""
+        gpus = f"  {gpus_text(p.gpu_milli / 1000)}" if p.gpu_milli else ""
         lines.append(f"       {p.namespace}/{p.name:<28} {p.node} -> {to}{gpus}")
     return lines
 
@@ -103,7 +103,7 @@ def render_plan(plan: Plan, source: str = "") -> str:
         lines.append(
             f"Plan: {len(plan.moves)} move(s), {plan.pods_moved} pod(s) moved "
             f"({by['evict']} evicted, {by['suspend']} by suspending their workload), "
-            f"{_gpus(gpus)} disrupted, cost {plan.cost:.2f}, "
+            f"{gpus_text(gpus)} disrupted, cost {plan.cost:.2f}, "
             f"{plan.at_risk:.1f} GPU-hours of work at risk"
         )
         for i, m in enumerate(plan.moves, 1):
@@ -166,29 +166,3 @@ def _gang_list(label: str, gangs: list[str]) -> list[str]:
         break_long_words=False,
         break_on_hyphens=False,
     )
-
-
-def render_run(result: RunResult, source: str = "") -> str:
-    """The plan, then what the run did with it, gang by gang."""
-    lines = [render_plan(result.plan, source), ""]
-    counts = {
-        s: result.count(s)
-        for s in ("evicted", "suspended", "rolled-back", "skipped", "failed", "partially-moved")
-    }
-    head = (
-        f"Run: {result.pods_evicted} pod(s) evicted, {_gpus(result.gpus_freed)} freed; "
-        + ", ".join(f"{n} gang(s) {s}" for s, n in counts.items() if n)
-    )
-    lines.append(head.rstrip("; "))
-    for o in result.outcomes:
-        line = f"  {o.status:<15} {o.move.unit} ({o.move.method})"
-        if o.message:
-            line += f": {o.message}"
-        lines.append(line)
-    for r in result.resumed:
-        ok = "" if r.ok else f" -- failed: {r.message}"
-        lines.append(f"  {r.action:<15} {r.workload}: {r.reason}{ok}")
-    if result.stopped:
-        lines.append(f"Stopped early: {result.stopped}")
-    lines.append(f"Exit code {result.exit_code}")
-    return "\n".join(lines)

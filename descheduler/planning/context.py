@@ -1,6 +1,8 @@
-"""What every strategy of one planning run shares: the units, who is protected, the
-budget left, queue shares, the scorer, the costs of moving pods, and what the planner
-and the strategies before it found (the gangs that start now, the moves so far)."""
+"""What every strategy of one planning run shares. Its inputs, fixed when it is built
+(:class:`PlanContext`, frozen): the units, who is protected, queue shares, the waiting
+gangs in order, the scorer, the costs of moving pods. And the one thing the planner and
+the strategies write as the run goes (:class:`PlanScratch`): the budget left, the notes,
+the gangs that start now, the moves so far, the units moved and the gangs unserved."""
 
 from __future__ import annotations
 
@@ -45,7 +47,15 @@ from descheduler.planning.protect import gang_protection, node_protection, workl
 from descheduler.planning.resume import held_first, held_rooms
 from descheduler.planning.state import GPU, ClusterState, EvictedPod
 
-__all__ = ["PlanContext", "Victim", "cluster_total", "move_way", "victim_move"]
+__all__ = [
+    "PlanContext",
+    "PlanScratch",
+    "Victim",
+    "cluster_total",
+    "move_way",
+    "victim_move",
+    "waiting_gang",
+]
 
 # Pods of queues at or below their deserved share sort after every pod of a queue above
 # it: victims come first from queues that use more than they deserve.
@@ -86,26 +96,17 @@ def cluster_total(snap: Snapshot) -> dict[str, int]:
 
 
 @dataclass(slots=True)
-class PlanContext:
-    state: ClusterState
-    config: DeschedulerConfig
-    scorer: Scorer
-    options: GangOptions
-    views: dict[str, GangView]
-    workload: TargetWorkload
+class PlanScratch:
+    """What the planner and the strategies write during one run -- everything else of
+    the context is fixed when it is built. :meth:`PlanContext.build` starts it with the
+    budget (less what a run cut short evicted) and the notes of the build."""
+
+    # The eviction limits and disruption budgets left (replaced while ``lifted``).
     budget: PlanBudget
-    protected: dict[str, str] = field(default_factory=dict)
-    moved: set[str] = field(default_factory=set)
-    queue_states: dict[str, QueueState] = field(default_factory=dict)
-    overused: set[str] = field(default_factory=set)
-    demands: list[Demand] = field(default_factory=list)
-    unserved: list[Unserved] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    # Pods a run cut short evicted: they count against this run's limits.
-    carried: list[EvictedPod] = field(default_factory=list)
-    owners: Owners = field(default_factory=lambda: Owners({}))
-    # Gangs whose workload is suspended (by a person, Kueue or corral): not waiting.
-    suspended: dict[str, str] = field(default_factory=dict)
+    # Units moved (or released) by the plan so far: never moved twice.
+    moved: set[str] = field(default_factory=set)
+    unserved: list[Unserved] = field(default_factory=list)
     # Set by the planner: the waiting gangs that start as things are (placed on the
     # snapshot before the strategies run), and those that cannot start now.
     started: set[str] = field(default_factory=set)
@@ -117,11 +118,62 @@ class PlanContext:
     limited: bool = False
     # While True (``lifted``): the configured limits and work-at-risk caps are not applied.
     unlimited: bool = False
-    _cost: dict[int, float] = field(default_factory=dict)
-    _risk: dict[int, float] = field(default_factory=dict)
-    _view_of: dict[int, GangView] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Memo:
+    """Answers worked out once per run from the fixed inputs (a pod's cost and work at
+    risk, a unit's way of moving): a cache, not state."""
+
+    cost: dict[int, float] = field(default_factory=dict)
+    risk: dict[int, float] = field(default_factory=dict)
     # ``way`` by unit, pods (by id) and flags: it reads only the state's workloads.
-    _ways: dict[tuple[str, tuple[int, ...], bool], Way] = field(default_factory=dict)
+    ways: dict[tuple[str, tuple[int, ...], bool], Way] = field(default_factory=dict)
+
+    def way(
+        self,
+        owners: Owners,
+        suspend: bool,
+        view: GangView,
+        pods: Sequence[PodRecord],
+        evict_only: bool,
+    ) -> Way:
+        whole = len(pods) == len(view.running) and len(pods) == len(view.placed)
+        key = (view.key, tuple(id(p) for p in pods), whole and not evict_only)
+        hit = self.ways.get(key)
+        if hit is None:
+            hit = self.ways[key] = owners.way(
+                view.key, pods, whole=whole and not evict_only, suspend=suspend
+            )
+        return hit
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PlanContext:
+    """What every strategy of one planning run reads -- the state, the config, the units
+    and their protection, the queue shares and the waiting gangs in DRF order, fixed
+    when built -- and, in :attr:`scratch`, the one thing they write."""
+
+    state: ClusterState
+    config: DeschedulerConfig
+    scorer: Scorer
+    options: GangOptions
+    views: Mapping[str, GangView]
+    workload: TargetWorkload
+    # Units that may not move, with why.
+    protected: Mapping[str, str]
+    # Gangs whose workload is suspended (by a person, Kueue or corral): not waiting.
+    suspended: Mapping[str, str]
+    # Pods a run cut short evicted: they count against this run's limits.
+    carried: tuple[EvictedPod, ...]
+    owners: Owners
+    queue_states: Mapping[str, QueueState]
+    overused: frozenset[str]
+    # The waiting gangs, in the order they are served (DRF, held rooms first).
+    demands: tuple[Demand, ...]
+    scratch: PlanScratch
+    _view_of: Mapping[int, GangView]
+    _memo: _Memo
 
     @property
     def snap(self) -> Snapshot:
@@ -129,7 +181,7 @@ class PlanContext:
 
     def released(self) -> set[str]:
         """The stale partial gangs the moves so far release."""
-        return {m.unit for m in self.moves if m.kind == "release-stale"}
+        return {m.unit for m in self.scratch.moves if m.kind == "release-stale"}
 
     def blocked(self) -> list[Demand]:
         """The waiting gangs that cannot start now, in DRF order; released stale gangs
@@ -141,7 +193,7 @@ class PlanContext:
                 whole = demand_of(d.view, whole=True)
                 if whole is not None:
                     out.append(whole)
-            elif d.key not in self.started:
+            elif d.key not in self.scratch.started:
                 out.append(d)
         return out
 
@@ -166,7 +218,45 @@ class PlanContext:
         if workload is None:
             workload = _workload(snap, config.defragment.workload_coverage)
         sc = config.scheduling
-        ctx = cls(
+        owners = Owners(state.workloads, state.kinds)
+        owners.index_units((v.key, v.pods) for v in views.values())
+        memo = _Memo()
+        view_of: dict[int, GangView] = {}
+        suspended: dict[str, str] = {}
+        protected: dict[str, str] = {}
+        for v in views.values():
+            for p in v.pods:
+                view_of[id(p)] = v
+            held = owners.suspended_by(v.pods, v.podgroup)
+            if held is not None:
+                suspended[v.key] = _suspended_reason(held)
+            why = gang_protection(v, config.eviction, state.queues, state.now)
+            if why is None:
+                why = workload_protection(v, state.workloads)
+            if why is None and len(v.placed) != len(v.running):
+                why = f"{v.describe()} runs partly on nodes missing from the snapshot"
+            if why is None:
+                why = node_protection(v, snap)
+            if why is None and held is not None:
+                why = f"{held.describe()} is suspended"
+            if why is None and v.placed:
+                way = memo.way(owners, config.moves.suspend, v, v.placed, False)
+                if way.method is None:
+                    why = way.reason.removeprefix("not movable: ")
+            if why is not None:
+                protected[v.key] = why
+        scratch = PlanScratch(budget=PlanBudget(config.limits, state.pdbs))
+        carried = state.ledger.carried(state.now, config.runner.interval)
+        if carried:
+            scratch.budget.carry(carried)
+            run = state.ledger.run
+            assert run is not None
+            scratch.notes.append(
+                f"{len(carried)} pod(s) evicted by run {run.plan or '?'}, cut short "
+                f"(started {format_time(run.started)}), count against this run's limits"
+            )
+        queue_states, demands = _queues_and_demand(state, views, suspended, scratch.notes)
+        return cls(
             state=state,
             config=config,
             scorer=scorer
@@ -180,81 +270,20 @@ class PlanContext:
             ),
             views=views,
             workload=workload,
-            budget=PlanBudget(config.limits, state.pdbs),
+            protected=protected,
+            suspended=suspended,
+            carried=tuple(carried),
+            owners=owners,
+            queue_states=queue_states,
+            overused=frozenset(q for q, st in queue_states.items() if st.overused),
+            demands=tuple(demands),
+            scratch=scratch,
+            _view_of=view_of,
+            _memo=memo,
         )
-        ctx.owners = Owners(state.workloads, state.kinds)
-        ctx.owners.index_units((v.key, v.pods) for v in views.values())
-        for v in views.values():
-            for p in v.pods:
-                ctx._view_of[id(p)] = v
-            held = ctx.owners.suspended_by(v.pods, v.podgroup)
-            if held is not None:
-                ctx.suspended[v.key] = _suspended_reason(held)
-            why = gang_protection(v, config.eviction, state.queues, state.now)
-            if why is None:
-                why = workload_protection(v, state.workloads)
-            if why is None and len(v.placed) != len(v.running):
-                why = f"{v.describe()} runs partly on nodes missing from the snapshot"
-            if why is None:
-                why = node_protection(v, snap)
-            if why is None and held is not None:
-                why = f"{held.describe()} is suspended"
-            if why is None and v.placed:
-                way = ctx.way(v, v.placed)
-                if way.method is None:
-                    why = way.reason.removeprefix("not movable: ")
-            if why is not None:
-                ctx.protected[v.key] = why
-        ctx.carried = state.ledger.carried(state.now, config.runner.interval)
-        if ctx.carried:
-            ctx.budget.carry(ctx.carried)
-            run = state.ledger.run
-            assert run is not None
-            ctx.notes.append(
-                f"{len(ctx.carried)} pod(s) evicted by run {run.plan or '?'}, cut short "
-                f"(started {format_time(run.started)}), count against this run's limits"
-            )
-        ctx._queues_and_demand()
-        return ctx
-
-    def _queues_and_demand(self) -> None:
-        queues: dict[str, Queue] = dict(self.state.queues)
-        per_shape: Counter[tuple[str, PodShape]] = Counter()
-        demands: list[Demand] = []
-        for v in self.views.values():
-            if v.queue not in queues:
-                queues[v.queue] = Queue(v.queue)
-            for p in v.pods:
-                if p.node >= 0:
-                    per_shape[(v.queue, p.shape)] += 1
-            if v.is_gang and v.key not in self.suspended:
-                d = demand_of(v)
-                if d is not None:
-                    demands.append(d)
-        allocated: dict[str, dict[str, int]] = {}
-        for (q, shape), n in per_shape.items():
-            alloc = allocated.setdefault(q, {})
-            for r, x in request_of([shape]).items():
-                alloc[r] = alloc.get(r, 0) + x * n
-        total = cluster_total(self.snap)
-        waiting = [self.waiting_gang(d) for d in demands]
-        self.queue_states = deserved_shares(queues.values(), total, allocated, waiting)
-        self.overused = {q for q, st in self.queue_states.items() if st.overused}
-        by_key = {d.key: d for d in demands}
-        ordered = order_waiting(waiting, self.queue_states, total)
-        # a gang whose capacity room is held goes ahead of those of its priority or lower
-        held = held_rooms(self.state, self.views)
-        self.demands = held_first([by_key[w.name] for w in ordered], held)
-        for key, (prio, until) in sorted(held.items()):
-            self.notes.append(
-                f"room held for {key} (priority {prio}) until {format_time(until)} "
-                "(capacity_room.hold_for): planned for it ahead of waiting gangs of its "
-                "priority or lower; corral resumes none of lower priority it suspended"
-            )
 
     def waiting_gang(self, d: Demand) -> WaitingGang:
-        created = format_time(d.view.created) if d.view.created else ""
-        return WaitingGang(d.key, d.view.queue, d.request, d.view.priority, created)
+        return waiting_gang(d)
 
     # --- who and what it costs -----------------------------------------------------------
 
@@ -262,12 +291,12 @@ class PlanContext:
         return self._view_of[id(pod)]
 
     def movable(self, view: GangView) -> bool:
-        return view.key not in self.protected and view.key not in self.moved
+        return view.key not in self.protected and view.key not in self.scratch.moved
 
     def pod_cost(self, pod: PodRecord) -> float:
         """Pods moved, GPU-hours of work at risk (lost when the pod restarts from its
         last checkpoint), and priority."""
-        hit = self._cost.get(id(pod))
+        hit = self._memo.cost.get(id(pod))
         if hit is None:
             w = self.config.cost
             hit = (
@@ -275,7 +304,7 @@ class PlanContext:
                 + w.gpu_hour * self.pod_at_risk(pod)
                 + w.priority_per_1000 * max(pod.priority, 0) / 1000
             )
-            self._cost[id(pod)] = hit
+            self._memo.cost[id(pod)] = hit
         return hit
 
     def pod_at_risk(self, pod: PodRecord) -> float:
@@ -283,17 +312,17 @@ class PlanContext:
         (:mod:`gangplace.engine.checkpoints`) over the pod's checkpoint annotations and
         its workloads'. A value that cannot be read is noted and ignored (the whole run
         since the pod started is at risk)."""
-        hit = self._risk.get(id(pod))
+        hit = self._memo.risk.get(id(pod))
         if hit is None:
             try:
                 hit = pod_work_at_risk(pod, self.now, self._workload_annotations(pod)) / 3600
             except CheckpointError as e:
                 note = f"{e}: read as no checkpoint (the whole run is at risk)"
-                if note not in self.notes:
-                    self.notes.append(note)
+                if note not in self.scratch.notes:
+                    self.scratch.notes.append(note)
                 gpus = pod.shape.gpu_demand_milli / 1000.0
                 hit = work_at_risk(gpus, pod_started(pod), self.now, Checkpoints()) / 3600
-            self._risk[id(pod)] = hit
+            self._memo.risk[id(pod)] = hit
         return hit
 
     def _workload_annotations(self, pod: PodRecord) -> list[tuple[str, Mapping[str, str]]]:
@@ -323,7 +352,7 @@ class PlanContext:
 
     def risk_refusal(self, v: Victim, defragmenting: bool = False) -> str | None:
         """Why ``v`` has too much work at risk to move, or None."""
-        cap = None if self.unlimited else self.risk_cap(defragmenting)
+        cap = None if self.scratch.unlimited else self.risk_cap(defragmenting)
         if cap is None or v.at_risk <= cap:
             return None
         key = (
@@ -341,17 +370,7 @@ class PlanContext:
 
     def way(self, view: GangView, pods: Sequence[PodRecord], *, evict_only: bool = False) -> Way:
         """How ``pods`` of ``view`` may move (see :mod:`descheduler.planning.move_method`)."""
-        whole = len(pods) == len(view.running) and len(pods) == len(view.placed)
-        key = (view.key, tuple(id(p) for p in pods), whole and not evict_only)
-        hit = self._ways.get(key)
-        if hit is None:
-            hit = self._ways[key] = self.owners.way(
-                view.key,
-                pods,
-                whole=whole and not evict_only,
-                suspend=self.config.moves.suspend,
-            )
-        return hit
+        return self._memo.way(self.owners, self.config.moves.suspend, view, pods, evict_only)
 
     def victim(
         self,
@@ -378,11 +397,12 @@ class PlanContext:
         )
 
     def refusal(self, pods: Sequence[PodRecord], queue: str) -> str | None:
-        why = self.budget.limit_reason(pods, queue)
+        budget = self.scratch.budget
+        why = budget.limit_reason(pods, queue)
         if why is not None:
-            self.limited = True
+            self.scratch.limited = True
             return why
-        return self.budget.pdb_reason(pods, queue)
+        return budget.pdb_reason(pods, queue)
 
     def victim_refusal(
         self, v: Victim, *, defragmenting: bool = False, capped: bool = True
@@ -394,7 +414,7 @@ class PlanContext:
             return f"{v.view.describe()}: {v.way.reason}"
         why = self.risk_refusal(v, defragmenting) if capped else None
         if why is not None:
-            self.limited = True
+            self.scratch.limited = True
             return why
         return self.refusal(v.pods, v.view.queue)
 
@@ -403,14 +423,15 @@ class PlanContext:
         """Plan as if the configured limits and work-at-risk caps were lifted (the
         disruption budgets and every other rule hold): whether lifting them would have
         produced a move. The budget used so far is kept; it is restored after."""
-        budget, unlimited, limited = self.budget, self.unlimited, self.limited
+        run = self.scratch
+        budget, unlimited, limited = run.budget, run.unlimited, run.limited
         free = PlanBudget(_NO_LIMITS, self.state.pdbs)
         free.pdbs.used = budget.pdbs.used.copy()
-        self.budget, self.unlimited = free, True
+        run.budget, run.unlimited = free, True
         try:
             yield
         finally:
-            self.budget, self.unlimited, self.limited = budget, unlimited, limited
+            run.budget, run.unlimited, run.limited = budget, unlimited, limited
 
     def may_move_for(self, view: GangView, d: Demand | None) -> str | None:
         """Why ``view`` may not be moved for the waiting gang ``d`` (None: to
@@ -457,6 +478,55 @@ class PlanContext:
         if for_gang is None or for_gang not in self.views:
             return False
         return victim_priority >= self.views[for_gang].priority
+
+
+def waiting_gang(d: Demand) -> WaitingGang:
+    """``d`` as the engine's DRF order reads a waiting gang."""
+    created = format_time(d.view.created) if d.view.created else ""
+    return WaitingGang(d.key, d.view.queue, d.request, d.view.priority, created)
+
+
+def _queues_and_demand(
+    state: ClusterState,
+    views: Mapping[str, GangView],
+    suspended: Mapping[str, str],
+    notes: list[str],
+) -> tuple[dict[str, QueueState], list[Demand]]:
+    """The queues' deserved shares, and the waiting gangs in the order they are served
+    (DRF, a gang whose capacity room is held ahead of those of its priority or lower);
+    a note per held room."""
+    queues: dict[str, Queue] = dict(state.queues)
+    per_shape: Counter[tuple[str, PodShape]] = Counter()
+    demands: list[Demand] = []
+    for v in views.values():
+        if v.queue not in queues:
+            queues[v.queue] = Queue(v.queue)
+        for p in v.pods:
+            if p.node >= 0:
+                per_shape[(v.queue, p.shape)] += 1
+        if v.is_gang and v.key not in suspended:
+            d = demand_of(v)
+            if d is not None:
+                demands.append(d)
+    allocated: dict[str, dict[str, int]] = {}
+    for (q, shape), n in per_shape.items():
+        alloc = allocated.setdefault(q, {})
+        for r, x in request_of([shape]).items():
+            alloc[r] = alloc.get(r, 0) + x * n
+    total = cluster_total(state.snapshot)
+    waiting = [waiting_gang(d) for d in demands]
+    queue_states = deserved_shares(queues.values(), total, allocated, waiting)
+    by_key = {d.key: d for d in demands}
+    ordered = order_waiting(waiting, queue_states, total)
+    # a gang whose capacity room is held goes ahead of those of its priority or lower
+    held = held_rooms(state, views)
+    for key, (prio, until) in sorted(held.items()):
+        notes.append(
+            f"room held for {key} (priority {prio}) until {format_time(until)} "
+            "(capacity_room.hold_for): planned for it ahead of waiting gangs of its "
+            "priority or lower; corral resumes none of lower priority it suspended"
+        )
+    return queue_states, held_first([by_key[w.name] for w in ordered], held)
 
 
 _NO_LIMITS = LimitSettings(

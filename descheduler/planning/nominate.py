@@ -26,7 +26,8 @@ framework and queue) and Kueue's pods. Volcano reads a pod's own nomination only
 node to try first for that pod (pkg/scheduler/actions/allocate/allocate.go, v1.12 and
 v1.13) and holds nothing against other pods; YuniKorn and KAI have their own caches.
 
-The nodes come from the plan (:mod:`descheduler.planning.strategies.capacity_room`) and
+The nodes come from the plan
+(:mod:`descheduler.planning.strategies.capacity_room.capacity_room`) and
 are kept in corral's mark on each workload suspended for the room (``nominate``: pod name
 -> node), so a later run knows them without planning again.
 """

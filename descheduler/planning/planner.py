@@ -3,13 +3,13 @@
 No clock, no I/O: the state carries "now". The planner works on the state's snapshot
 inside a fork and reverts it, so the caller's snapshot is unchanged afterwards.
 
-The strategies (:data:`~descheduler.planning.strategies.STRATEGIES`, each ``(ctx) -> moves``)
-run in order on one simulated cluster. First the waiting gangs that fit now are placed
-(the scheduler starts them before any eviction lands). Then stale partial gangs are
-released and room is made for the waiting gangs that cannot start, in DRF order, or --
-when no gang is waiting -- the cluster is defragmented for its typical workload. Last
-the plan is checked as a whole, the way the cluster will live it (see ``_settle``),
-and moves whose promise does not hold are dropped.
+The strategies (:data:`~descheduler.planning.strategies.run_order.STRATEGIES`, each
+``(ctx) -> moves``) run in order on one simulated cluster. First the waiting gangs that
+fit now are placed (the scheduler starts them before any eviction lands). Then stale
+partial gangs are released and room is made for the waiting gangs that cannot start, in
+DRF order, or -- when no gang is waiting -- the cluster is defragmented for its typical
+workload. Last the plan is checked as a whole, the way the cluster will live it (see
+``_settle``), and moves whose promise does not hold are dropped.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from descheduler.planning.context import PlanContext
 from descheduler.planning.gang_demand import Demand
 from descheduler.planning.plan_model import LargestFit, Move, NotMoved, Plan, PodMove
 from descheduler.planning.state import ClusterState
-from descheduler.planning.strategies import STRATEGIES
-from descheduler.planning.strategies.exact_moves import typical_shapes
+from descheduler.planning.strategies.exact_moves.exact_moves import typical_shapes
+from descheduler.planning.strategies.run_order import STRATEGIES
 from descheduler.planning.what_if import evaluate_waiting
 
 __all__ = ["MoveError", "apply_moves", "fragmentation_now", "move_verdict", "plan"]
@@ -64,23 +64,24 @@ def plan(
     started, out.waiting_before = evaluate_waiting(ctx, ctx.demands)
     largest_now = _largest_per_model(snap) if largest else {}
 
-    ctx.started, ctx.waiting_before, ctx.moves = set(started), list(out.waiting_before), []
-    first = [d for d in ctx.demands if d.key in ctx.started]
+    run = ctx.scratch
+    run.started, run.waiting_before, run.moves = set(started), list(out.waiting_before), []
+    first = [d for d in ctx.demands if d.key in run.started]
     token = snap.fork()
     try:
         for d in first:  # the scheduler starts these before any eviction lands
             place_gang(snap, d.gang, ctx.scorer, ctx.options)
         for strategy in STRATEGIES:
-            ctx.moves += strategy(ctx)
+            run.moves += strategy(ctx)
     finally:
         snap.revert(token)
-    moves, released, rest = ctx.moves, ctx.released(), ctx.blocked()
+    moves, released, rest = run.moves, ctx.released(), ctx.blocked()
 
     moves = _settle(ctx, moves, first, rest, out, probes, released)
     out.moves = moves
     out.largest = _largest_rows(snap, largest_now, moves, ctx) if largest else []
-    out.unserved = [u for u in ctx.unserved if u.gang in out.waiting_after]
-    out.notes = ctx.notes
+    out.unserved = [u for u in run.unserved if u.gang in out.waiting_after]
+    out.notes = run.notes
     moved = {m.unit for m in moves}
     out.not_moved = _not_moved(ctx, moved)
     out.suspended = [
@@ -273,7 +274,7 @@ def _settle(
                 "at once: a waiting gang served before it could take its room"
             )
         dropped = sorted({m.for_gang or m.unit for m in moves[cut:] if m.kind != "release-stale"})
-        ctx.notes.append(
+        ctx.scratch.notes.append(
             f"moves for {', '.join(dropped)} dropped: with every move made at once, {why}"
         )
         moves = [m for i, m in enumerate(moves) if i < cut or m.kind == "release-stale"]

@@ -9,7 +9,7 @@ import time
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from descheduler.planning.strategies.make_room import ROOM_TAKEN
+from descheduler.planning.strategies.make_room.make_room import ROOM_TAKEN
 from descheduler.running.run_result import RunResult
 
 __all__ = ["DeschedulerMetrics"]

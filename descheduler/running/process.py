@@ -46,10 +46,10 @@ from gangplace.kube.kubeconfig import SERVICE_ACCOUNT_DIR
 from prometheus_client import generate_latest
 
 from descheduler.config import DeschedulerConfig
-from descheduler.render import render_run
 from descheduler.running.cluster_view import ClusterView
 from descheduler.running.kube_io import KubeIO
 from descheduler.running.metrics import DeschedulerMetrics
+from descheduler.running.run_report import render_run
 from descheduler.running.runner import (
     EXIT_FAILED,
     EXIT_OK,

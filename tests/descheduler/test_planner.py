@@ -20,7 +20,7 @@ from descheduler import (
 )
 from descheduler.planning.context import PlanContext
 from descheduler.planning.state import ClusterState, StateError
-from descheduler.planning.strategies import make_room
+from descheduler.planning.strategies.make_room.make_room import make_room
 from tests.builders.descheduler_cluster import (
     NOW,
     as_list,

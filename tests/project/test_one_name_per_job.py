@@ -28,7 +28,14 @@ PER_COMPONENT_FUNCTIONS = frozenset(
 
 
 def product_files(root: Path = ROOT, tops: Iterable[str] = PRODUCT) -> list[Path]:
-    return sorted(p for top in tops for p in (root / top).rglob("*.py") if ".venv" not in p.parts)
+    """The product's modules; not the tests kept beside the code (a ``tests`` folder, as a
+    strategy's), which pip does not install."""
+    return sorted(
+        p
+        for top in tops
+        for p in (root / top).rglob("*.py")
+        if ".venv" not in p.parts and "tests" not in p.relative_to(root / top).parts
+    )
 
 
 def module_name_clashes(files: Iterable[Path], root: Path = ROOT) -> list[str]:

@@ -13,13 +13,18 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def product_files() -> list[Path]:
+    """The modules of the packages pyproject.toml lists: what a wheel holds (the tests
+    kept beside the code, in unlisted ``tests`` subpackages, are not in it)."""
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    return sorted(
-        f
-        for folder in setuptools["package-dir"].values()
-        for f in (ROOT / folder).rglob("*.py")
-        if "__pycache__" not in f.parts
-    )
+    listed = set(setuptools["packages"])
+    out = []
+    for name, folder in setuptools["package-dir"].items():
+        base = ROOT / folder
+        for f in base.rglob("*.py"):
+            package = ".".join((name, *f.parent.relative_to(base).parts))
+            if "__pycache__" not in f.parts and package in listed:
+                out.append(f)
+    return sorted(out)
 
 
 def _names_tests(module: str) -> bool:

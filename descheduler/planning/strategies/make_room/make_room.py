@@ -17,8 +17,9 @@ For each waiting gang, in DRF order, on the snapshot as the plan has left it:
    the engine. A victim that fits nowhere is dropped for good. Victims that are not
    needed are pruned, and the move is kept.
 5. When this search finds no move, the exact neighbourhood moves are tried
-   (:mod:`.exact_moves`); when they find none either, and ``capacity_room`` is on,
-   workloads may be suspended without being placed again (:mod:`.capacity_room`).
+   (:mod:`~descheduler.planning.strategies.exact_moves.exact_moves`); when they find
+   none either, and ``capacity_room`` is on, workloads may be suspended without being
+   placed again (:mod:`~descheduler.planning.strategies.capacity_room.capacity_room`).
 
 Steps 2 and 3 are :mod:`.room_options`, step 4 :mod:`.room_search`; this module serves
 the waiting gangs one by one and turns the victims found into moves.
@@ -36,9 +37,9 @@ from gangplace.engine.timeparse import format_duration, format_time
 from descheduler.planning.context import PlanContext, Victim, victim_move
 from descheduler.planning.gang_demand import Demand
 from descheduler.planning.plan_model import Move, Unserved
-from descheduler.planning.strategies.capacity_room import capacity_room
-from descheduler.planning.strategies.exact_moves import exact_room
-from descheduler.planning.strategies.room_options import (
+from descheduler.planning.strategies.capacity_room.capacity_room import capacity_room
+from descheduler.planning.strategies.exact_moves.exact_moves import exact_room
+from descheduler.planning.strategies.make_room.room_options import (
     Candidates,
     NodeOption,
     Room,
@@ -46,7 +47,7 @@ from descheduler.planning.strategies.room_options import (
     node_option,
     shortlist,
 )
-from descheduler.planning.strategies.room_search import prune, search
+from descheduler.planning.strategies.make_room.room_search import prune, search
 from descheduler.planning.what_if import Trial, freed
 
 __all__ = ["ROOM_TAKEN", "make_room"]
@@ -119,8 +120,8 @@ def _room_for(ctx: PlanContext, cand: Candidates, d: Demand) -> list[Move] | str
     moves = _moves(ctx, d, victims, trial)
     trial.keep()
     for v in victims:
-        ctx.budget.take(v.pods, v.view.queue)
-        ctx.moved.add(v.view.key)
+        ctx.scratch.budget.take(v.pods, v.view.queue)
+        ctx.scratch.moved.add(v.view.key)
         cand.retire(v.view)
     return moves
 
@@ -156,7 +157,7 @@ def _room_taken(ctx: PlanContext, d: Demand) -> str | None:
 def make_room(ctx: PlanContext) -> list[Move]:
     """Moves that let the waiting gangs that cannot start now (``ctx.blocked()``, in DRF
     order) start; the snapshot is left with the moves made and the gangs that start
-    placed. Unserved gangs go to ``ctx.unserved``."""
+    placed. Unserved gangs go to ``ctx.scratch.unserved``."""
     demands = ctx.blocked()
     if not demands:
         return []
@@ -170,20 +171,20 @@ def make_room(ctx: PlanContext) -> list[Move]:
             no_room.clear()  # the snapshot changed
             continue  # it starts as things are (placed: later gangs see it)
         if not ctx.config.make_room.enabled:
-            ctx.unserved.append(Unserved(d.key, "make_room is disabled"))
+            ctx.scratch.unserved.append(Unserved(d.key, "make_room is disabled"))
             continue
         if i >= limit:
-            ctx.unserved.append(
+            ctx.scratch.unserved.append(
                 Unserved(d.key, f"beyond the first {limit} waiting gangs (max_waiting_gangs)")
             )
             continue
-        if ctx.budget.exhausted():
+        if ctx.scratch.budget.exhausted():
             full = "the eviction limit of this run is reached"
-            ctx.unserved.append(Unserved(d.key, _truthful(ctx, cand, d, full, named=True)))
+            ctx.scratch.unserved.append(Unserved(d.key, _truthful(ctx, cand, d, full, named=True)))
             continue
         never = next((p for p in d.view.pods if p.preemption_policy == "Never"), None)
         if never is not None:
-            ctx.unserved.append(
+            ctx.scratch.unserved.append(
                 Unserved(
                     d.key,
                     f"pod {never.key} says preemptionPolicy: Never: no gang is moved for it",
@@ -192,22 +193,22 @@ def make_room(ctx: PlanContext) -> list[Move]:
             continue
         taken = _room_taken(ctx, d)
         if taken is not None:
-            ctx.unserved.append(Unserved(d.key, taken))
+            ctx.scratch.unserved.append(Unserved(d.key, taken))
             continue
         known = no_room.get(d)
         if known is not None:
-            ctx.limited, why = known
-            ctx.unserved.append(Unserved(d.key, why))
+            ctx.scratch.limited, why = known
+            ctx.scratch.unserved.append(Unserved(d.key, why))
             continue
-        ctx.limited = False
+        ctx.scratch.limited = False
         found = _room_or_exact(ctx, cand, d)
         if isinstance(found, str):  # capacity blocks it: suspending may (opt-in)
             found = capacity_room(ctx, d, cand.retire) or found
         if isinstance(found, str):
-            if ctx.limited:
+            if ctx.scratch.limited:
                 found = _truthful(ctx, cand, d, found)
-            ctx.unserved.append(Unserved(d.key, found))
-            no_room.put(d, found, ctx.limited)
+            ctx.scratch.unserved.append(Unserved(d.key, found))
+            no_room.put(d, found, ctx.scratch.limited)
             continue
         no_room.clear()
         moves.extend(found)  # the kept trial placed the gang too
@@ -281,14 +282,14 @@ def _truthful(
     of that planning is kept."""
     snap = ctx.snap
     token = snap.fork()
-    moved, alive, notes = set(ctx.moved), cand.alive.copy(), len(ctx.notes)
+    moved, alive, notes = set(ctx.scratch.moved), cand.alive.copy(), len(ctx.scratch.notes)
     try:
         with ctx.lifted():
             found = _room_or_exact(ctx, cand, d)
     finally:
         snap.revert(token)
-        ctx.moved, cand.alive = moved, alive
-        del ctx.notes[notes:]
+        ctx.scratch.moved, cand.alive = moved, alive
+        del ctx.scratch.notes[notes:]
     if isinstance(found, str):
         return found
     if named:
@@ -303,8 +304,8 @@ def _limits_hit(ctx: PlanContext, moves: Sequence[Move]) -> list[str]:
     """What the configured limits and caps say of ``moves`` (found without them),
     counted in order on this plan's budget."""
     out: list[str] = []
-    saved = ctx.budget.snapshot()
-    limited = ctx.limited
+    saved = ctx.scratch.budget.snapshot()
+    limited = ctx.scratch.limited
     try:
         for m in moves:
             view = ctx.views[m.unit]
@@ -315,8 +316,8 @@ def _limits_hit(ctx: PlanContext, moves: Sequence[Move]) -> list[str]:
             if no is not None:
                 out.append(no)
             else:
-                ctx.budget.take(v.pods, view.queue)
+                ctx.scratch.budget.take(v.pods, view.queue)
     finally:
-        ctx.budget.restore(saved)
-        ctx.limited = limited
+        ctx.scratch.budget.restore(saved)
+        ctx.scratch.limited = limited
     return out

@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from descheduler import parse_config, plan, state_from_list
-from descheduler.planning.strategies import make_room
+from descheduler.planning.strategies.make_room.make_room import make_room
 from tests.builders import objects as b
 from tests.builders.descheduler_cluster import NOW, as_list, gang, gpu_node, pod
-from tests.descheduler.strategies.planning import context, pods_of
+from tests.builders.plan_context import context, pods_of
 
 ON = {"capacity_room": {"enabled": True}}
 TWO_HOURS_AGO = "2026-12-02T10:00:00Z"
@@ -41,7 +41,7 @@ def full_cluster(*, waiting_priority: int = 1000, created: str = TWO_HOURS_AGO) 
 def test_it_is_off_by_default() -> None:
     ctx = context(full_cluster())
     assert make_room(ctx) == []
-    (reason,) = [u.reason for u in ctx.unserved]
+    (reason,) = [u.reason for u in ctx.scratch.unserved]
     assert reason.startswith("the gangs that could make room would not fit again elsewhere")
 
 
@@ -54,7 +54,7 @@ def test_the_lower_priority_workload_with_least_work_at_risk_is_suspended() -> N
     assert [pm.target for pm in m.pods] == [None]
     assert m.at_risk == 4 / 3
     assert "which capacity has blocked for 2h: it waits, suspended" in m.reason
-    assert ctx.unserved == []
+    assert ctx.scratch.unserved == []
 
 
 def test_the_whole_plan_keeps_it_and_the_gang_starts() -> None:

@@ -12,13 +12,24 @@ from gangplace.engine import GangOptions, place_gang
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from descheduler import ConfigError, Plan, apply_moves, load_config, parse_config, plan
+from descheduler import (
+    ConfigError,
+    Plan,
+    apply_moves,
+    load_config,
+    parse_config,
+    plan,
+    state_from_list,
+)
 from descheduler.planning.context import PlanContext
 from descheduler.planning.state import ClusterState
-from tests.builders.descheduler_cluster import gang, gpu_node, pdb, pod
-from tests.descheduler.test_planner import state
+from tests.builders.descheduler_cluster import NOW, as_list, gang, gpu_node, pdb, pod
 
 EXACT_OFF = {"exact_moves": {"enabled": False}}
+
+
+def state(*groups: Any) -> ClusterState:
+    return state_from_list(as_list(*groups), NOW)
 
 
 def chain() -> list[Any]:

@@ -24,7 +24,7 @@ kept moves together gain less than ``min_total_gain_gpus``, none is kept: small 
 are not worth restarting pods.
 
 Then the typical GPU shapes that still fit nowhere get room from the exact
-neighbourhood moves (:mod:`.exact_moves`).
+neighbourhood moves (:mod:`~descheduler.planning.strategies.exact_moves.exact_moves`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from gangplace.engine.policies.corral import cpu_per_gpu_milli, cpu_stranded
 
 from descheduler.planning.context import PlanContext, Victim, victim_move
 from descheduler.planning.plan_model import Move
-from descheduler.planning.strategies.exact_moves import exact_defragment
+from descheduler.planning.strategies.exact_moves.exact_moves import exact_defragment
 from descheduler.planning.what_if import try_move
 
 __all__ = ["Measure", "defragment"]
@@ -242,23 +242,23 @@ def defragment(ctx: PlanContext) -> list[Move]:
     waits (none did before the plan, and none was left unserved): the search's moves,
     then room made by the exact moves for the typical shapes that still fit nowhere."""
     cfg = ctx.config.defragment
-    if ctx.waiting_before or ctx.unserved:
+    if ctx.scratch.waiting_before or ctx.scratch.unserved:
         return []
     if not cfg.enabled or not ctx.workload.shapes:
         return []
     snap = ctx.snap
     token = snap.fork()
-    saved = ctx.budget.snapshot()
+    saved = ctx.scratch.budget.snapshot()
     moves, total = _by_search(ctx)
-    ctx.moved.update(m.unit for m in moves)
+    ctx.scratch.moved.update(m.unit for m in moves)
     more = exact_defragment(ctx)
     moves += more
     total += sum(m.gain_gpus for m in more) * 1000
     if moves and total < cfg.min_total_gain_gpus * 1000:
         snap.revert(token)
-        ctx.budget.restore(saved)
-        ctx.moved.difference_update(m.unit for m in moves)
-        ctx.notes.append(
+        ctx.scratch.budget.restore(saved)
+        ctx.scratch.moved.difference_update(m.unit for m in moves)
+        ctx.scratch.notes.append(
             f"defragmentation would gain only {total / 1000:.2f} GPUs "
             f"(min_total_gain_gpus {cfg.min_total_gain_gpus:g}); no move planned"
         )
@@ -297,7 +297,7 @@ def _by_search(ctx: PlanContext) -> tuple[list[Move], float]:
         gain, targets = _attempt(ctx, v, measure, now, max(floor, 1e-9))
         if not (gain >= floor and gain > 0):
             continue
-        ctx.budget.take(v.pods, v.view.queue)
+        ctx.scratch.budget.take(v.pods, v.view.queue)
         taken[key] = taken.get(key, 0) + (len(v.pods) if v.partial else 1 << 30)
         total += gain
         moves.append(_move(v, targets, gain, cfg.stranding_weight))

@@ -96,21 +96,21 @@ def capacity_room(
         return None
     limit = ctx.config.make_room.max_victims_per_gang
     chosen: list[Victim] = []
-    saved = ctx.budget.snapshot()
+    saved = ctx.scratch.budget.snapshot()
     try:
         for v in _candidates(ctx, d):
             if len(chosen) >= limit:
                 break
             if ctx.victim_refusal(v) is not None:  # the limits, with those chosen taken
                 continue
-            ctx.budget.take(v.pods, v.view.queue)
+            ctx.scratch.budget.take(v.pods, v.view.queue)
             chosen.append(v)
             if _starts_without(ctx, d, chosen):
                 break
         else:
             return None
     finally:
-        ctx.budget.restore(saved)
+        ctx.scratch.budget.restore(saved)
     if not _starts_without(ctx, d, chosen):
         return None
     for v in sorted(chosen, key=lambda v: (-v.cost, v.view.key)):
@@ -128,8 +128,8 @@ def capacity_room(
         nominate = planned_nominations(d.view, placed)
     out = []
     for v in sorted(chosen, key=lambda v: (v.cost, v.view.key)):
-        ctx.budget.take(v.pods, v.view.queue)
-        ctx.moved.add(v.view.key)
+        ctx.scratch.budget.take(v.pods, v.view.queue)
+        ctx.scratch.moved.add(v.view.key)
         if retire is not None:
             retire(v.view)
         m = _move(v, d, waited, cfg.hold_for)

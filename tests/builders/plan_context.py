@@ -17,10 +17,10 @@ from tests.builders.descheduler_cluster import NOW, as_list
 
 def context(items: list[Any], config: DeschedulerConfig | None = None) -> PlanContext:
     ctx = PlanContext.build(state_from_list(as_list(items), NOW), config or DeschedulerConfig())
-    started, ctx.waiting_before = evaluate_waiting(ctx, ctx.demands)
-    ctx.started = set(started)
+    started, ctx.scratch.waiting_before = evaluate_waiting(ctx, ctx.demands)
+    ctx.scratch.started = set(started)
     for d in ctx.demands:
-        if d.key in ctx.started:
+        if d.key in ctx.scratch.started:
             place_gang(ctx.snap, d.gang, ctx.scorer, ctx.options)
     return ctx
 

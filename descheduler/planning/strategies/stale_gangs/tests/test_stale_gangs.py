@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from descheduler.planning.strategies import STRATEGIES, release_stale_gangs
+from descheduler.planning.strategies.run_order import STRATEGIES
+from descheduler.planning.strategies.stale_gangs.stale_gangs import release_stale_gangs
 from tests.builders.descheduler_cluster import gang, gpu_node, pod
-from tests.descheduler.strategies.planning import context, pods_of
+from tests.builders.plan_context import context, pods_of
 
 
 def cluster(timeout: str = "30m", hog1: int = 4) -> list[Any]:
@@ -36,7 +37,7 @@ def test_a_stale_partial_gang_is_released_with_a_reason() -> None:
     assert "gang timeout of 30m" in move.reason and "2 of its 4" in move.reason
     # its pods left the snapshot, and the plan's limits count them
     assert not any(p.name.startswith("mpi-") and p.bound for p in ctx.snap.pods)
-    ctx.moves = [move]
+    ctx.scratch.moves = [move]
     assert ctx.released() == {"default/mpi"}
     assert [d.key for d in ctx.blocked()] == ["default/mpi"]
 
@@ -48,5 +49,5 @@ def test_within_its_timeout_or_able_to_finish_it_stays() -> None:
 
 def test_a_gang_the_planner_saw_starting_stays() -> None:
     ctx = context(cluster())
-    ctx.started = {"default/mpi"}
+    ctx.scratch.started = {"default/mpi"}
     assert release_stale_gangs(ctx) == []

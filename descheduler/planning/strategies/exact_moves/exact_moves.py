@@ -74,7 +74,7 @@ def _rules(ctx: PlanContext, d: Demand | None) -> MoveRules:
     ok: dict[str, bool] = {}
 
     def may(view: GangView) -> bool:
-        if not ctx.movable(view):  # asked each time: the plan's moves add to ctx.moved
+        if not ctx.movable(view):  # asked each time: the plan's moves add to ctx.scratch.moved
             return False
         hit = ok.get(view.key)
         if hit is None:
@@ -99,15 +99,15 @@ def _rules(ctx: PlanContext, d: Demand | None) -> MoveRules:
         limit = ctx.config.make_room.max_victims_per_gang
         if d is not None and len(victims) > limit:
             return f"more than {limit} victim gangs (max_victims_per_gang)"
-        saved = ctx.budget.snapshot()
+        saved = ctx.scratch.budget.snapshot()
         try:
             for v in victims:
                 why = ctx.victim_refusal(v, defragmenting=d is None)
                 if why is not None:
                     return why
-                ctx.budget.take(v.pods, v.view.queue)
+                ctx.scratch.budget.take(v.pods, v.view.queue)
         finally:
-            ctx.budget.restore(saved)
+            ctx.scratch.budget.restore(saved)
         return None
 
     return MoveRules(unit_of=unit_of, movable=movable, allows=allows)
@@ -130,7 +130,7 @@ def _limits(ctx: PlanContext) -> MoverLimits:
 def _left(ctx: PlanContext) -> int | None:
     """Pods this run may still evict (a bound for the mover; the budget decides)."""
     cap = ctx.config.limits.max_evictions_per_run
-    used = ctx.budget.limits.used[(PER_RUN, "")]
+    used = ctx.scratch.budget.limits.used[(PER_RUN, "")]
     return None if cap is None else max(cap - used, 0)
 
 
@@ -156,7 +156,7 @@ def exact_room(
     placed; None (the snapshot unchanged) when it finds none the rules allow. ``retire``
     is told of each moved unit."""
     cfg = ctx.config.exact_moves
-    if not cfg.enabled or ctx.budget.exhausted():
+    if not cfg.enabled or ctx.scratch.budget.exhausted():
         return None
     snap = ctx.snap
     token = snap.fork()
@@ -180,8 +180,8 @@ def exact_room(
         return None
     out = []
     for v in victims:
-        ctx.budget.take(v.pods, v.view.queue)
-        ctx.moved.add(v.view.key)
+        ctx.scratch.budget.take(v.pods, v.view.queue)
+        ctx.scratch.moved.add(v.view.key)
         if retire is not None:
             retire(v.view)
         what = "whole " if v.view.is_gang else ""
@@ -238,10 +238,10 @@ def exact_defragment(ctx: PlanContext) -> list[Move]:
     token = snap.fork()
     try:
         progress = True
-        while progress and len(holders) < cfg.max_rooms and not ctx.budget.exhausted():
+        while progress and len(holders) < cfg.max_rooms and not ctx.scratch.budget.exhausted():
             progress = False
             for shape in shapes:
-                if len(holders) >= cfg.max_rooms or ctx.budget.exhausted():
+                if len(holders) >= cfg.max_rooms or ctx.scratch.budget.exhausted():
                     break
                 if any(needs_at_least(snap, shape, f) for f in failed):
                     continue
@@ -257,8 +257,8 @@ def exact_defragment(ctx: PlanContext) -> list[Move]:
                 victims = _victims(ctx, room.moved)
                 targets = _targets(ctx, victims)
                 for v in victims:
-                    ctx.budget.take(v.pods, v.view.queue)
-                    ctx.moved.add(v.view.key)
+                    ctx.scratch.budget.take(v.pods, v.view.queue)
+                    ctx.scratch.moved.add(v.view.key)
                     out.append(
                         _move(
                             v,

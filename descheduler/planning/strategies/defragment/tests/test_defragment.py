@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from descheduler import parse_config
-from descheduler.planning.strategies import STRATEGIES, defragment
+from descheduler.planning.strategies.defragment.defragment import defragment
+from descheduler.planning.strategies.run_order import STRATEGIES
 from tests.builders.descheduler_cluster import gang, gpu_node, pod
-from tests.descheduler.strategies.planning import context, pods_of
+from tests.builders.plan_context import context, pods_of
 
 ON = {"enabled": True}
 
@@ -41,7 +42,7 @@ def test_it_packs_the_lonely_pods_when_nobody_waits() -> None:
 def test_it_moves_nothing_while_a_gang_waits() -> None:
     items = [*defrag_cluster(), *gang("huge", [], 8, pending=2)]
     ctx = context(items, parse_config({"defragment": ON}))
-    assert ctx.waiting_before == ["default/huge"]
+    assert ctx.scratch.waiting_before == ["default/huge"]
     assert defragment(ctx) == []
 
 
@@ -59,7 +60,7 @@ def test_too_small_a_gain_or_disabled_moves_nothing(
     ctx = context(defrag_cluster(), parse_config({"defragment": section}))
     assert defragment(ctx) == []
     if note is not None:
-        assert any(note in n for n in ctx.notes)
+        assert any(note in n for n in ctx.scratch.notes)
 
 
 def test_a_unit_with_more_work_at_risk_than_its_cap_stays() -> None:

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from descheduler import parse_config
-from descheduler.planning.strategies import STRATEGIES, make_room
+from descheduler.planning.strategies.make_room.make_room import make_room
+from descheduler.planning.strategies.run_order import STRATEGIES
 from tests.builders.descheduler_cluster import gang, gpu_node, pod
-from tests.descheduler.strategies.planning import context, pods_of
+from tests.builders.plan_context import context, pods_of
 
 
 def middle_node_cluster() -> list[Any]:
@@ -33,7 +34,7 @@ def test_it_moves_the_small_pods_off_the_middle_node_for_the_waiting_gang() -> N
     assert pods_of(moves) == ["s1a", "s1b"]
     assert all(m.for_gang == "default/llm" and m.kind == "make-room" for m in moves)
     assert sorted(pm.target or "" for m in moves for pm in m.pods) == ["n0", "n2"]
-    assert ctx.unserved == []
+    assert ctx.scratch.unserved == []
     # the snapshot is left with the moves made and the gang placed: n1 is full
     n1 = ctx.snap.node_index["n1"]
     assert int((ctx.snap.gpu_free[n1] >= 1000).sum()) == 0
@@ -42,17 +43,19 @@ def test_it_moves_the_small_pods_off_the_middle_node_for_the_waiting_gang() -> N
 def test_nothing_blocked_nothing_moved() -> None:
     items = [gpu_node("n0"), *gang("llm", [], 4, pending=1)]
     ctx = context(items)
-    assert ctx.started == {"default/llm"} and ctx.blocked() == []
+    assert ctx.scratch.started == {"default/llm"} and ctx.blocked() == []
     assert make_room(ctx) == []
 
 
 def test_a_gang_it_does_not_serve_is_named_with_why() -> None:
     ctx = context(middle_node_cluster(), parse_config({"make_room": {"enabled": False}}))
     assert make_room(ctx) == []
-    assert [(u.gang, u.reason) for u in ctx.unserved] == [("default/llm", "make_room is disabled")]
+    assert [(u.gang, u.reason) for u in ctx.scratch.unserved] == [
+        ("default/llm", "make_room is disabled")
+    ]
     ctx = context(middle_node_cluster(), parse_config({"limits": {"max_evictions_per_run": 0}}))
     assert make_room(ctx) == []
-    assert [u.reason for u in ctx.unserved] == ["the eviction limit of this run is reached"]
+    assert [u.reason for u in ctx.scratch.unserved] == ["the eviction limit of this run is reached"]
 
 
 # --- work at risk: moves charged by the work they lose ---------------------------------
@@ -99,7 +102,7 @@ def test_a_workload_above_the_cap_is_never_moved_and_the_cap_is_named() -> None:
     cfg = parse_config({"moves": {"max_gpu_hours_at_risk": 0.05}})
     ctx = context(risky_middle_node_cluster(), cfg)
     assert make_room(ctx) == []
-    (reason,) = [u.reason for u in ctx.unserved]
+    (reason,) = [u.reason for u in ctx.scratch.unserved]
     assert reason.startswith("the moves that would let it start are refused: pod default/s0")
     assert reason.endswith(
         "has 0.1 GPU-hours of work at risk (done since its last checkpoint), above "
@@ -122,7 +125,7 @@ def test_a_bad_checkpoint_value_is_noted_and_read_as_none() -> None:
     assert any(
         'pod default/s0a: corral.dev/last-checkpoint: "yesterday" is not a time' in n
         and "read as no checkpoint" in n
-        for n in ctx.notes
+        for n in ctx.scratch.notes
     )
 
 
@@ -141,14 +144,14 @@ def test_a_limit_is_named_only_where_lifting_it_would_start_the_gang() -> None:
     per_node = parse_config({"limits": {"max_evictions_per_node": 1}})
     ctx = context(middle_node_cluster(), per_node)
     assert make_room(ctx) == []
-    assert [u.reason for u in ctx.unserved] == [
+    assert [u.reason for u in ctx.scratch.unserved] == [
         "the moves that would let it start are refused: max_evictions_per_node (1, node n1)"
     ]
     # on a full cluster lifting the limit starts nothing: the limit is not the reason
     for limits in ({"max_evictions_per_node": 1}, {"max_evictions_per_run": 1}):
         ctx = context(full_cluster(), parse_config({"limits": limits}))
         assert make_room(ctx) == []
-        (reason,) = [u.reason for u in ctx.unserved]
+        (reason,) = [u.reason for u in ctx.scratch.unserved]
         assert reason.startswith("the gangs that could make room would not fit again elsewhere")
         assert "limit" not in reason
 
@@ -156,7 +159,7 @@ def test_a_limit_is_named_only_where_lifting_it_would_start_the_gang() -> None:
 def test_a_used_up_run_names_its_limit_only_where_lifting_it_helps() -> None:
     ctx = context(full_cluster(), parse_config({"limits": {"max_evictions_per_run": 0}}))
     assert make_room(ctx) == []
-    (reason,) = [u.reason for u in ctx.unserved]
+    (reason,) = [u.reason for u in ctx.scratch.unserved]
     assert reason.startswith("the gangs that could make room would not fit again elsewhere")
 
 

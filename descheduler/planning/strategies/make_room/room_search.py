@@ -10,7 +10,7 @@ from typing import Literal, overload
 
 from descheduler.planning.context import PlanContext, Victim
 from descheduler.planning.gang_demand import Demand
-from descheduler.planning.strategies.room_options import NodeOption
+from descheduler.planning.strategies.make_room.room_options import NodeOption
 from descheduler.planning.what_if import Trial, try_move
 
 __all__ = ["merge", "prune", "search"]
@@ -51,7 +51,7 @@ def merge(
             out[v.view.key] = v
     if not check:
         return out
-    budget = ctx.budget
+    budget = ctx.scratch.budget
     saved = budget.snapshot()
     try:
         for v in out.values():

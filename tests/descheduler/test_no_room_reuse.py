@@ -19,7 +19,7 @@ from descheduler.planning.state import ClusterState
 from descheduler.study import CorralHook
 from tests.builders.records import gpu_node, shape
 
-make_room_module = importlib.import_module("descheduler.planning.strategies.make_room")
+make_room_module = importlib.import_module("descheduler.planning.strategies.make_room.make_room")
 
 # Many one-GPU jobs of few shapes and gangs of 3 and 4 on a small cluster, overloaded:
 # many waiting gangs of one shape, and few moves that fit (the study's 120% regime).

@@ -59,7 +59,7 @@ def _dry(ctx: PlanContext) -> GangOptions:
 def release_stale_gangs(ctx: PlanContext) -> list[Move]:
     """Moves releasing every stale partial gang the rules and limits allow, oldest
     first; their pods are removed from the snapshot (nothing places them again).
-    Gangs in ``ctx.started`` (their missing members fit now, placed on the snapshot by
+    Gangs in ``ctx.scratch.started`` (their missing members fit now, placed on the snapshot by
     the planner) are left alone; for the others that is worked out here."""
     cfg = ctx.config.stale_gangs
     if not cfg.enabled:
@@ -73,7 +73,7 @@ def release_stale_gangs(ctx: PlanContext) -> list[Move]:
         timeout = v.timeout if v.timeout is not None else cfg.default_timeout
         if since is None or (ctx.now - since).total_seconds() <= timeout:
             continue
-        if v.key in ctx.started:
+        if v.key in ctx.scratch.started:
             continue  # its missing members fit now: the scheduler completes the gang
         d = demand_of(v)
         if d is not None and place_gang(ctx.snap, d.gang, ctx.scorer, _dry(ctx)).ok:
@@ -82,7 +82,7 @@ def release_stale_gangs(ctx: PlanContext) -> list[Move]:
     moves: list[Move] = []
     for since, v, timeout in sorted(stale, key=lambda t: (t[0], t[1].key)):
         why = ctx.protected.get(v.key)
-        if why is None and v.key in ctx.moved:
+        if why is None and v.key in ctx.scratch.moved:
             why = "already moved by this plan"
         pods = v.placed
         victim = ctx.victim(v, evict_only=True)
@@ -90,11 +90,11 @@ def release_stale_gangs(ctx: PlanContext) -> list[Move]:
             why = ctx.victim_refusal(victim, capped=False)
         waited = format_duration((ctx.now - since).total_seconds())
         if why is not None:
-            ctx.notes.append(f"stale {v.describe()} (waited {waited}) not released: {why}")
+            ctx.scratch.notes.append(f"stale {v.describe()} (waited {waited}) not released: {why}")
             continue
         remove_pods(ctx.snap, pods)
-        ctx.budget.take(pods, v.queue)
-        ctx.moved.add(v.key)
+        ctx.scratch.budget.take(pods, v.queue)
+        ctx.scratch.moved.add(v.key)
         pg = v.podgroup
         moves.append(
             Move(

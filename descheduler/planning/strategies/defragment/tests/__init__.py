@@ -1,0 +1,1 @@
+"""Tests of defragment, kept beside the code; pip does not install them."""

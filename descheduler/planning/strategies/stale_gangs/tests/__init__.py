@@ -1,0 +1,1 @@
+"""Tests of the release of stale gangs, kept beside the code; pip does not install them."""
