@@ -129,14 +129,14 @@ def test_the_scan_finds_a_kind_test(tmp_path: Path) -> None:
     mod = tmp_path / "shared/gangplace/engine/extra.py"
     mod.parent.mkdir(parents=True)
     mod.write_text(
-        'def f(kind, group, obj):\n'
+        "def f(kind, group, obj):\n"
         '    if kind != "RayJob":\n'
         '        return ""\n'
         '    if (group, kind) != ("jobset.x-k8s.io", "JobSet"):\n'
-        '        return []\n'
-        '    match kind:\n'
+        "        return []\n"
+        "    match kind:\n"
         '        case "SparkApplication":\n'
-        '            return 1\n'
+        "            return 1\n"
         '    return obj.get("kind") in {"Pod", "MPIJob"} or kind == "Pod"\n'
     )
     assert kind_tests(tmp_path) == [

@@ -381,9 +381,7 @@ KINDS: Kinds = registry(
             suspendTakesEffect="always",
             evicted="job-failures",
             read=True,
-            hooks=KindHooks(
-                self_ganged=indexed_job_self_ganged, disruption_rule=disruption_rule
-            ),
+            hooks=KindHooks(self_ganged=indexed_job_self_ganged, disruption_rule=disruption_rule),
         ),
         _kind(
             "kubeflow.org",
