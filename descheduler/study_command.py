@@ -215,8 +215,12 @@ def run_every_mode(
                 if progress is not None:
                     progress(len(out), len(runs))
         else:
-            # The longest runs (corral's, at the highest load) first, so they overlap.
-            order = sorted(range(len(runs)), key=lambda i: (-runs[i][1], i))
+            # Longest first, so the short ones fill the last gaps: the planner's modes
+            # (highest load first), then the baselines, which plan nothing.
+            baselines = (POD_BY_POD, GANG, HNU)
+            order = sorted(
+                range(len(runs)), key=lambda i: (runs[i][3].label in baselines, -runs[i][1], i)
+            )
             with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
                 futures = {pool.submit(_one, i): i for i in order}
                 for f in as_completed(futures):
