@@ -21,6 +21,7 @@ from gangplace.config_errors import (
 )
 from gangplace.engine import EngineConfig
 from gangplace.engine.kinds import Kinds, with_added
+from gangplace.engine.membership import SCHEDULER_NAMES
 from gangplace.engine.policies import DEFAULT_POLICY, check_policy
 from gangplace.yamlfile import YamlFileError, read_yaml
 from pydantic import (
@@ -55,14 +56,9 @@ class Backend(StrEnum):
 
 
 # What each scheduler calls itself and its catch-all queue when nobody says otherwise.
-DEFAULT_SCHEDULER: dict[Backend, str | None] = {
-    Backend.VOLCANO: "volcano",
-    Backend.COSCHEDULING: "scheduler-plugins-scheduler",
-    Backend.YUNIKORN: "yunikorn",
-    Backend.KUEUE: None,  # Kueue admits workloads; the scheduler stays as it is
-    Backend.KUBERNETES: None,  # the native gang API: the default scheduler, or the pod's own
-    Backend.KAI: "kai-scheduler",
-}
+# Kueue admits workloads and the native gang API uses the default scheduler (or the
+# pod's own): for them the scheduler stays as it is (None).
+DEFAULT_SCHEDULER: dict[Backend, str | None] = {b: SCHEDULER_NAMES.get(b.value) for b in Backend}
 DEFAULT_QUEUE: dict[Backend, str | None] = {
     Backend.VOLCANO: "default",
     Backend.COSCHEDULING: None,  # scheduler-plugins has no queues

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from gangplace.engine import PodRecord
 from gangplace.engine.gang import GangPlacement
-from gangplace.engine.membership import membership
+from gangplace.engine.membership import OWN_SCHEDULERS, SCHEDULER_NAMES, membership
 
 from descheduler.config import DeschedulerConfig
 from descheduler.planning.gang_demand import role_pods
@@ -53,10 +53,10 @@ __all__ = [
     "planned_nominations",
 ]
 
-# Gang dialects whose pods another scheduler than the kube-scheduler places, and the
-# names those schedulers go by (webhook.config.DEFAULT_SCHEDULER).
-_OWN_SCHEDULER = {"volcano": "Volcano", "yunikorn": "YuniKorn", "kai": "KAI"}
-_OTHER_SCHEDULERS = {"volcano": "Volcano", "yunikorn": "YuniKorn", "kai-scheduler": "KAI"}
+# How the messages name the schedulers that are not kube-scheduler builds.
+_TITLES = {"volcano": "Volcano", "yunikorn": "YuniKorn", "kai": "KAI"}
+# Their schedulerNames, for a pod whose gang keys do not say the dialect.
+_BY_NAME = {SCHEDULER_NAMES[d]: d for d in OWN_SCHEDULERS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +86,10 @@ def nomination_refusal(view: GangView) -> str | None:
     places its pods counts nominated pods against others (the kube-scheduler)."""
     for p in view.pods:
         m = membership(p)
-        who = _OWN_SCHEDULER.get(m.dialect) if m is not None else None
-        who = who or _OTHER_SCHEDULERS.get(p.scheduler_name)
-        if who is not None:
+        dialect = m.dialect if m is not None and m.dialect in OWN_SCHEDULERS else None
+        dialect = dialect or _BY_NAME.get(p.scheduler_name)
+        if dialect is not None:
+            who = _TITLES[dialect]
             return (
                 f"gang {view.key} is placed by {who}, which does not hold a nominated node "
                 "against other pods"

@@ -30,6 +30,8 @@ __all__ = [
     "KUEUE_TOTAL_COUNT",
     "LABEL_GANG_SCHEDULING",
     "NATIVE_GANG",
+    "OWN_SCHEDULERS",
+    "SCHEDULER_NAMES",
     "VOLCANO_GROUP_NAME",
     "VOLCANO_QUEUE_NAME",
     "VOLCANO_SLA_WAITING_TIME",
@@ -119,6 +121,19 @@ def _yunikorn_min(annotations: Mapping[str, str]) -> int | None:
 
 # The dialects a pod's keys are read in, in the order :func:`membership` tries them.
 DIALECTS = ("volcano", "coscheduling", "kueue", "yunikorn", "kai", "kubernetes", "corral")
+
+# The scheduler that places each dialect's gangs, as a pod's schedulerName names it when
+# nobody says otherwise (the webhook writes it; the descheduler reads it). Kueue's pods and
+# native gangs keep the kube-scheduler (not listed); scheduler-plugins' coscheduling is a
+# build of the kube-scheduler, with its queue and its nominator.
+SCHEDULER_NAMES: dict[str, str] = {
+    "volcano": "volcano",
+    "coscheduling": "scheduler-plugins-scheduler",
+    "yunikorn": "yunikorn",
+    "kai": "kai-scheduler",
+}
+# The dialects whose scheduler is not a kube-scheduler build (its own cache and queue).
+OWN_SCHEDULERS: frozenset[str] = frozenset({"volcano", "yunikorn", "kai"})
 
 
 def yunikorn_app_id(
